@@ -1,0 +1,1 @@
+"""The tslog broker daemon and its storage engine."""

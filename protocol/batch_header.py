@@ -1,0 +1,174 @@
+"""The fixed header of a record batch: layout, parsing, stamping, checksum.
+
+A record batch is stored on disk and sent on the wire as the same bytes: an 80-byte
+little-endian header followed by the records section (see ``records.py`` and
+``docs/storage-format.md``). The broker only ever reads and patches this header; it never
+decodes records on the produce or fetch path, so everything the broker needs to decide
+(offsets, times, sizes, checksum) lives here and is read with one ``struct`` call.
+
+Layout (offsets in bytes, all integers little-endian)::
+
+     0  int64   base_offset        assigned by the partition leader; 0 from a producer
+     8  int32   leader_epoch       stamped by the leader; -1 from a producer
+    12  uint32  crc                CRC32C of bytes [16, batch_length)
+    16  int32   batch_length       total bytes of the batch, header included
+    20  uint8   magic              FORMAT_MAGIC (1)
+    21  uint8   attributes         bits 0-1 compression, bit 2 has-headers
+    22  uint16  reserved           0
+    24  int32   last_offset_delta  record_count - 1
+    28  int32   record_count       >= 1
+    32  int64   first_create_time  CreateTime of the first record (ms)
+    40  int64   min_create_time    smallest CreateTime in the batch (ms)
+    48  int64   max_create_time    largest CreateTime in the batch (ms)
+    56  int64   log_append_time    LogAppendTime (ms), NO_TIMESTAMP until the leader stamps it
+    64  int64   producer_id        -1 when not idempotent
+    72  int16   producer_epoch     -1 when not idempotent
+    74  int16   reserved           0
+    76  int32   base_sequence      -1 when not idempotent
+    80  ...     records
+
+Why the CRC sits where it does: base offset and leader epoch are assigned by the leader and
+checked by continuity, so they stay outside the checksum; the LogAppendTime is inside it, so
+the leader recomputes the CRC after stamping (about 8 us per 110 KB batch with ``crc32c``)
+and followers and recovery verify exactly what the leader wrote.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+HEADER_STRUCT = struct.Struct("<qiIiBBHiiqqqqqhhi")
+HEADER_SIZE = HEADER_STRUCT.size  # 80
+FORMAT_MAGIC = 1
+NO_TIMESTAMP = -1
+
+CRC_START = 16  # first byte covered by the CRC
+_BASE_OFFSET_EPOCH = struct.Struct("<qi")
+_CRC = struct.Struct("<I")
+_LAT = struct.Struct("<q")
+_LAT_POSITION = 56
+_LENGTH = struct.Struct("<i")
+_LENGTH_POSITION = 16
+
+COMPRESSION_MASK = 0b11
+COMPRESSION_NONE = 0
+COMPRESSION_ZSTD = 1
+ATTR_HAS_HEADERS = 0b100
+_KNOWN_ATTRIBUTES = COMPRESSION_MASK | ATTR_HAS_HEADERS
+
+
+class BatchFormatError(ValueError):
+    """The bytes are not a well-formed record batch (bad length, magic, counts or CRC)."""
+
+
+class BatchHeader(NamedTuple):
+    """The decoded header of one batch; field order is the on-disk order."""
+
+    base_offset: int
+    leader_epoch: int
+    crc: int
+    batch_length: int
+    magic: int
+    attributes: int
+    reserved: int
+    last_offset_delta: int
+    record_count: int
+    first_create_time: int
+    min_create_time: int
+    max_create_time: int
+    log_append_time: int
+    producer_id: int
+    producer_epoch: int
+    reserved2: int
+    base_sequence: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.record_count
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+
+def parse_header(buffer, position: int = 0) -> BatchHeader:
+    """Decode the header at ``position`` without checking it (see ``check_header``)."""
+    return BatchHeader._make(HEADER_STRUCT.unpack_from(buffer, position))
+
+
+def peek_length(buffer, position: int = 0) -> int:
+    """Return the batch length field alone: what a scanner needs to hop to the next batch."""
+    return _LENGTH.unpack_from(buffer, position + _LENGTH_POSITION)[0]
+
+
+def check_header(header: BatchHeader, available: int | None = None) -> None:
+    """Raise BatchFormatError unless the header is self-consistent.
+
+    ``available`` is how many bytes the caller holds from the batch start; a batch claiming
+    more is torn or garbage.
+    """
+    if header.magic != FORMAT_MAGIC:
+        raise BatchFormatError(f"unknown batch magic {header.magic}")
+    if header.batch_length < HEADER_SIZE:
+        raise BatchFormatError(f"batch length {header.batch_length} below header size")
+    if available is not None and header.batch_length > available:
+        raise BatchFormatError(
+            f"batch length {header.batch_length} exceeds the {available} bytes present"
+        )
+    if header.attributes & ~_KNOWN_ATTRIBUTES or header.compression > COMPRESSION_ZSTD:
+        raise BatchFormatError(f"unknown batch attributes {header.attributes:#x}")
+    if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+        raise BatchFormatError(
+            f"record count {header.record_count} and last offset delta "
+            f"{header.last_offset_delta} disagree"
+        )
+    if not header.min_create_time <= header.first_create_time <= header.max_create_time:
+        raise BatchFormatError("create times out of order in batch header")
+    if header.reserved or header.reserved2:
+        raise BatchFormatError("reserved header fields are not zero")
+
+
+def compute_crc(batch) -> int:
+    """CRC32C of everything after base offset, leader epoch and the CRC field itself."""
+    with memoryview(batch) as view:
+        return crc32c(view[CRC_START:])
+
+
+def verify_crc(batch, header: BatchHeader | None = None) -> None:
+    """Raise BatchFormatError if the stored CRC does not match the bytes."""
+    stored = _CRC.unpack_from(batch, 12)[0] if header is None else header.crc
+    if compute_crc(batch) != stored:
+        raise BatchFormatError("batch CRC mismatch")
+
+
+def validate_batch(batch) -> BatchHeader:
+    """Full check of one complete batch held in ``batch`` (header consistency and CRC)."""
+    if len(batch) < HEADER_SIZE:
+        raise BatchFormatError(f"{len(batch)} bytes is shorter than a batch header")
+    header = parse_header(batch)
+    check_header(header, len(batch))
+    if header.batch_length != len(batch):
+        raise BatchFormatError(
+            f"batch length field {header.batch_length} != {len(batch)} bytes given"
+        )
+    verify_crc(batch, header)
+    return header
+
+
+def stamp(batch: bytearray, base_offset: int, leader_epoch: int, log_append_time: int) -> None:
+    """Assign offset, epoch and LogAppendTime in place and recompute the CRC (leader only)."""
+    _BASE_OFFSET_EPOCH.pack_into(batch, 0, base_offset, leader_epoch)
+    _LAT.pack_into(batch, _LAT_POSITION, log_append_time)
+    _CRC.pack_into(batch, 12, compute_crc(batch))
+
+
+def pack_header(header: BatchHeader) -> bytes:
+    """Encode a header; the caller fills in the CRC afterwards with ``compute_crc``."""
+    return HEADER_STRUCT.pack(*header)
