@@ -1,0 +1,177 @@
+"""Storage engine benchmark: append throughput against raw write(), lookup latency by time,
+index overhead. Prints tables of medians over several runs; asserts nothing.
+
+    python bench/storage.py            # the full run (about 2-4 minutes, ~1.2 GB of temp files)
+    python bench/storage.py --quick    # a smoke run with small sizes
+
+Numbers on a noisy 2-core VM vary by +-30 %: compare ratios within one invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tslog.broker.storage import LogConfig, ManualClock, PartitionLog
+from tslog.protocol.records import build_batch
+
+VALUE = b"v" * 100
+START_MS = 1_700_000_000_000
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def append_run(directory: Path, batch: bytes, batches: int) -> float:
+    """Seconds to append ``batches`` copies of ``batch`` (stamped one ms apart)."""
+    clock = ManualClock(START_MS)
+    log = PartitionLog(directory, LogConfig(), clock)
+    started = time.perf_counter()
+    for _ in range(batches):
+        log.append(batch)
+        clock.advance(1)
+    elapsed = time.perf_counter() - started
+    log.close()
+    return elapsed
+
+
+def raw_write_run(path: Path, batch: bytes, batches: int) -> float:
+    """Seconds to write() the same bytes sequentially to a plain file, one call per batch."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    started = time.perf_counter()
+    for _ in range(batches):
+        os.write(fd, batch)
+    elapsed = time.perf_counter() - started
+    os.close(fd)
+    return elapsed
+
+
+def bench_append(root: Path, runs: int, total_records: int) -> list[list[str]]:
+    rows = []
+    for batch_records in (1, 100, 1000):
+        batch = build_batch([VALUE] * batch_records, create_times=START_MS)
+        batches = max(1, total_records // batch_records)
+        if batch_records == 1:
+            batches = min(batches, total_records // 5)  # per-call bound: keep the run short
+        tslog_times, raw_times = [], []
+        for run in range(runs):
+            directory = root / f"append-{batch_records}-{run}"
+            tslog_times.append(append_run(directory, batch, batches))
+            shutil.rmtree(directory)
+            raw = root / "raw.bin"
+            raw_times.append(raw_write_run(raw, batch, batches))
+            raw.unlink()
+        records = batches * batch_records
+        payload_mb = records * len(VALUE) / 1e6
+        tslog_s, raw_s = median(tslog_times), median(raw_times)
+        rows.append([
+            str(batch_records),
+            f"{records / tslog_s:,.0f}",
+            f"{payload_mb / tslog_s:,.1f}",
+            f"{batches * len(batch) / 1e6 / tslog_s:,.1f}",
+            f"{batches * len(batch) / 1e6 / raw_s:,.1f}",
+            f"{raw_s / tslog_s:.2f}",
+            f"{min(tslog_times) * 1e3:.0f}-{max(tslog_times) * 1e3:.0f} ms",
+        ])
+    return rows
+
+
+def build_lookup_log(directory: Path, records: int, batch_records: int) -> tuple[PartitionLog, int, int]:
+    """A log of ``records`` 100-byte records, one batch per ms, in 64 MiB segments."""
+    clock = ManualClock(START_MS)
+    config = LogConfig(segment_bytes=64 << 20)
+    log = PartitionLog(directory, config, clock)
+    batch = build_batch([VALUE] * batch_records, create_times=START_MS)
+    for _ in range(records // batch_records):
+        log.append(batch)
+        clock.advance(1)
+    return log, START_MS, clock.now_ms() - 1
+
+
+def bench_lookups(root: Path, runs: int, sizes: list[int], lookups: int) -> tuple[list[list[str]], list[str]]:
+    rows, notes = [], []
+    for records in sizes:
+        directory = root / f"lookup-{records}"
+        log, first, last = build_lookup_log(directory, records, batch_records=100)
+        rng = random.Random(records)
+        p50s, p99s, p999s, max_bytes = [], [], [], 0
+        for _ in range(runs):
+            targets = [rng.randint(first, last) for _ in range(lookups)]
+            latencies = []
+            for target in targets:
+                before = log.lookup_bytes_read
+                started = time.perf_counter_ns()
+                found = log.offset_for_time(target)
+                latencies.append(time.perf_counter_ns() - started)
+                max_bytes = max(max_bytes, log.lookup_bytes_read - before)
+                assert found is not None and found.timestamp == target, (target, found)
+            latencies.sort()
+            p50s.append(latencies[len(latencies) // 2] / 1e3)
+            p99s.append(latencies[int(len(latencies) * 0.99)] / 1e3)
+            p999s.append(latencies[int(len(latencies) * 0.999)] / 1e3)
+        index_bytes = sum(log.index_bytes().values())
+        rows.append([
+            f"{records:,}",
+            str(len(log.segments)),
+            f"{median(p50s):.1f}",
+            f"{median(p99s):.1f} ({min(p99s):.1f}-{max(p99s):.1f})",
+            f"{median(p999s):.1f}",
+            f"{max_bytes:,}",
+            f"{index_bytes / log.size_bytes:.5f}",
+        ])
+        log.close()
+        shutil.rmtree(directory)
+    return rows, notes
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    print(f"\n{title}")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths)) + " |")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--runs", type=int, default=None, help="runs per figure (default 5; 2 with --quick)")
+    parser.add_argument("--dir", default=None, help="where to put temporary logs (default: system temp)")
+    args = parser.parse_args(argv)
+    runs = args.runs or (2 if args.quick else 5)
+    append_records = 20_000 if args.quick else 500_000
+    sizes = [10**4, 10**5] if args.quick else [10**5, 10**6, 10**7]
+    lookups = 2_000 if args.quick else 20_000
+    root = Path(tempfile.mkdtemp(prefix="tslog-bench-", dir=args.dir))
+    try:
+        print(f"tslog storage benchmark: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+              f"medians of {runs} runs, temp dir {root}")
+        rows = bench_append(root, runs, append_records)
+        print_table(
+            "Append (100-byte values, page cache, no fsync) vs raw sequential write() of the same bytes",
+            ["records/batch", "records/s", "value MB/s", "log MB/s", "raw write MB/s", "tslog/raw", "tslog run min-max"],
+            rows,
+        )
+        rows, _ = bench_lookups(root, runs, sizes, lookups)
+        print_table(
+            f"Lookup by LogAppendTime, in process ({lookups:,} random targets per run, batches of 100, "
+            "64 MiB segments, index.interval.bytes 4096)",
+            ["records", "segments", "p50 us", "p99 us (min-max)", "p99.9 us", "max log bytes read/lookup", "index bytes/log byte"],
+            rows,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

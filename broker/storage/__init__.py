@@ -1,0 +1,52 @@
+"""tslog's storage engine: segments, memory-mapped indexes, partition logs, recovery.
+
+Synchronous by design (no asyncio here): the broker calls it from its event loop for cheap
+operations and from a thread for fsync and recovery.
+"""
+
+from .clock import Clock, ManualClock, SystemClock
+from .config import ConfigError, LogConfig
+from .errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    InvalidTimestampError,
+    LogClosedError,
+    NonContiguousOffsetError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    StorageError,
+)
+from .log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    AppendInfo,
+    DeletedSegment,
+    OffsetAndTimestamp,
+    PartitionLog,
+)
+from .recovery import RecoveryReport
+
+__all__ = [
+    "AppendInfo",
+    "Clock",
+    "ConfigError",
+    "CorruptIndexError",
+    "CorruptRecordError",
+    "DeletedSegment",
+    "EARLIEST_TIMESTAMP",
+    "InvalidTimestampError",
+    "LATEST_TIMESTAMP",
+    "LogClosedError",
+    "LogConfig",
+    "MAX_TIMESTAMP",
+    "ManualClock",
+    "NonContiguousOffsetError",
+    "OffsetAndTimestamp",
+    "OffsetOutOfRangeError",
+    "PartitionLog",
+    "RecordTooLargeError",
+    "RecoveryReport",
+    "StorageError",
+    "SystemClock",
+]

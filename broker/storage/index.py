@@ -1,0 +1,256 @@
+"""Memory-mapped, fixed-size-entry index files: the offset index and the time indexes.
+
+Theory of operation
+-------------------
+A segment has three index files whose entries are written together, for the same batches
+(the first batch of the segment, then every batch that starts ``index.interval.bytes`` or more
+after the previously indexed one). Entry *i* of every index therefore names the same batch,
+so a lookup needs one binary search and no translation between files, and a sanity check can
+compare the files against each other.
+
+    offset index  (.index)      8 bytes: int32 relative_offset, int32 position
+    time index    (.timeindex) 16 bytes: int64 log_append_time, int32 relative_offset, int32 position
+    create index  (.ctindex)   16 bytes: int64 max_create_time_so_far, int32 relative_offset, int32 position
+
+All little-endian. Kafka's time entry is 12 bytes and needs a second search in the offset
+index; tslog spends 4 more bytes to carry the position and to keep the key 8-byte aligned, so
+the search is ``bisect`` running in C over a strided ``memoryview`` of the map.
+
+The active segment's files are preallocated (sparse) to ``segment.index.bytes`` and mapped
+read-write; ``seal`` trims a file to its entries when the segment rolls or the log closes,
+so the number of entries of a sealed file is its length divided by the entry size. A file left
+untrimmed by a crash is caught by ``sanity_check`` (its zero padding breaks the ordering) and
+rebuilt from the log: indexes carry no checksum because they are always derivable.
+
+No memoryview of a map outlives the call that made it, so ``resize``/``close`` never meet a
+live export (Python raises BufferError there instead of Kafka's SIGSEGV).
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from .errors import CorruptIndexError
+
+
+class MmapIndex:
+    """One index file. Not thread-safe: its partition log owns it."""
+
+    ENTRY: struct.Struct
+    KEY_FORMAT: str  # memoryview.cast format of the search key
+    DTYPE: np.dtype
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        length = os.fstat(self._fd).st_size
+        self.entries = length // self.ENTRY.size
+        self._torn = length % self.ENTRY.size != 0
+        self._capacity = self.entries
+        self._map: mmap.mmap | None = None
+        self._writable = False
+        self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
+        self._map_file(length)
+
+    # -- mapping ---------------------------------------------------------------------------
+
+    def _map_file(self, length: int) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        if length > 0:
+            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+            self._map = mmap.mmap(self._fd, length, access=access)
+
+    def make_writable(self, capacity_bytes: int) -> None:
+        """Preallocate to ``capacity_bytes`` (rounded down to whole entries) and map read-write."""
+        capacity = max(capacity_bytes // self.ENTRY.size, self.entries, 1)
+        self._writable = True
+        self._capacity = capacity
+        os.ftruncate(self._fd, capacity * self.ENTRY.size)
+        self._map_file(capacity * self.ENTRY.size)
+
+    def seal(self) -> None:
+        """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
+        if not self._writable:
+            return
+        if self._map is not None:
+            self._map.flush()
+        self._writable = False
+        self._capacity = self.entries
+        length = self.entries * self.ENTRY.size
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        os.ftruncate(self._fd, length)
+        os.fsync(self._fd)  # a sealed index is trusted at the next open: make it durable once
+        self._torn = False
+        self._map_file(length)
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        if self._writable:
+            self.seal()
+        self.close_handles()
+
+    def close_handles(self) -> None:
+        """Unmap and close without trimming: what a crash leaves, or a failed disk needs."""
+        if self._fd < 0:
+            return
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    # -- entries ---------------------------------------------------------------------------
+
+    def append(self, *fields: int) -> None:
+        if self.entries >= self._capacity:
+            self._grow()
+        self.ENTRY.pack_into(self._map, self.entries * self.ENTRY.size, *fields)
+        self.entries += 1
+
+    def _grow(self) -> None:
+        """Extend a writable file when recovery replays more entries than the preallocation."""
+        assert self._writable, "append to a sealed index"
+        self.make_writable(max(self._capacity * 2, 16) * self.ENTRY.size)
+
+    def reset(self, capacity_bytes: int) -> None:
+        """Drop every entry and make the file writable again (recovery rebuilds it)."""
+        self.entries = 0
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        os.ftruncate(self._fd, 0)
+        self._torn = False
+        self.make_writable(capacity_bytes)
+
+    def truncate_entries(self, count: int) -> None:
+        """Forget entries from ``count`` on (the log was truncated below them)."""
+        if count < self.entries and self._writable:
+            start, stop = count * self.ENTRY.size, self.entries * self.ENTRY.size
+            self._map[start:stop] = bytes(stop - start)
+        self.entries = min(count, self.entries)
+
+    def entry(self, i: int) -> tuple[int, ...]:
+        return self.ENTRY.unpack_from(self._map, i * self.ENTRY.size)
+
+    def last_entry(self) -> tuple[int, ...] | None:
+        return self.entry(self.entries - 1) if self.entries else None
+
+    def count_keys_below(self, key: int) -> int:
+        """How many entries have a search key < ``key`` (bisect_left, in C over the map)."""
+        return self._bisect(key, slot=0, right=False)
+
+    def count_keys_at_or_below(self, key: int) -> int:
+        """How many entries have a search key <= ``key`` (bisect_right)."""
+        return self._bisect(key, slot=0, right=True)
+
+    def _bisect(self, key: int, slot: int, right: bool) -> int:
+        """Binary search over one field of every entry, viewed as a strided column of the map."""
+        if self.entries == 0:
+            return 0
+        stride = self._key_stride
+        search = bisect.bisect_right if right else bisect.bisect_left
+        with memoryview(self._map) as raw:
+            with raw.cast(self.KEY_FORMAT) as keys:
+                with keys[slot : self.entries * stride : stride] as column:
+                    return search(column, key)
+
+    def to_numpy(self) -> np.ndarray:
+        """A copy of the entries as a structured array, for vectorised sanity checks."""
+        if self.entries == 0:
+            return np.zeros(0, dtype=self.DTYPE)
+        return np.frombuffer(self._map, dtype=self.DTYPE, count=self.entries).copy()
+
+    @property
+    def size_bytes(self) -> int:
+        return self.entries * self.ENTRY.size
+
+    @property
+    def is_torn(self) -> bool:
+        """True when the file length was not a whole number of entries when opened."""
+        return self._torn
+
+
+class OffsetIndex(MmapIndex):
+    """relative_offset -> position; key: relative offset (int32 at stride 2)."""
+
+    ENTRY = struct.Struct("<ii")
+    KEY_FORMAT = "i"
+    DTYPE = np.dtype([("relative_offset", "<i4"), ("position", "<i4")])
+
+    def count_positions_at_or_below(self, position: int) -> int:
+        """How many entries point at a file position <= ``position``."""
+        return self._bisect(position, slot=1, right=True)
+
+
+class TimestampIndex(MmapIndex):
+    """timestamp -> (relative_offset, position); key: timestamp (int64 at stride 2).
+
+    Used twice per segment: for LogAppendTime (strictly ordered by the rules of time) and for
+    the running maximum of CreateTime (non-decreasing by construction).
+    """
+
+    ENTRY = struct.Struct("<qii")
+    KEY_FORMAT = "q"
+    DTYPE = np.dtype([("timestamp", "<i8"), ("relative_offset", "<i4"), ("position", "<i4")])
+
+
+def check_consistent(
+    offset_index: OffsetIndex,
+    time_index: TimestampIndex,
+    create_index: TimestampIndex,
+    log_size: int,
+) -> None:
+    """Raise CorruptIndexError unless the three indexes are mutually and internally sound.
+
+    Checks: whole entries only; equal entry counts; identical (relative offset, position) in
+    all three; the first entry at relative offset 0, position 0; strictly increasing offsets and
+    positions within the log; non-decreasing timestamps. Zero padding left by a crash, a
+    truncated file or a file copied from another segment all fail at least one of these; the
+    caller additionally checks the last entry against the batch header it points to.
+    """
+    for index in (offset_index, time_index, create_index):
+        if index.is_torn:
+            raise CorruptIndexError(f"{index.path.name}: length is not a whole number of entries")
+    count = offset_index.entries
+    if time_index.entries != count or create_index.entries != count:
+        raise CorruptIndexError(
+            f"entry counts differ: offset {count}, time {time_index.entries}, "
+            f"create time {create_index.entries}"
+        )
+    if count == 0:
+        return
+    offsets = offset_index.to_numpy()
+    times = time_index.to_numpy()
+    creates = create_index.to_numpy()
+    if offsets["relative_offset"][0] != 0 or offsets["position"][0] != 0:
+        raise CorruptIndexError("first entry does not point at the segment start")
+    for other in (times, creates):
+        if not (
+            np.array_equal(other["relative_offset"], offsets["relative_offset"])
+            and np.array_equal(other["position"], offsets["position"])
+        ):
+            raise CorruptIndexError("indexes disagree on offsets or positions")
+    if count > 1:
+        if np.any(np.diff(offsets["relative_offset"]) <= 0) or np.any(
+            np.diff(offsets["position"]) <= 0
+        ):
+            raise CorruptIndexError("offsets or positions do not increase")
+        if np.any(np.diff(times["timestamp"]) < 0) or np.any(np.diff(creates["timestamp"]) < 0):
+            raise CorruptIndexError("timestamps decrease")
+    if offsets["position"][-1] >= log_size:
+        raise CorruptIndexError("an entry points past the end of the log")

@@ -1,0 +1,513 @@
+"""PartitionLog: one topic-partition's log, the unit the broker appends to and reads from.
+
+Theory of operation
+-------------------
+The log is a list of segments in offset order; the last is active. A leader append checks the
+batch (header, CRC, size, CreateTime bounds), stamps it with the next offset and
+``LAT = max(last LAT, now)`` and hands it to the active segment: a constant amount of Python
+per batch, whatever its record count. A follower append takes the leader's bytes as they are.
+
+Rolls are decided before an append from the log's contents alone: the active segment is
+non-empty and the batch would push it past ``segment.bytes``; the incoming LAT is more than
+``segment.ms`` past the segment's first LAT; the index is full; or the relative offset would
+overflow int32. So leader, follower and recovery cut segments at the same offsets.
+
+Because LAT never decreases, segments are ordered by LAT too: a lookup by LAT bisects the
+segments on their last LAT, then the segment's time index. CreateTime is not ordered, so the
+log keeps the running maximum of the segments' largest CreateTime (non-decreasing) and bisects
+that to find the first segment that holds a record at or after the target.
+
+Durability: appends go to the page cache; ``flush`` fsyncs and advances the recovery point,
+either by the flush policy (``flush.messages``, ``flush.ms``) or when the broker asks (group
+commit from a thread: ``flush`` is the one method safe to call concurrently with the owner).
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+import os
+import threading
+from pathlib import Path
+from typing import NamedTuple
+
+from tslog.protocol.batch_header import (
+    NO_TIMESTAMP,
+    BatchFormatError,
+    BatchHeader,
+    stamp,
+    validate_batch,
+)
+
+from . import files, recovery
+from .clock import Clock, SystemClock
+from .config import LogConfig
+from .errors import (
+    CorruptRecordError,
+    InvalidTimestampError,
+    LogClosedError,
+    NonContiguousOffsetError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from .segment import NO_CREATE_TIME, Segment
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+_RELATIVE_OFFSET_MAX = 2**31 - 1
+_segment_max_time = operator.attrgetter("max_log_append_time")
+
+
+class AppendInfo(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time: int
+    batch_bytes: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+class DeletedSegment(NamedTuple):
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+    reason: str  # "time" or "size"
+
+
+class PartitionLog:
+    """A partition's segments. Owned by one caller; ``flush`` may run in another thread."""
+
+    def __init__(self, directory: Path | str, config: LogConfig | None = None, clock: Clock | None = None):
+        self.directory = Path(directory)
+        self.config = config or LogConfig()
+        self.clock = clock or SystemClock()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._closed = False
+        marker = recovery.clean_marker(self.directory)
+        clean = marker.exists()
+        checkpoint = recovery.read_checkpoint(self.directory)
+        self._segments, self._last_log_append_time, self.recovery_report = recovery.load_segments(
+            self.directory,
+            self.config.index_interval_bytes,
+            self.config.segment_index_bytes,
+            clean,
+            checkpoint,
+        )
+        self._recovery_point = self.log_end_offset if clean else min(
+            checkpoint[0] if checkpoint else 0, self.log_end_offset
+        )
+        self._rebuild_create_time_maxima()
+        self._dirty: set[Segment] = set()
+        self._unflushed_records = 0
+        self._last_flush_ms = self.clock.now_ms()
+        self.lookup_bytes_read = 0  # log bytes read by time lookups since open
+        self.roll_reasons: dict[str, int] = {}
+        if clean:
+            marker.unlink()
+            files.fsync_directory(self.directory)
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def last_log_append_time(self) -> int:
+        return self._last_log_append_time
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def index_bytes(self) -> dict[str, int]:
+        """Bytes of index entries per kind: offset, time and create-time."""
+        totals = {"offset": 0, "time": 0, "create_time": 0}
+        for segment in self._segments:
+            totals["offset"] += segment.offset_index.size_bytes
+            totals["time"] += segment.time_index.size_bytes
+            totals["create_time"] += segment.create_time_index.size_bytes
+        return totals
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, batch: bytes | bytearray, leader_epoch: int = 0) -> AppendInfo:
+        """Leader append: validate, stamp offset/epoch/LAT, write. Nothing is written on error.
+
+        Raises CorruptRecordError, RecordTooLargeError or InvalidTimestampError.
+        """
+        self._check_open()
+        header = self._validate(batch)
+        now = self.clock.now_ms()
+        config = self.config
+        if now - header.min_create_time > config.message_timestamp_before_max_ms:
+            raise InvalidTimestampError(
+                f"CreateTime {header.min_create_time} is more than "
+                f"{config.message_timestamp_before_max_ms} ms before the broker time {now}"
+            )
+        if header.max_create_time - now > config.message_timestamp_after_max_ms:
+            raise InvalidTimestampError(
+                f"CreateTime {header.max_create_time} is more than "
+                f"{config.message_timestamp_after_max_ms} ms after the broker time {now}"
+            )
+        log_append_time = max(self._last_log_append_time, now)
+        buffer = batch if isinstance(batch, bytearray) else bytearray(batch)
+        with self._lock:
+            base_offset = self.log_end_offset
+            stamp(buffer, base_offset, leader_epoch, log_append_time)
+            header = header._replace(
+                base_offset=base_offset, leader_epoch=leader_epoch, log_append_time=log_append_time
+            )
+            self._append_locked(buffer, header)
+        self._maybe_flush(header.record_count, now)
+        return AppendInfo(base_offset, header.last_offset, log_append_time, header.batch_length)
+
+    def append_as_follower(self, batch: bytes | bytearray) -> AppendInfo:
+        """Follower append: the leader's bytes as they are, after checking them and their order."""
+        self._check_open()
+        header = self._validate(batch)
+        if header.base_offset != self.log_end_offset:
+            raise NonContiguousOffsetError(
+                f"batch starts at offset {header.base_offset}, log ends at {self.log_end_offset}"
+            )
+        if header.log_append_time < max(self._last_log_append_time, 0):
+            raise NonContiguousOffsetError(
+                f"batch LogAppendTime {header.log_append_time} is before the log's last "
+                f"{self._last_log_append_time}"
+            )
+        with self._lock:
+            self._append_locked(batch, header)
+        self._maybe_flush(header.record_count, self.clock.now_ms())
+        return AppendInfo(
+            header.base_offset, header.last_offset, header.log_append_time, header.batch_length
+        )
+
+    def _validate(self, batch) -> BatchHeader:
+        size = len(batch)
+        if size > self.config.max_message_bytes or size > self.config.segment_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes "
+                f"{self.config.max_message_bytes} or segment.bytes {self.config.segment_bytes}"
+            )
+        try:
+            return validate_batch(batch)
+        except BatchFormatError as error:
+            raise CorruptRecordError(str(error)) from None
+
+    def _append_locked(self, batch, header: BatchHeader) -> None:
+        reason = self._roll_reason(header)
+        if reason:
+            self._roll_locked(reason)
+        active = self._segments[-1]
+        active.append(batch, header)
+        self._last_log_append_time = header.log_append_time
+        self._dirty.add(active)
+        if active.max_create_time > self._create_time_maxima[-1]:
+            self._create_time_maxima[-1] = active.max_create_time
+
+    def _roll_reason(self, header: BatchHeader) -> str | None:
+        active = self._segments[-1]
+        if active.is_empty:
+            return None
+        config = self.config
+        if active.size + header.batch_length > config.segment_bytes:
+            return "size"
+        if header.log_append_time - active.first_log_append_time > config.segment_ms:
+            return "time"
+        if active.index_entries >= config.max_index_entries:
+            return "index_full"
+        if header.last_offset - active.base_offset > _RELATIVE_OFFSET_MAX:
+            return "offset_overflow"
+        return None
+
+    def roll(self) -> bool:
+        """Start a new segment at the log end unless the active one is empty."""
+        self._check_open()
+        with self._lock:
+            if self.active_segment.is_empty:
+                return False
+            self._roll_locked("requested")
+            return True
+
+    def _roll_locked(self, reason: str) -> None:
+        old = self._segments[-1]
+        old.seal()
+        segment = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
+        segment.make_active(self.config.segment_index_bytes)
+        self._segments.append(segment)
+        self._create_time_maxima.append(self._create_time_maxima[-1])
+        self.roll_reasons[reason] = self.roll_reasons.get(reason, 0) + 1
+
+    def _rebuild_create_time_maxima(self) -> None:
+        running = NO_CREATE_TIME
+        self._create_time_maxima = []
+        for segment in self._segments:
+            running = max(running, segment.max_create_time)
+            self._create_time_maxima.append(running)
+
+    # -- durability ------------------------------------------------------------------------
+
+    def _maybe_flush(self, records: int, now_ms: int) -> None:
+        self._unflushed_records += records
+        config = self.config
+        if (
+            self._unflushed_records >= config.flush_messages
+            or now_ms - self._last_flush_ms >= config.flush_ms
+        ):
+            self.flush()
+
+    def flush(self) -> int:
+        """fsync everything appended so far; return the new recovery point.
+
+        Safe to call from another thread while the owner appends: the segments to sync are
+        taken under the lock, the fsyncs run outside it on duplicated descriptors.
+        """
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"{self.directory.name} is closed")
+            target = self.log_end_offset
+            dirty, self._dirty = self._dirty, set()
+            self._unflushed_records = 0
+            self._last_flush_ms = self.clock.now_ms()
+            descriptors = [segment.fileno_for_sync() for segment in dirty]
+        try:
+            for fd in descriptors:
+                os.fsync(fd)
+        except BaseException:
+            with self._lock:
+                self._dirty |= dirty
+            raise
+        finally:
+            for fd in descriptors:
+                os.close(fd)
+        with self._lock:
+            self._recovery_point = max(self._recovery_point, target)
+            return self._recovery_point
+
+    def checkpoint(self) -> None:
+        """Persist the recovery point and the last LAT (cheap; call periodically)."""
+        recovery.write_checkpoint(
+            self.directory, self._recovery_point, self._last_log_append_time
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int = 1 << 20, max_offset: int | None = None) -> bytes:
+        """Stored batches from the one holding ``offset``: whole batches up to ``max_bytes``
+        (at least one), never at or past ``max_offset`` (e.g. the high watermark).
+
+        Returns b"" at the end. Raises OffsetOutOfRangeError outside [log start, log end].
+        """
+        self._check_open()
+        end_offset = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        if offset >= end_offset:
+            return b""
+        i = bisect.bisect_right(self._segments, offset, key=operator.attrgetter("base_offset")) - 1
+        segment = self._segments[i]
+        if offset >= segment.next_offset:  # only for an empty active segment
+            return b""
+        position = segment.position_of(offset)
+        end_position = segment.size
+        if end_offset < segment.next_offset:
+            end_position = segment.position_of(end_offset)
+        return segment.read(position, max_bytes, end_position)
+
+    def offset_for_time(self, timestamp: int, timestamp_type: str = "append") -> OffsetAndTimestamp | None:
+        """Kafka's ListOffsets on this log.
+
+        ``timestamp`` >= 0: the first record whose time (LogAppendTime for ``"append"``,
+        CreateTime for ``"create"``) is >= it, or None. LATEST (-1): the log end offset.
+        EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
+        largest time. Time values in the answers are the record's own time (-1 for -1/-2).
+        """
+        self._check_open()
+        if timestamp_type not in ("append", "create"):
+            raise ValueError(f"timestamp type must be 'append' or 'create', not {timestamp_type!r}")
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAndTimestamp(self.log_end_offset, NO_TIMESTAMP)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return OffsetAndTimestamp(self.log_start_offset, NO_TIMESTAMP)
+        if timestamp == MAX_TIMESTAMP:
+            if timestamp_type == "append":
+                if self._segments[-1].is_empty and len(self._segments) == 1:
+                    return None
+                return self._find_by_log_append_time(self._last_known_log_append_time())
+            if self._create_time_maxima[-1] == NO_CREATE_TIME:
+                return None
+            return self._find_by_create_time(self._create_time_maxima[-1])
+        if timestamp < 0:
+            raise ValueError(f"unsupported special timestamp {timestamp}")
+        if timestamp_type == "append":
+            return self._find_by_log_append_time(timestamp)
+        return self._find_by_create_time(timestamp)
+
+    def _last_known_log_append_time(self) -> int:
+        segments = self._segments
+        return (segments[-2] if segments[-1].is_empty else segments[-1]).max_log_append_time
+
+    def _find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
+        segments = self._segments
+        searchable = len(segments) - 1 if segments[-1].is_empty else len(segments)
+        i = bisect.bisect_left(segments, timestamp, 0, searchable, key=_segment_max_time)
+        if i == searchable:
+            return None
+        segment = segments[i]
+        found = segment.find_by_log_append_time(timestamp)
+        self.lookup_bytes_read += segment.last_scan_bytes
+        return OffsetAndTimestamp(*found) if found else None
+
+    def _find_by_create_time(self, timestamp: int) -> OffsetAndTimestamp | None:
+        i = bisect.bisect_left(self._create_time_maxima, timestamp)
+        if i == len(self._segments):
+            return None
+        segment = self._segments[i]
+        found = segment.find_by_create_time(timestamp)
+        self.lookup_bytes_read += segment.last_scan_bytes
+        return OffsetAndTimestamp(*found) if found else None
+
+    # -- retention and truncation ----------------------------------------------------------
+
+    def delete_old_segments(self) -> list[DeletedSegment]:
+        """Apply retention.bytes then retention.ms; return what was deleted and why.
+
+        By size, the oldest segments go while the rest still exceeds retention.bytes; the
+        active segment never goes. By time, a segment goes when now - its last LAT exceeds
+        retention.ms; if that includes the active segment, a new empty one is rolled first so
+        an idle partition still expires and the log end offset is kept.
+        """
+        self._check_open()
+        deleted: list[DeletedSegment] = []
+        config = self.config
+        with self._lock:
+            if config.retention_bytes >= 0:
+                total = self.size_bytes
+                while len(self._segments) > 1 and total - self._segments[0].size >= config.retention_bytes:
+                    total -= self._segments[0].size
+                    deleted.append(self._delete_oldest_locked("size"))
+            if config.retention_ms >= 0:
+                now = self.clock.now_ms()
+                while not self._segments[0].is_empty and (
+                    now - self._segments[0].max_log_append_time > config.retention_ms
+                ):
+                    if len(self._segments) == 1:
+                        self._roll_locked("retention")
+                    deleted.append(self._delete_oldest_locked("time"))
+            if deleted:
+                self._rebuild_create_time_maxima()
+        if deleted:
+            self.checkpoint()
+        return deleted
+
+    def _delete_oldest_locked(self, reason: str) -> DeletedSegment:
+        segment = self._segments.pop(0)
+        self._dirty.discard(segment)
+        info = DeletedSegment(segment.base_offset, segment.next_offset, segment.size, reason)
+        segment.delete()
+        return info
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every record at or after ``offset`` (a batch boundary); return bytes removed.
+
+        For a follower whose log diverged from its new leader: the last LAT becomes the last
+        remaining batch's, so the new leader's batches (stamped after that) are accepted.
+        """
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return 0
+        if offset < self.log_start_offset:
+            raise OffsetOutOfRangeError(f"cannot truncate below the log start {self.log_start_offset}")
+        removed = 0
+        with self._lock:
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                segment = self._segments.pop()
+                removed += segment.size
+                self._dirty.discard(segment)
+                segment.delete()
+            active = self._segments[-1]
+            active.make_active(self.config.segment_index_bytes)
+            removed += active.truncate_to(offset)
+            self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            self._last_log_append_time = (
+                NO_TIMESTAMP if active.is_empty and len(self._segments) == 1
+                else self._last_known_log_append_time()
+            )
+            self._rebuild_create_time_maxima()
+            self._dirty.add(active)
+        self.checkpoint()
+        return removed
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, trim the indexes, checkpoint and leave the clean-shutdown marker."""
+        if self._closed:
+            return
+        self.flush()
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+        recovery.write_checkpoint(self.directory, self.log_end_offset, self._last_log_append_time)
+        marker = recovery.clean_marker(self.directory)
+        marker.touch()
+        files.fsync_directory(self.directory)
+
+    def close_handles(self) -> None:
+        """Release every descriptor and map without flushing, trimming, checkpointing or the
+        clean marker: the state a killed process leaves. For a log directory whose disk failed
+        (nothing more can be written there) and for crash tests."""
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.close_handles()
+
+    def delete(self) -> None:
+        """Remove the partition's directory and everything in it (topic deletion)."""
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.delete()
+        for entry in self.directory.iterdir():
+            entry.unlink()
+        self.directory.rmdir()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"{self.directory.name} is closed")
+
+    def __enter__(self) -> "PartitionLog":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.directory.name}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )

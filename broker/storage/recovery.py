@@ -1,0 +1,150 @@
+"""Opening a partition directory: checkpoint, clean-shutdown marker and crash recovery.
+
+Two small files beside the segments say how far the log can be trusted:
+
+``recovery-point``  text ``"<offset> <last_log_append_time>\\n"``, replaced atomically. Every
+                    offset below it was fsynced; the LAT is the largest ever assigned, so the
+                    rules of time hold even if the segments that carried it are gone.
+``clean-shutdown``  present only between a clean close and the next open.
+
+On open, segments wholly below the recovery point (all of them after a clean shutdown) are
+trusted: only their indexes are checked, cheaply, and rebuilt if they fail. From the segment
+holding the recovery point on, every batch is validated (header, CRC, offset continuity, LAT
+order); the first bad batch and everything after it (later segments included) is removed,
+because data after a hole cannot be served in order. Nothing that was flushed before the
+crash is lost, since a flushed batch validates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tslog.protocol.batch_header import NO_TIMESTAMP
+
+from . import files
+from .segment import Segment
+
+log = logging.getLogger("tslog.storage")
+
+
+@dataclass
+class RecoveryReport:
+    """What opening the log found and did; exported as metrics by the broker."""
+
+    clean_shutdown: bool = False
+    segments_loaded: int = 0
+    segments_recovered: int = 0
+    segments_deleted: int = 0
+    indexes_rebuilt: int = 0
+    bytes_truncated: int = 0
+    duration_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def read_checkpoint(directory: Path) -> tuple[int, int] | None:
+    """Return (recovery point, last LAT), or None when missing or unreadable."""
+    path = directory / files.RECOVERY_POINT_FILE
+    try:
+        offset_text, time_text = path.read_text().split()
+        return int(offset_text), int(time_text)
+    except (OSError, ValueError):
+        return None
+
+
+def write_checkpoint(directory: Path, recovery_point: int, last_log_append_time: int) -> None:
+    files.write_atomically(
+        directory / files.RECOVERY_POINT_FILE,
+        f"{recovery_point} {last_log_append_time}\n".encode(),
+    )
+
+
+def clean_marker(directory: Path) -> Path:
+    return directory / files.CLEAN_SHUTDOWN_FILE
+
+
+def list_segment_bases(directory: Path) -> list[int]:
+    """Base offsets of the segments present, after removing leftovers of interrupted work:
+    temporary files and index files whose log is gone."""
+    bases = set()
+    orphans = []
+    for entry in os.scandir(directory):
+        if entry.name.endswith(files.TEMP_SUFFIX):
+            os.unlink(entry.path)
+            continue
+        base = files.parse_base_offset(entry.name)
+        if base is None:
+            continue
+        if entry.name.endswith(files.LOG_SUFFIX):
+            bases.add(base)
+        elif entry.name.endswith(files.INDEX_SUFFIXES):
+            orphans.append((base, entry.path))
+    for base, path in orphans:
+        if base not in bases:
+            os.unlink(path)
+    return sorted(bases)
+
+
+def load_segments(
+    directory: Path,
+    index_interval_bytes: int,
+    index_capacity_bytes: int,
+    clean: bool,
+    checkpoint: tuple[int, int] | None,
+) -> tuple[list[Segment], int, RecoveryReport]:
+    """Open, check and if needed recover every segment; return (segments, last LAT, report).
+
+    The last segment is left writable (active); the others are sealed.
+    """
+    started = time.monotonic()
+    report = RecoveryReport(clean_shutdown=clean)
+    recovery_point, checkpoint_time = checkpoint if checkpoint else (0, NO_TIMESTAMP)
+    bases = list_segment_bases(directory)
+    if not clean and checkpoint is None and bases:
+        report.notes.append("no usable recovery-point checkpoint: validating every segment")
+    if not bases:
+        bases = [recovery_point]
+    # Segments before the one holding the recovery point were flushed: trust them.
+    first_unflushed = 0
+    if clean:
+        first_unflushed = len(bases)
+    elif checkpoint is not None:
+        first_unflushed = max(0, sum(1 for base in bases if base <= recovery_point) - 1)
+
+    segments: list[Segment] = []
+    last_time = NO_TIMESTAMP
+    for position, base in enumerate(bases):
+        segment = Segment(directory, base, index_interval_bytes)
+        if segments and base != segments[-1].next_offset:
+            report.notes.append(
+                f"segment {base} does not follow offset {segments[-1].next_offset}: "
+                "removing it and every later segment"
+            )
+            segment.delete()
+            report.segments_deleted += len(bases) - position
+            for later in bases[position + 1 :]:
+                Segment(directory, later, index_interval_bytes).delete()
+            break
+        report.segments_loaded += 1
+        trusted = position < first_unflushed
+        if not (trusted and segment.load_trusted(last_time)):
+            if trusted:
+                report.indexes_rebuilt += 1
+            report.segments_recovered += 1
+            truncated = segment.recover(last_time, index_capacity_bytes)
+            report.bytes_truncated += truncated
+            if truncated:
+                report.notes.append(f"segment {base}: cut {truncated} bytes of torn or bad tail")
+        segments.append(segment)
+        if not segment.is_empty:
+            last_time = segment.max_log_append_time
+    for segment in segments[:-1]:
+        segment.seal()
+    segments[-1].make_active(index_capacity_bytes)
+    report.duration_s = time.monotonic() - started
+    for note in report.notes:
+        log.warning("%s: %s", directory.name, note)
+    return segments, max(last_time, checkpoint_time), report

@@ -1,0 +1,419 @@
+"""One log segment: a ``.log`` file of record batches and its three indexes.
+
+Theory of operation
+-------------------
+Batches are appended whole with ``pwrite`` at the end of the ``.log``; if the write fails the
+file is cut back, so no half-written batch stays behind. Each appended batch may get one entry
+in all three indexes (see ``index.py``): the first batch of the segment always does, and after
+it every batch that starts ``index_interval_bytes`` or more past the previously indexed one.
+The decision depends only on batch positions, i.e. on the log's bytes, never on how appends
+were grouped or on a clock, so a follower that copies the leader's batches, and a recovery
+that replays them, write identical index files.
+
+Because of that rule every batch that is not indexed starts less than ``index_interval_bytes``
+after an indexed one, so any scan that starts from an index entry reads at most one interval
+plus one header of log (one ``pread``) before it has seen every header it needs.
+
+What a segment knows about itself (next offset, first and last LogAppendTime, the largest
+CreateTime) is either tracked while appending or, on load, read from the last index entry plus
+that short tail scan. Recovery re-reads every batch, checks its header, CRC, offset continuity
+and LogAppendTime order, rebuilds the indexes, and cuts the file after the last good batch.
+
+Not thread-safe: the owning ``PartitionLog`` serialises access (``fsync`` excepted).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from tslog.protocol.batch_header import (
+    HEADER_SIZE,
+    NO_TIMESTAMP,
+    BatchFormatError,
+    BatchHeader,
+    check_header,
+    parse_header,
+    peek_length,
+    verify_crc,
+)
+from tslog.protocol.records import decode_columns
+
+from . import files
+from .errors import CorruptIndexError
+from .index import OffsetIndex, TimestampIndex, check_consistent
+
+NO_CREATE_TIME = -(2**63)  # "no record yet" for the running CreateTime maximum
+_RECOVERY_CHUNK_BYTES = 8 << 20
+
+
+class Segment:
+    """A segment's files and what it knows about their contents."""
+
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = files.segment_file(directory, base_offset, files.LOG_SUFFIX)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(
+            files.segment_file(directory, base_offset, files.OFFSET_INDEX_SUFFIX)
+        )
+        self.time_index = TimestampIndex(
+            files.segment_file(directory, base_offset, files.TIME_INDEX_SUFFIX)
+        )
+        self.create_time_index = TimestampIndex(
+            files.segment_file(directory, base_offset, files.CREATE_TIME_INDEX_SUFFIX)
+        )
+        self.last_scan_bytes = 0  # log bytes the latest lookup read (for metrics and benches)
+        self._forget_contents()
+
+    def _forget_contents(self) -> None:
+        self.next_offset = self.base_offset
+        self.first_log_append_time = NO_TIMESTAMP
+        self.max_log_append_time = NO_TIMESTAMP
+        self.max_create_time = NO_CREATE_TIME
+        self._last_indexed_position = -1
+
+    @property
+    def indexes(self) -> tuple[OffsetIndex, TimestampIndex, TimestampIndex]:
+        return self.offset_index, self.time_index, self.create_time_index
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0
+
+    @property
+    def index_entries(self) -> int:
+        return self.offset_index.entries
+
+    @property
+    def index_bytes(self) -> int:
+        return sum(index.size_bytes for index in self.indexes)
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, batch, header: BatchHeader) -> int:
+        """Write one checked, stamped batch at the end; return its position."""
+        position = self.size
+        _write_fully(self._fd, batch, position)
+        self._track(position, header)
+        return position
+
+    def _track(self, position: int, header: BatchHeader) -> None:
+        """Account for a batch now at ``position``: index it if due, update the summary."""
+        if self.max_create_time < header.max_create_time:
+            self.max_create_time = header.max_create_time
+        if position == 0 or position - self._last_indexed_position >= self.index_interval_bytes:
+            relative = header.base_offset - self.base_offset
+            self.offset_index.append(relative, position)
+            self.time_index.append(header.log_append_time, relative, position)
+            self.create_time_index.append(self.max_create_time, relative, position)
+            self._last_indexed_position = position
+        if position == 0:
+            self.first_log_append_time = header.log_append_time
+        self.max_log_append_time = header.log_append_time
+        self.next_offset = header.base_offset + header.record_count
+        self.size = position + header.batch_length
+
+    # -- loading and recovery --------------------------------------------------------------
+
+    def load_trusted(self, previous_log_append_time: int) -> bool:
+        """Load a segment whose log is trusted (flushed, or closed cleanly).
+
+        Checks the indexes against each other and against the batch their last entry points
+        at, then reads the short unindexed tail. Returns False if anything is off; the caller
+        then runs ``recover``, which rebuilds the indexes from the log.
+        """
+        self._forget_contents()
+        try:
+            check_consistent(*self.indexes, self.size)
+            if self.size and not self.index_entries:
+                raise CorruptIndexError("a non-empty segment has no index entry")
+            if self.index_entries:
+                first_time = self.time_index.entry(0)[0]
+                if first_time < previous_log_append_time:
+                    raise CorruptIndexError("time index starts before the previous segment ends")
+                self.first_log_append_time = first_time
+                self._restore_from_last_entry()
+        except (CorruptIndexError, BatchFormatError):
+            self._forget_contents()
+            return False
+        return True
+
+    def _restore_from_last_entry(self) -> None:
+        """Re-derive the summary from the last index entry plus the scan of the tail after it."""
+        count = self.index_entries
+        if count == 0:
+            self._forget_contents()
+            return
+        relative, position = self.offset_index.entry(count - 1)
+        time, _, _ = self.time_index.entry(count - 1)
+        self.max_create_time = self.create_time_index.entry(count - 1)[0]
+        self._last_indexed_position = position
+        self.next_offset = self.base_offset + relative
+        self.max_log_append_time = time
+        scanned_any = False
+        for batch_position, header in self.scan_headers(position, self.size):
+            if header.base_offset != self.next_offset:
+                raise CorruptIndexError(
+                    f"batch at position {batch_position} has base offset {header.base_offset}, "
+                    f"expected {self.next_offset}"
+                )
+            if header.log_append_time < self.max_log_append_time or (
+                not scanned_any and header.log_append_time != time
+            ):
+                raise CorruptIndexError(f"LogAppendTime out of order at position {batch_position}")
+            scanned_any = True
+            self.max_log_append_time = header.log_append_time
+            self.max_create_time = max(self.max_create_time, header.max_create_time)
+            self.next_offset = header.next_offset
+            end = batch_position + header.batch_length
+        if not scanned_any or end != self.size:
+            raise CorruptIndexError("the log tail does not end on a batch boundary")
+
+    def recover(self, previous_log_append_time: int, index_capacity_bytes: int) -> int:
+        """Validate every batch, rebuild the indexes and cut the log after the last good batch.
+
+        Returns the number of bytes cut off (a torn, zero-filled or garbage tail).
+        """
+        for index in self.indexes:
+            index.reset(index_capacity_bytes)
+        self._forget_contents()
+        valid_bytes = self.size
+        self.size = 0
+        last_time = previous_log_append_time
+        for position, header, batch in self._read_batches(valid_bytes):
+            if header is None or header.base_offset != self.next_offset:
+                break
+            if header.log_append_time < max(last_time, 0):
+                break
+            try:
+                verify_crc(batch, header)
+            except BatchFormatError:
+                break
+            last_time = header.log_append_time
+            self._track(position, header)
+        truncated = valid_bytes - self.size
+        if truncated:
+            os.ftruncate(self._fd, self.size)
+        return truncated
+
+    def _read_batches(self, length: int) -> Iterator[tuple[int, BatchHeader | None, memoryview]]:
+        """Yield (position, header, batch bytes) for each batch in [0, length); a header of
+        None marks where the bytes stop making a batch."""
+        position = 0
+        buffer = b""
+        buffer_start = 0
+        while position < length:
+            offset = position - buffer_start
+            if offset + HEADER_SIZE > len(buffer):
+                buffer = os.pread(self._fd, min(_RECOVERY_CHUNK_BYTES, length - position), position)
+                buffer_start, offset = position, 0
+                if len(buffer) < HEADER_SIZE:
+                    yield position, None, memoryview(b"")
+                    return
+            header = parse_header(buffer, offset)
+            try:
+                check_header(header, length - position)
+            except BatchFormatError:
+                yield position, None, memoryview(b"")
+                return
+            if offset + header.batch_length > len(buffer):
+                buffer = os.pread(self._fd, max(_RECOVERY_CHUNK_BYTES, header.batch_length), position)
+                buffer_start, offset = position, 0
+            with memoryview(buffer) as view:
+                yield position, header, view[offset : offset + header.batch_length]
+            position += header.batch_length
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def scan_headers(self, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+        """Yield (position, header) of the batches starting in [start, end).
+
+        ``start`` must be a batch boundary. The first read covers one index interval plus a
+        header, which by the indexing rule holds every header up to the next index entry.
+        """
+        self.last_scan_bytes = 0
+        if start >= end:
+            return
+        chunk = self.index_interval_bytes + HEADER_SIZE
+        buffer = os.pread(self._fd, min(chunk, end - start), start)
+        self.last_scan_bytes = len(buffer)
+        buffer_start = start
+        position = start
+        while position < end:
+            offset = position - buffer_start
+            if offset + HEADER_SIZE > len(buffer):
+                buffer = os.pread(self._fd, max(HEADER_SIZE, min(chunk, end - position)), position)
+                self.last_scan_bytes += len(buffer)
+                buffer_start, offset = position, 0
+                if len(buffer) < HEADER_SIZE:
+                    raise BatchFormatError(f"torn batch header at position {position}")
+            header = parse_header(buffer, offset)
+            check_header(header)
+            yield position, header
+            position += header.batch_length
+
+    def position_of(self, offset: int) -> int | None:
+        """File position of the batch holding ``offset``, or None if it is not in this segment."""
+        if offset < self.base_offset or offset >= self.next_offset:
+            return None
+        index = self.offset_index
+        i = index.count_keys_at_or_below(offset - self.base_offset)
+        start = index.entry(i - 1)[1]
+        end = index.entry(i)[1] if i < index.entries else self.size
+        for position, header in self.scan_headers(start, end):
+            if offset < header.next_offset:
+                return position
+        raise CorruptIndexError(f"offset {offset} not found between positions {start} and {end}")
+
+    def read(self, position: int, max_bytes: int, end_position: int) -> bytes:
+        """Whole batches from ``position``: as many as fit in ``max_bytes``, but at least one.
+
+        ``end_position`` caps the read (the high watermark's position, or the segment end).
+        """
+        limit = min(end_position, self.size) - position
+        if limit <= 0:
+            return b""
+        data = os.pread(self._fd, min(max_bytes, limit), position)
+        if len(data) == limit:
+            return data
+        cut = self._last_boundary_within(position, data)
+        if cut == 0:  # the first batch alone is larger than max_bytes: send it whole
+            return os.pread(self._fd, self.read_header_at(position).batch_length, position)
+        return data[:cut]
+
+    def _last_boundary_within(self, position: int, data: bytes) -> int:
+        """Length of the longest prefix of ``data`` (read at ``position``) made of whole batches."""
+        end = position + len(data)
+        i = self.offset_index.count_positions_at_or_below(end)
+        hop = max(position, self.offset_index.entry(i - 1)[1]) if i else position
+        boundary = hop - position
+        while boundary + HEADER_SIZE <= len(data):
+            length = peek_length(data, boundary)
+            if length < HEADER_SIZE or boundary + length > len(data):
+                break
+            boundary += length
+        return boundary
+
+    def find_by_log_append_time(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any."""
+        if self.size == 0 or self.max_log_append_time < timestamp:
+            return None
+        index = self.time_index
+        i = index.count_keys_below(timestamp)
+        start = index.entry(i - 1)[2] if i else 0
+        end = index.entry(i)[2] if i < index.entries else self.size
+        for _, header in self.scan_headers(start, end):
+            if header.log_append_time >= timestamp:
+                return header.base_offset, header.log_append_time
+        if i < index.entries:
+            time, relative, _ = index.entry(i)
+            return self.base_offset + relative, time
+        raise CorruptIndexError(f"LogAppendTime {timestamp} not found though the segment max is later")
+
+    def find_by_create_time(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, CreateTime) of the first record with CreateTime >= ``timestamp``, if any."""
+        if self.size == 0 or self.max_create_time < timestamp:
+            return None
+        index = self.create_time_index
+        i = index.count_keys_below(timestamp)
+        start = index.entry(i - 1)[2] if i else 0
+        end = index.entry(i)[2] if i < index.entries else self.size
+        for position, header in self.scan_headers(start, end):
+            if header.max_create_time >= timestamp:
+                return self._first_record_at_or_after(position, header, timestamp)
+        if i < index.entries:
+            position = index.entry(i)[2]
+            header = parse_header(os.pread(self._fd, HEADER_SIZE, position))
+            return self._first_record_at_or_after(position, header, timestamp)
+        raise CorruptIndexError(f"CreateTime {timestamp} not found though the segment max is later")
+
+    def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp: int):
+        batch = os.pread(self._fd, header.batch_length, position)
+        self.last_scan_bytes += len(batch)
+        create_times = decode_columns(batch).create_time
+        first = int(np.argmax(create_times >= timestamp))
+        return header.base_offset + first, int(create_times[first])
+
+    def read_header_at(self, position: int) -> BatchHeader:
+        return parse_header(os.pread(self._fd, HEADER_SIZE, position))
+
+    # -- truncation, lifecycle -------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch at or after ``offset`` (a batch boundary); return bytes removed."""
+        if offset >= self.next_offset:
+            return 0
+        if offset <= self.base_offset:
+            position = 0
+        else:
+            position = self.position_of(offset)
+            if self.read_header_at(position).base_offset != offset:
+                raise ValueError(f"offset {offset} is not the start of a batch")
+        removed = self.size - position
+        keep = self.offset_index.count_keys_below(offset - self.base_offset)
+        for index in self.indexes:
+            index.truncate_entries(keep)
+        os.ftruncate(self._fd, position)
+        self.size = position
+        if keep:
+            self._restore_from_last_entry()
+        else:
+            self._forget_contents()
+        return removed
+
+    def make_active(self, index_capacity_bytes: int) -> None:
+        for index in self.indexes:
+            index.make_writable(index_capacity_bytes)
+
+    def seal(self) -> None:
+        for index in self.indexes:
+            index.seal()
+
+    def fileno_for_sync(self) -> int:
+        """A duplicate descriptor that stays valid even if the segment is deleted meanwhile."""
+        return os.dup(self._fd)
+
+    def close(self) -> None:
+        for index in self.indexes:
+            index.close()
+        self.close_handles()
+
+    def close_handles(self) -> None:
+        """Release descriptors and maps without sealing (see ``PartitionLog.close_handles``)."""
+        for index in self.indexes:
+            index.close_handles()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        """Close and remove the files, the log first so a crash midway leaves orphan indexes
+        (cleaned at load) rather than a log without its history."""
+        self.close()
+        self.log_path.unlink(missing_ok=True)
+        for index in self.indexes:
+            index.path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"Segment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+def _write_fully(fd: int, data, position: int) -> None:
+    """pwrite all of ``data`` or, on failure, cut the file back to ``position`` and raise."""
+    view = memoryview(data)
+    written = 0
+    try:
+        while written < len(view):
+            written += os.pwrite(fd, view[written:], position + written)
+    except BaseException:
+        os.ftruncate(fd, position)
+        raise
+    finally:
+        view.release()
