@@ -32,6 +32,7 @@ import numpy as np
 
 from tslog.protocol.batch_header import (
     HEADER_SIZE,
+    HEADER_STRUCT,
     NO_TIMESTAMP,
     BatchFormatError,
     BatchHeader,
@@ -46,7 +47,11 @@ from . import files
 from .errors import CorruptIndexError
 from .index import OffsetIndex, TimestampIndex, check_consistent
 
-NO_CREATE_TIME = -(2**63)  # "no record yet" for the running CreateTime maximum
+NO_CREATE_TIME = -(2**63)
+# Indexes into the raw header tuple (see tslog.protocol.batch_header for the layout).
+_LAT_FIELD = BatchHeader._fields.index("log_append_time")
+_MAX_CREATE_TIME_FIELD = BatchHeader._fields.index("max_create_time")
+_LAST_OFFSET = -1  # "no record yet" for the running CreateTime maximum
 _RECOVERY_CHUNK_BYTES = 8 << 20
 
 
@@ -233,31 +238,34 @@ class Segment:
     # -- reading ---------------------------------------------------------------------------
 
     def scan_headers(self, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-        """Yield (position, header) of the batches starting in [start, end).
-
-        ``start`` must be a batch boundary. The first read covers one index interval plus a
-        header, which by the indexing rule holds every header up to the next index entry.
-        """
-        self.last_scan_bytes = 0
-        if start >= end:
-            return
-        chunk = self.index_interval_bytes + HEADER_SIZE
-        buffer = os.pread(self._fd, min(chunk, end - start), start)
-        self.last_scan_bytes = len(buffer)
-        buffer_start = start
+        """Yield (position, checked header) of the batches starting in [start, end)."""
+        window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
         position = start
         while position < end:
-            offset = position - buffer_start
-            if offset + HEADER_SIZE > len(buffer):
-                buffer = os.pread(self._fd, max(HEADER_SIZE, min(chunk, end - position)), position)
-                self.last_scan_bytes += len(buffer)
-                buffer_start, offset = position, 0
-                if len(buffer) < HEADER_SIZE:
-                    raise BatchFormatError(f"torn batch header at position {position}")
-            header = parse_header(buffer, offset)
+            header = BatchHeader._make(window.fields_at(position))
             check_header(header)
             yield position, header
             position += header.batch_length
+
+    def _find_batch(self, start: int, end: int, field: int, target: int) -> tuple[int, tuple] | None:
+        """(position, raw header fields) of the first batch in [start, end) whose ``field``
+        is >= ``target``; ``_LAST_OFFSET`` compares the batch's last offset.
+
+        The lookup and fetch hot path: one plain loop over ``struct`` tuples, with no
+        generator or NamedTuple per batch.
+        """
+        window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
+        position = start
+        try:
+            while position < end:
+                fields = window.fields_at(position)
+                value = fields[0] + fields[7] if field == _LAST_OFFSET else fields[field]
+                if value >= target:
+                    return position, fields
+                position += fields[3]
+            return None
+        finally:
+            self.last_scan_bytes = window.bytes_read
 
     def position_of(self, offset: int) -> int | None:
         """File position of the batch holding ``offset``, or None if it is not in this segment."""
@@ -267,10 +275,10 @@ class Segment:
         i = index.count_keys_at_or_below(offset - self.base_offset)
         start = index.entry(i - 1)[1]
         end = index.entry(i)[1] if i < index.entries else self.size
-        for position, header in self.scan_headers(start, end):
-            if offset < header.next_offset:
-                return position
-        raise CorruptIndexError(f"offset {offset} not found between positions {start} and {end}")
+        found = self._find_batch(start, end, _LAST_OFFSET, offset)
+        if found is None:
+            raise CorruptIndexError(f"offset {offset} not found between positions {start} and {end}")
+        return found[0]
 
     def read(self, position: int, max_bytes: int, end_position: int) -> bytes:
         """Whole batches from ``position``: as many as fit in ``max_bytes``, but at least one.
@@ -309,9 +317,9 @@ class Segment:
         i = index.count_keys_below(timestamp)
         start = index.entry(i - 1)[2] if i else 0
         end = index.entry(i)[2] if i < index.entries else self.size
-        for _, header in self.scan_headers(start, end):
-            if header.log_append_time >= timestamp:
-                return header.base_offset, header.log_append_time
+        found = self._find_batch(start, end, _LAT_FIELD, timestamp)
+        if found is not None:
+            return found[1][0], found[1][_LAT_FIELD]
         if i < index.entries:
             time, relative, _ = index.entry(i)
             return self.base_offset + relative, time
@@ -325,13 +333,12 @@ class Segment:
         i = index.count_keys_below(timestamp)
         start = index.entry(i - 1)[2] if i else 0
         end = index.entry(i)[2] if i < index.entries else self.size
-        for position, header in self.scan_headers(start, end):
-            if header.max_create_time >= timestamp:
-                return self._first_record_at_or_after(position, header, timestamp)
+        found = self._find_batch(start, end, _MAX_CREATE_TIME_FIELD, timestamp)
+        if found is not None:
+            return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]), timestamp)
         if i < index.entries:
             position = index.entry(i)[2]
-            header = parse_header(os.pread(self._fd, HEADER_SIZE, position))
-            return self._first_record_at_or_after(position, header, timestamp)
+            return self._first_record_at_or_after(position, self.read_header_at(position), timestamp)
         raise CorruptIndexError(f"CreateTime {timestamp} not found though the segment max is later")
 
     def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp: int):
@@ -403,6 +410,42 @@ class Segment:
 
     def __repr__(self) -> str:
         return f"Segment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+class _HeaderWindow:
+    """Reads batch headers forward through a region of the log, a window at a time.
+
+    The first read takes one header: when batches are larger than the index interval that
+    is all there is between two index entries. Later reads take one index interval plus a
+    header, which by the indexing rule covers every header up to the next entry; more reads
+    happen only if the index was built with a larger interval than the current one.
+    """
+
+    __slots__ = ("fd", "end", "interval", "buffer", "buffer_start", "want", "bytes_read")
+
+    def __init__(self, fd: int, end: int, interval: int) -> None:
+        self.fd = fd
+        self.end = end
+        self.interval = interval
+        self.buffer = b""
+        self.buffer_start = 0
+        self.want = HEADER_SIZE
+        self.bytes_read = 0
+
+    def fields_at(self, position: int) -> tuple:
+        offset = position - self.buffer_start
+        if offset < 0 or offset + HEADER_SIZE > len(self.buffer):
+            size = max(HEADER_SIZE, min(self.want, self.end - position))
+            self.buffer = os.pread(self.fd, size, position)
+            self.bytes_read += len(self.buffer)
+            self.buffer_start, offset = position, 0
+            self.want = self.interval + HEADER_SIZE
+            if len(self.buffer) < HEADER_SIZE:
+                raise BatchFormatError(f"torn batch header at position {position}")
+        fields = HEADER_STRUCT.unpack_from(self.buffer, offset)
+        if fields[3] < HEADER_SIZE:
+            raise BatchFormatError(f"bad batch length {fields[3]} at position {position}")
+        return fields
 
 
 def _write_fully(fd: int, data, position: int) -> None:
