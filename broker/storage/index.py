@@ -54,16 +54,24 @@ class MmapIndex:
         self._torn = length % self.ENTRY.size != 0
         self._capacity = self.entries
         self._map: mmap.mmap | None = None
+        self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
         self._writable = False
         self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
         self._map_file(length)
 
     # -- mapping ---------------------------------------------------------------------------
 
-    def _map_file(self, length: int) -> None:
+    def _unmap(self) -> None:
+        """Release the cached column views, then the map (a live view would make close fail)."""
+        for column in self._columns.values():
+            column.release()
+        self._columns.clear()
         if self._map is not None:
             self._map.close()
             self._map = None
+
+    def _map_file(self, length: int) -> None:
+        self._unmap()
         if length > 0:
             access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
             self._map = mmap.mmap(self._fd, length, access=access)
@@ -85,9 +93,7 @@ class MmapIndex:
         self._writable = False
         self._capacity = self.entries
         length = self.entries * self.ENTRY.size
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._unmap()
         os.ftruncate(self._fd, length)
         os.fsync(self._fd)  # a sealed index is trusted at the next open: make it durable once
         self._torn = False
@@ -104,9 +110,7 @@ class MmapIndex:
         """Unmap and close without trimming: what a crash leaves, or a failed disk needs."""
         if self._fd < 0:
             return
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._unmap()
         os.close(self._fd)
         self._fd = -1
 
@@ -130,9 +134,7 @@ class MmapIndex:
     def reset(self, capacity_bytes: int) -> None:
         """Drop every entry and make the file writable again (recovery rebuilds it)."""
         self.entries = 0
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._unmap()
         os.ftruncate(self._fd, 0)
         self._torn = False
         self.make_writable(capacity_bytes)
@@ -159,15 +161,18 @@ class MmapIndex:
         return self._bisect(key, slot=0, right=True)
 
     def _bisect(self, key: int, slot: int, right: bool) -> int:
-        """Binary search over one field of every entry, viewed as a strided column of the map."""
+        """Binary search over one field of every entry, viewed as a strided column of the map.
+
+        The column view is made once per mapping and cached; ``_unmap`` releases it.
+        """
         if self.entries == 0:
             return 0
-        stride = self._key_stride
+        column = self._columns.get(slot)
+        if column is None:
+            with memoryview(self._map) as raw, raw.cast(self.KEY_FORMAT) as keys:
+                column = self._columns[slot] = keys[slot :: self._key_stride]
         search = bisect.bisect_right if right else bisect.bisect_left
-        with memoryview(self._map) as raw:
-            with raw.cast(self.KEY_FORMAT) as keys:
-                with keys[slot : self.entries * stride : stride] as column:
-                    return search(column, key)
+        return search(column, key, 0, self.entries)
 
     def to_numpy(self) -> np.ndarray:
         """A copy of the entries as a structured array, for vectorised sanity checks."""
