@@ -1,0 +1,451 @@
+"""Request and response messages: api keys, versions, schemas, and the envelope codec.
+
+This module is the executable form of ``docs/protocol.md``. A request frame body is the
+msgpack array ``[api_key, api_version, correlation_id, client_id, body]``; a response frame
+body is ``[correlation_id, body]``. Bodies stay plain dicts (what msgpack gives), checked
+once against the API's declarative schema (``schema.py``): no per-message classes to build,
+so decoding costs one ``unpackb`` plus one walk over O(topics x partitions) values.
+
+Bad input can only ever raise the typed errors below, so a server needs exactly four
+``except`` clauses and never leaks a traceback:
+
+- ``MalformedRequestError``: not msgpack or a bad envelope. Close the connection.
+- ``UnknownApiKeyError`` / ``UnsupportedVersionError`` / ``InvalidRequestError``: answer
+  ``error_response_body(...)`` with the error's ``correlation_id`` and keep the connection.
+
+A response to any API may be a bare top-level error body, ``{"error_code": int}`` optionally
+with ``"error_message"``; ``decode_response`` accepts it for every API.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+import msgpack
+
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from .frames import encode_frame
+from .schema import (
+    BIN,
+    BOOL,
+    ERROR_CODE,
+    INT32,
+    INT64,
+    NON_NEGATIVE_INT32,
+    NULLABLE_STR,
+    PARTITION,
+    STR,
+    Choice,
+    Int,
+    ListOf,
+    MapOf,
+    Nullable,
+    Schema,
+    SchemaError,
+    Struct,
+)
+
+CORRELATION_ID_MAX = 2**31 - 1
+
+
+class ApiKey(IntEnum):
+    """API numbers, Kafka's wherever Kafka has the same API."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+
+
+# api key -> (min_version, max_version) this side speaks.
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: (0, 0) for key in ApiKey}
+
+# Special ListOffsets timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+class MalformedRequestError(RemoteProtocolError):
+    """Not msgpack, or not a valid request envelope: the stream cannot be trusted; close it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ErrorCode.INVALID_REQUEST)
+
+
+class RequestError(RemoteProtocolError):
+    """A well-framed request the server must refuse with an error response (connection kept).
+
+    Attributes:
+        correlation_id: to echo in the error response.
+        api_key: the request's api key (an int; maybe not an ``ApiKey``).
+    """
+
+    def __init__(self, message: str, error_code: ErrorCode, correlation_id: int, api_key: int):
+        super().__init__(message, error_code)
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+
+    def response_body(self) -> dict:
+        """The body to answer with: see ``error_response_body``."""
+        return error_response_body(self.api_key, self.error_code)
+
+
+class UnknownApiKeyError(RequestError):
+    def __init__(self, correlation_id: int, api_key: int = -1) -> None:
+        super().__init__(f"unknown api key {api_key}", ErrorCode.UNKNOWN_API_KEY,
+                         correlation_id, api_key)
+
+
+class UnsupportedVersionError(RequestError):
+    def __init__(self, correlation_id: int, api_key: int = -1, api_version: int = -1) -> None:
+        super().__init__(f"api key {api_key} version {api_version} is not supported",
+                         ErrorCode.UNSUPPORTED_VERSION, correlation_id, api_key)
+        self.api_version = api_version
+
+
+class InvalidRequestError(RequestError):
+    """The body failed its schema; ``message`` says where and why (safe to send back)."""
+
+    def __init__(self, correlation_id: int, message: str, api_key: int = -1) -> None:
+        super().__init__(message, ErrorCode.INVALID_REQUEST, correlation_id, api_key)
+        self.message = message
+
+    def response_body(self) -> dict:
+        return error_response_body(self.api_key, self.error_code, self.message)
+
+
+class InvalidResponseError(RemoteProtocolError):
+    """A response that is not msgpack, has a bad envelope, or fails its API's schema."""
+
+    def __init__(self, message: str, correlation_id: int | None = None) -> None:
+        super().__init__(message, ErrorCode.UNKNOWN_SERVER_ERROR)
+        self.correlation_id = correlation_id
+
+
+# ----------------------------------------------------------------------------------- schemas
+
+
+def _tp_groups(partition: Schema) -> ListOf:
+    """``[{"topic": str, "partitions": [partition]}]``, the shape every per-partition API uses."""
+    return ListOf(Struct({"topic": STR, "partitions": ListOf(partition)}))
+
+
+_CONFIG_SOURCE = Choice("default", "broker", "topic")
+
+REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
+    (ApiKey.API_VERSIONS, 0): Struct({}),
+    (ApiKey.METADATA, 0): Struct({"topics": Nullable(ListOf(STR))}),
+    (ApiKey.CREATE_TOPICS, 0): Struct({
+        "topics": ListOf(Struct({"topic": STR, "partitions": INT32,
+                                 "replication_factor": INT32, "configs": MapOf(STR)})),
+        "timeout_ms": NON_NEGATIVE_INT32,
+    }),
+    (ApiKey.DELETE_TOPICS, 0): Struct({"topics": ListOf(STR), "timeout_ms": NON_NEGATIVE_INT32}),
+    (ApiKey.DESCRIBE_CONFIGS, 0): Struct({
+        "resources": ListOf(Struct({"type": Choice("topic", "broker"), "name": STR})),
+    }),
+    (ApiKey.ALTER_CONFIGS, 0): Struct({
+        "resources": ListOf(Struct({"type": Choice("topic"), "name": STR,
+                                    "configs": MapOf(NULLABLE_STR)})),
+        "validate_only": BOOL,
+    }),
+    (ApiKey.PRODUCE, 0): Struct({
+        "acks": Choice(-1, 0, 1),
+        "timeout_ms": NON_NEGATIVE_INT32,
+        "topics": _tp_groups(Struct({"partition": PARTITION, "records": BIN})),
+    }),
+    (ApiKey.FETCH, 0): Struct({
+        "replica_id": INT32,
+        "max_wait_ms": NON_NEGATIVE_INT32,
+        "min_bytes": NON_NEGATIVE_INT32,
+        "max_bytes": NON_NEGATIVE_INT32,
+        "topics": _tp_groups(Struct({"partition": PARTITION, "fetch_offset": INT64,
+                                     "max_bytes": NON_NEGATIVE_INT32})),
+    }),
+    (ApiKey.LIST_OFFSETS, 0): Struct({
+        "replica_id": INT32,
+        "timestamp_type": Choice("append", "create"),
+        "topics": _tp_groups(Struct({"partition": PARTITION, "timestamp": INT64})),
+    }),
+    (ApiKey.OFFSET_COMMIT, 0): Struct({
+        "group_id": STR,
+        "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64, "metadata": STR})),
+    }),
+    (ApiKey.OFFSET_FETCH, 0): Struct({
+        "group_id": STR,
+        "topics": Nullable(_tp_groups(PARTITION)),
+    }),
+}
+
+RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
+    (ApiKey.API_VERSIONS, 0): Struct({
+        "error_code": ERROR_CODE,
+        "api_keys": ListOf(Struct({"api_key": INT32, "min_version": INT32,
+                                   "max_version": INT32})),
+    }),
+    (ApiKey.METADATA, 0): Struct({
+        "brokers": ListOf(Struct({"node_id": INT32, "host": STR, "port": Int(0, 65535)})),
+        "controller_id": INT32,
+        "topics": ListOf(Struct({
+            "topic": STR, "error_code": ERROR_CODE,
+            "partitions": ListOf(Struct({
+                "partition": PARTITION, "error_code": ERROR_CODE, "leader": INT32,
+                "leader_epoch": INT32, "replicas": ListOf(INT32), "isr": ListOf(INT32),
+            })),
+        })),
+    }),
+    (ApiKey.CREATE_TOPICS, 0): Struct({
+        "topics": ListOf(Struct({"topic": STR, "error_code": ERROR_CODE,
+                                 "error_message": NULLABLE_STR})),
+    }),
+    (ApiKey.DELETE_TOPICS, 0): Struct({
+        "topics": ListOf(Struct({"topic": STR, "error_code": ERROR_CODE})),
+    }),
+    (ApiKey.DESCRIBE_CONFIGS, 0): Struct({
+        "resources": ListOf(Struct({
+            "type": STR, "name": STR, "error_code": ERROR_CODE, "error_message": NULLABLE_STR,
+            "configs": ListOf(Struct({"name": STR, "value": STR, "source": _CONFIG_SOURCE})),
+        })),
+    }),
+    (ApiKey.ALTER_CONFIGS, 0): Struct({
+        "resources": ListOf(Struct({"type": STR, "name": STR, "error_code": ERROR_CODE,
+                                    "error_message": NULLABLE_STR})),
+    }),
+    (ApiKey.PRODUCE, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                                     "base_offset": INT64, "log_append_time": INT64,
+                                     "log_start_offset": INT64})),
+    }),
+    (ApiKey.FETCH, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                                     "high_watermark": INT64, "log_start_offset": INT64,
+                                     "records": BIN})),
+    }),
+    (ApiKey.LIST_OFFSETS, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                                     "offset": INT64, "timestamp": INT64})),
+    }),
+    (ApiKey.OFFSET_COMMIT, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),
+    }),
+    (ApiKey.OFFSET_FETCH, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64,
+                                     "metadata": STR, "error_code": ERROR_CODE})),
+    }),
+}
+
+# The top-level error body any API may answer with.
+ERROR_BODY_SCHEMA = Struct({"error_code": ERROR_CODE, "error_message": NULLABLE_STR},
+                           optional=frozenset({"error_message"}))
+
+
+def error_response_body(api_key: int, error_code: int, message: str | None = None) -> dict:
+    """Return a top-level error body for any API: ``{"error_code": n[, "error_message": s]}``.
+
+    For ApiVersions the body also lists ``api_keys`` (as Kafka does), so a client that sent an
+    unsupported version learns which versions it may use.
+    """
+    body: dict = {"error_code": int(error_code)}
+    if message is not None:
+        body["error_message"] = message
+    if api_key == ApiKey.API_VERSIONS and message is None:
+        body["api_keys"] = api_versions_list()
+    return body
+
+
+def api_versions_list() -> list[dict]:
+    """``SUPPORTED_VERSIONS`` in the ApiVersions response shape."""
+    return [{"api_key": int(key), "min_version": low, "max_version": high}
+            for key, (low, high) in SUPPORTED_VERSIONS.items()]
+
+
+# ------------------------------------------------------------------------------------ codecs
+
+
+def _unpack(data) -> object:
+    """msgpack.unpackb with limits bounded by the input; raises only ValueError-like errors."""
+    size = len(data)
+    return msgpack.unpackb(
+        data, raw=False, strict_map_key=True, use_list=True,
+        max_str_len=size, max_bin_len=size, max_array_len=size, max_map_len=size,
+        max_ext_len=0,
+    )
+
+
+def encode_request(header: RequestHeader, body: dict, *, validate: bool = True) -> bytes:
+    """Return a complete request frame (length prefix + msgpack).
+
+    Raises:
+        LocalProtocolError: ``validate`` and the body fails its schema, or the api key /
+            version / correlation id is not one this side can send.
+    """
+    api_key, api_version, correlation_id, client_id = header
+    if validate:
+        if not 0 <= correlation_id <= CORRELATION_ID_MAX:
+            raise LocalProtocolError(f"correlation id {correlation_id} out of range")
+        schema = REQUEST_SCHEMAS.get((api_key, api_version))
+        if schema is None:
+            raise LocalProtocolError(f"no schema for api key {api_key} version {api_version}")
+        try:
+            schema.check(body)
+        except SchemaError as exc:
+            raise LocalProtocolError(f"invalid request body: {exc}") from None
+    try:
+        payload = msgpack.packb([int(api_key), api_version, correlation_id, client_id, body],
+                                use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise LocalProtocolError(f"request body cannot be packed: {exc}") from None
+    return encode_frame(payload)
+
+
+def _is_int(value) -> bool:
+    return type(value) is int
+
+
+def decode_request(frame_body) -> tuple[RequestHeader, dict]:
+    """Parse and validate one request frame body (without the 4-byte prefix).
+
+    Returns:
+        (RequestHeader with ``api_key`` an ``ApiKey``, body dict).
+
+    Raises:
+        MalformedRequestError, UnknownApiKeyError, UnsupportedVersionError,
+        InvalidRequestError; nothing else, whatever the bytes.
+    """
+    try:
+        message = _unpack(frame_body)
+    except Exception as exc:  # msgpack signals garbage with many exception types
+        raise MalformedRequestError(f"request is not msgpack: {type(exc).__name__}") from None
+    if type(message) is not list or len(message) != 5:
+        raise MalformedRequestError("request is not a 5-item array")
+    api_key, api_version, correlation_id, client_id, body = message
+    if not (_is_int(api_key) and _is_int(api_version) and _is_int(correlation_id)
+            and (client_id is None or type(client_id) is str) and type(body) is dict):
+        raise MalformedRequestError("request envelope has the wrong types")
+    if not 0 <= correlation_id <= CORRELATION_ID_MAX:
+        raise MalformedRequestError(f"correlation id {correlation_id} out of range")
+    try:
+        key = ApiKey(api_key)
+    except ValueError:
+        raise UnknownApiKeyError(correlation_id, api_key) from None
+    low, high = SUPPORTED_VERSIONS[key]
+    if not low <= api_version <= high:
+        raise UnsupportedVersionError(correlation_id, api_key, api_version)
+    try:
+        REQUEST_SCHEMAS[key, api_version].check(body)
+    except SchemaError as exc:
+        raise InvalidRequestError(correlation_id, f"{key.name}: {exc}", api_key) from None
+    return RequestHeader(key, api_version, correlation_id, client_id), body
+
+
+def encode_response(correlation_id: int, body: dict, *, api_key: int | None = None,
+                    api_version: int = 0) -> bytes:
+    """Return a complete response frame. With ``api_key`` the body is validated first.
+
+    Raises:
+        LocalProtocolError: the body fails validation or cannot be packed.
+    """
+    if api_key is not None:
+        try:
+            check_response_body(api_key, api_version, body)
+        except InvalidResponseError as exc:
+            raise LocalProtocolError(str(exc)) from None
+    try:
+        payload = msgpack.packb([correlation_id, body], use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise LocalProtocolError(f"response body cannot be packed: {exc}") from None
+    return encode_frame(payload)
+
+
+def split_response(frame_body) -> tuple[int, dict]:
+    """Unpack a response envelope without checking the body (the connection matches ids first).
+
+    Raises:
+        InvalidResponseError: not msgpack, or not ``[int, map]``.
+    """
+    try:
+        message = _unpack(frame_body)
+    except Exception as exc:
+        raise InvalidResponseError(f"response is not msgpack: {type(exc).__name__}") from None
+    if (type(message) is not list or len(message) != 2 or not _is_int(message[0])
+            or type(message[1]) is not dict):
+        raise InvalidResponseError("response is not a [correlation_id, map] array")
+    return message[0], message[1]
+
+
+def check_response_body(api_key: int, api_version: int, body: dict) -> None:
+    """Validate a response body: the API's schema, or a top-level error body.
+
+    Raises:
+        InvalidResponseError: it is neither.
+    """
+    schema = RESPONSE_SCHEMAS.get((api_key, api_version))
+    if schema is None:
+        raise InvalidResponseError(f"no schema for api key {api_key} version {api_version}")
+    try:
+        schema.check(body)
+        return
+    except SchemaError as exc:
+        problem = exc
+    if "error_code" in body:
+        try:
+            ERROR_BODY_SCHEMA.check(body)
+            if body["error_code"] != ErrorCode.NONE:
+                return
+        except SchemaError:
+            pass
+        if api_key == ApiKey.API_VERSIONS:  # error body that also lists api_keys
+            return _check_api_versions_error(body, problem)
+    name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else api_key
+    raise InvalidResponseError(f"{name} response: {problem}")
+
+
+_API_VERSIONS_ERROR = Struct(
+    {**RESPONSE_SCHEMAS[ApiKey.API_VERSIONS, 0].fields, "error_message": NULLABLE_STR},
+    optional=frozenset({"error_message", "api_keys"}),
+)
+
+
+def _check_api_versions_error(body: dict, problem: SchemaError) -> None:
+    try:
+        _API_VERSIONS_ERROR.check(body)
+    except SchemaError:
+        raise InvalidResponseError(f"API_VERSIONS response: {problem}") from None
+
+
+def decode_response(frame_body, api_key: int, api_version: int = 0) -> tuple[int, dict]:
+    """Parse a response frame body and validate it for the request it answers.
+
+    Returns:
+        (correlation_id, body). The body may be a top-level error body for any API.
+
+    Raises:
+        InvalidResponseError: garbage, a bad envelope, or a body matching neither the API's
+            schema nor the error body.
+    """
+    correlation_id, body = split_response(frame_body)
+    try:
+        check_response_body(api_key, api_version, body)
+    except InvalidResponseError as exc:
+        exc.correlation_id = correlation_id
+        raise
+    return correlation_id, body

@@ -1,0 +1,211 @@
+"""A tiny declarative schema language for msgpack message bodies.
+
+Why declarative: one table per API (in ``messages.py``) is the single place that says what a
+request or response may contain. The same table drives validation here, the broker's and the
+client's checks, and the tests' hypothesis strategies, so the three can never disagree.
+
+Why hand-written instead of a library: validation runs on every request, on the hot path. A
+body is walked once, O(fields x partitions); never per record, because records travel as one
+opaque ``bin``. Success costs one ``isinstance``/``type`` check per value and no allocation;
+the path of a failure (``topics[0].partitions[2].partition``) is assembled only while a
+``SchemaError`` propagates.
+
+Integers are Python ints that are not bools (``True`` is an ``int`` subclass; a msgpack
+``true`` where a number belongs is a schema violation, not 1). Sequences may be lists or
+tuples and bins may be bytes, bytearray or memoryview, so a sender can validate what it is
+about to pack; msgpack itself only ever decodes lists and bytes.
+"""
+
+from __future__ import annotations
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class SchemaError(Exception):
+    """A value does not match its schema. ``path`` locates it inside the body."""
+
+    def __init__(self, problem: str, path: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path = path
+
+    def within(self, segment: str) -> SchemaError:
+        """Prefix the path with ``segment`` (a key, or ``[i]``) as the error propagates up."""
+        if not self.path or self.path.startswith("["):
+            self.path = segment + self.path
+        else:
+            self.path = f"{segment}.{self.path}"
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}" if self.path else self.problem
+
+
+def _type_name(value) -> str:
+    return "nil" if value is None else type(value).__name__
+
+
+class Schema:
+    """Base of all schema nodes; ``check`` raises SchemaError or returns None."""
+
+    __slots__ = ()
+
+    def check(self, value) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Int(Schema):
+    """An integer in [minimum, maximum] (int64 by default); bools are refused."""
+
+    __slots__ = ("minimum", "maximum")
+
+    def __init__(self, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def check(self, value) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SchemaError(f"expected int, got {_type_name(value)}")
+        if not self.minimum <= value <= self.maximum:
+            raise SchemaError(f"{value} is outside [{self.minimum}, {self.maximum}]")
+
+
+class Choice(Schema):
+    """One of a fixed set of ints or strs (``acks``, ``timestamp_type``)."""
+
+    __slots__ = ("values", "kind")
+
+    def __init__(self, *values) -> None:
+        self.values = frozenset(values)
+        self.kind = type(values[0])
+
+    def check(self, value) -> None:
+        if type(value) is not self.kind and not (
+            self.kind is int and isinstance(value, int) and not isinstance(value, bool)
+        ):
+            raise SchemaError(f"expected {self.kind.__name__}, got {_type_name(value)}")
+        if value not in self.values:
+            raise SchemaError(f"{value!r} is not one of {sorted(self.values)}")
+
+
+class Str(Schema):
+    __slots__ = ()
+
+    def check(self, value) -> None:
+        if type(value) is not str:
+            raise SchemaError(f"expected str, got {_type_name(value)}")
+
+
+class Bin(Schema):
+    __slots__ = ()
+
+    def check(self, value) -> None:
+        if type(value) not in (bytes, bytearray, memoryview):
+            raise SchemaError(f"expected bin, got {_type_name(value)}")
+
+
+class Bool(Schema):
+    __slots__ = ()
+
+    def check(self, value) -> None:
+        if type(value) is not bool:
+            raise SchemaError(f"expected bool, got {_type_name(value)}")
+
+
+class Nullable(Schema):
+    """The inner schema, or nil."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Schema) -> None:
+        self.inner = inner
+
+    def check(self, value) -> None:
+        if value is not None:
+            self.inner.check(value)
+
+
+class ListOf(Schema):
+    __slots__ = ("item",)
+
+    def __init__(self, item: Schema) -> None:
+        self.item = item
+
+    def check(self, value) -> None:
+        if type(value) is not list and type(value) is not tuple:
+            raise SchemaError(f"expected list, got {_type_name(value)}")
+        check = self.item.check
+        for index, item in enumerate(value):
+            try:
+                check(item)
+            except SchemaError as exc:
+                raise exc.within(f"[{index}]") from None
+
+
+class MapOf(Schema):
+    """A map with str keys (``configs``) and values of one schema."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Schema) -> None:
+        self.value = value
+
+    def check(self, value) -> None:
+        if type(value) is not dict:
+            raise SchemaError(f"expected map, got {_type_name(value)}")
+        check = self.value.check
+        for key, item in value.items():
+            if type(key) is not str:
+                raise SchemaError(f"map key {key!r} is not a str")
+            try:
+                check(item)
+            except SchemaError as exc:
+                raise exc.within(key) from None
+
+
+class Struct(Schema):
+    """A map with fixed str keys: every required key present, no key unknown.
+
+    Args:
+        fields: key -> schema of its value.
+        optional: keys that may be absent.
+    """
+
+    __slots__ = ("fields", "required", "optional")
+
+    def __init__(self, fields: dict[str, Schema], optional: frozenset[str] = frozenset()) -> None:
+        self.fields = fields
+        self.optional = frozenset(optional)
+        self.required = len(fields) - len(self.optional)
+
+    def check(self, value) -> None:
+        if type(value) is not dict:
+            raise SchemaError(f"expected map, got {_type_name(value)}")
+        fields = self.fields
+        present = 0
+        for key, item in value.items():
+            schema = fields.get(key) if type(key) is str else None
+            if schema is None:
+                raise SchemaError(f"unknown key {key!r}")
+            if key not in self.optional:
+                present += 1
+            try:
+                schema.check(item)
+            except SchemaError as exc:
+                raise exc.within(key) from None
+        if present != self.required:
+            missing = [k for k in fields if k not in value and k not in self.optional]
+            raise SchemaError(f"missing key(s) {', '.join(missing)}")
+
+
+# Shared building blocks.
+INT32 = Int(INT32_MIN, INT32_MAX)
+INT64 = Int()
+PARTITION = Int(0, INT32_MAX)  # partitions are never negative on the wire
+NON_NEGATIVE_INT32 = Int(0, INT32_MAX)
+ERROR_CODE = INT32  # ErrorCode numbers; unknown ones are read as UNKNOWN_SERVER_ERROR
+STR = Str()
+BIN = Bin()
+BOOL = Bool()
+NULLABLE_STR = Nullable(STR)
