@@ -443,7 +443,7 @@ class PartitionLog:
             raise OffsetOutOfRangeError(f"cannot truncate below the log start {self.log_start_offset}")
         removed = 0
         with self._lock:
-            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
                 segment = self._segments.pop()
                 removed += segment.size
                 self._dirty.discard(segment)

@@ -339,3 +339,49 @@ def test_truncate_to_removes_the_tail_and_appends_continue(tmp_path):
     with open_log(tmp_path / "t-0", clock, segment_bytes=1000) as log:
         assert log.recovery_report.segments_recovered == 0
         assert [r.offset for r in read_all(log)] == list(range(11))
+
+
+def test_a_lookup_reads_at_most_one_index_interval_of_log(tmp_path):
+    clock = ManualClock(START_MS)
+    interval = 512
+    with open_log(tmp_path / "t-0", clock, index_interval_bytes=interval, segment_bytes=20_000) as log:
+        appends = []
+        for i in range(400):
+            clock.advance(i % 2)  # pairs of batches share a millisecond
+            appends.append(log.append(make_batch(1 + i % 3)))
+        for a in appends:
+            for target, kind in ((a.log_append_time, "append"), (START_MS + 1, "create")):
+                before = log.lookup_bytes_read
+                log.offset_for_time(target, kind)
+                scanned = log.lookup_bytes_read - before
+                if kind == "append":
+                    assert scanned <= interval + 2 * 80, scanned
+
+
+def test_truncating_to_a_segment_base_then_appending_does_not_roll(tmp_path):
+    """KAFKA-6388/6492: an emptied segment must not count as full."""
+    with open_log(tmp_path / "t-0", segment_bytes=600, segment_index_bytes=64, index_interval_bytes=0) as log:
+        for _ in range(12):
+            log.append(make_batch(2))
+        base = log.segments[-1].base_offset
+        log.truncate_to(base)
+        segments = len(log.segments)
+        log.append(make_batch(1))
+        assert len(log.segments) == segments and log.segments[-1].base_offset == base
+
+
+def test_closing_and_deleting_release_every_descriptor(tmp_path):
+    def open_descriptors():
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_descriptors()
+    log = open_log(tmp_path / "t-0", segment_bytes=600)
+    for _ in range(20):
+        log.append(make_batch(2))
+    assert open_descriptors() >= before + 4 * len(log.segments)
+    log.close()
+    assert open_descriptors() == before
+    log = open_log(tmp_path / "t-0", segment_bytes=600)
+    log.delete()
+    assert open_descriptors() == before
+    assert not (tmp_path / "t-0").exists()

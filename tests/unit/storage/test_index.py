@@ -1,0 +1,60 @@
+"""The memory-mapped index files against a sorted-list oracle."""
+
+import bisect
+import os
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tslog.broker.storage.index import OffsetIndex, TimestampIndex
+
+
+@given(
+    timestamps=st.lists(st.integers(0, 2**40), max_size=300).map(sorted),
+    probes=st.lists(st.integers(-1, 2**40 + 1), max_size=50),
+    capacity_entries=st.integers(1, 64),
+)
+def test_timestamp_search_matches_bisect_on_a_sorted_list(tmp_path_factory, timestamps, probes, capacity_entries):
+    path = tmp_path_factory.mktemp("idx") / "0.timeindex"
+    index = TimestampIndex(path)
+    index.make_writable(capacity_entries * 16)  # smaller than needed: appends must grow it
+    for i, ts in enumerate(timestamps):
+        index.append(ts, i, i * 10)
+    for probe in probes + timestamps:
+        assert index.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
+        assert index.count_keys_at_or_below(probe) == bisect.bisect_right(timestamps, probe)
+    index.seal()
+    assert os.path.getsize(path) == 16 * len(timestamps)
+    for probe in probes:
+        assert index.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
+    index.close()
+    reopened = TimestampIndex(path)
+    assert reopened.entries == len(timestamps)
+    assert [reopened.entry(i)[0] for i in range(reopened.entries)] == timestamps
+    reopened.close()
+
+
+@given(offsets=st.lists(st.integers(0, 2**31 - 1), unique=True, max_size=200).map(sorted))
+def test_offset_and_position_searches(tmp_path_factory, offsets):
+    path = tmp_path_factory.mktemp("idx") / "0.index"
+    index = OffsetIndex(path)
+    index.make_writable(1 << 12)
+    positions = [3 * o for o in range(len(offsets))]
+    for offset, position in zip(offsets, positions):
+        index.append(offset, position)
+    for probe in offsets + [o + 1 for o in offsets] + [0, 2**31 - 1]:
+        assert index.count_keys_at_or_below(probe) == bisect.bisect_right(offsets, probe)
+    for probe in positions + [p + 1 for p in positions]:
+        assert index.count_positions_at_or_below(probe) == bisect.bisect_right(positions, probe)
+    index.truncate_entries(len(offsets) // 2)
+    assert index.entries == len(offsets) // 2
+    index.close()
+    assert os.path.getsize(path) == 8 * (len(offsets) // 2)
+
+
+def test_a_file_with_a_partial_entry_is_reported_torn(tmp_path):
+    path = tmp_path / "0.timeindex"
+    path.write_bytes(bytes(16 * 3 + 5))
+    index = TimestampIndex(path)
+    assert index.is_torn and index.entries == 3
+    index.close()
