@@ -90,6 +90,18 @@ class PartitionLogModel(RuleBasedStateMachine):
         first = self.log.segments[0]
         assert first.is_empty or now - first.max_log_append_time <= RETENTION_MS
 
+    @precondition(lambda self: self.log is not None and self.batches)
+    @rule(data=st.data())
+    def truncate(self, data):
+        """A follower cutting a diverged tail: to any batch boundary from the log start on."""
+        offset = data.draw(st.sampled_from([b["base"] for b in self.batches] + [self.log_end]))
+        self.log.truncate_to(offset)
+        self.batches = [b for b in self.batches if b["base"] < offset]
+        self.flushed_end = min(self.flushed_end, offset)
+        assert self.log.log_end_offset == self.log_end
+        self.last_lat = self.log.last_log_append_time
+        assert self.last_lat == (self.batches[-1]["lat"] if self.batches else -1)
+
     @rule()
     def flush(self):
         self.log.flush()
