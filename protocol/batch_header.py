@@ -40,6 +40,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from .errors import ErrorCode
+
 HEADER_STRUCT = struct.Struct("<qiIiBBHiiqqqqqhhi")
 HEADER_SIZE = HEADER_STRUCT.size  # 80
 FORMAT_MAGIC = 1
@@ -62,6 +64,8 @@ _KNOWN_ATTRIBUTES = COMPRESSION_MASK | ATTR_HAS_HEADERS
 
 class BatchFormatError(ValueError):
     """The bytes are not a well-formed record batch (bad length, magic, counts or CRC)."""
+
+    error_code = ErrorCode.CORRUPT_MESSAGE  # what a broker answers for such a batch
 
 
 class BatchHeader(NamedTuple):

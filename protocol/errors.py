@@ -1,0 +1,114 @@
+"""Error codes that cross the wire, and the protocol-violation exceptions.
+
+Why one table: the broker turns failures into numbers and the client turns numbers back into
+decisions (retry, refresh metadata, give up). Both sides must agree on the number, whether a
+retry can help, and what to tell a user, so all three live on the enum member and nowhere else.
+
+Numbers are frozen once released; names may change. Where Apache Kafka has the same error we
+use Kafka's number, so people who know Kafka read our logs without a lookup table. tslog's own
+codes start at 1000 to keep clear of Kafka's space. Only errors that can be sent in a response
+belong here; purely local failures are ordinary exceptions.
+
+The exception split follows h11: ``LocalProtocolError`` means this side misused the API (a bug
+here), ``RemoteProtocolError`` means the peer sent something we cannot accept. Each carries an
+``error_code`` hint so a server knows what to answer before it closes the connection.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    """A wire error code; ``code.retriable`` and ``code.message`` come from the table below."""
+
+    retriable: bool
+    message: str
+
+    def __new__(cls, value: int, retriable: bool, message: str) -> ErrorCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.retriable = retriable
+        member.message = message
+        return member
+
+    UNKNOWN_SERVER_ERROR = -1, False, "The server hit an unexpected error processing the request."
+    NONE = 0, False, "No error."
+    OFFSET_OUT_OF_RANGE = 1, False, "The requested offset is outside the partition's log."
+    CORRUPT_MESSAGE = 2, True, "A record batch failed its CRC or format checks."
+    UNKNOWN_TOPIC_OR_PARTITION = 3, True, "This broker does not host this topic-partition."
+    INVALID_FETCH_SIZE = 4, False, "The requested fetch size is invalid."
+    LEADER_NOT_AVAILABLE = 5, True, "The partition has no leader right now (election under way)."
+    NOT_LEADER_OR_FOLLOWER = 6, True, "This broker is not the leader (or a replica) of the partition."
+    REQUEST_TIMED_OUT = 7, True, "The request timed out."
+    BROKER_NOT_AVAILABLE = 8, True, "The broker is not available."
+    REPLICA_NOT_AVAILABLE = 9, True, "The replica is not available for the partition."
+    MESSAGE_TOO_LARGE = 10, False, "A batch or request is larger than the broker accepts."
+    STALE_CONTROLLER_EPOCH = 11, False, "The request came from a controller that is no longer current."
+    OFFSET_METADATA_TOO_LARGE = 12, False, "The metadata of the offset commit is too large."
+    NETWORK_EXCEPTION = 13, True, "The connection closed before a response was received."
+    INVALID_TOPIC_EXCEPTION = 17, False, "The topic name is invalid."
+    RECORD_LIST_TOO_LARGE = 18, False, "The batch is larger than the topic's segment size."
+    NOT_ENOUGH_REPLICAS = 19, True, "Fewer in-sync replicas than min.insync.replicas; not written."
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20, True, "Written, but to fewer in-sync replicas than required."
+    INVALID_REQUIRED_ACKS = 21, False, "The produce request's acks value is invalid."
+    INVALID_GROUP_ID = 24, False, "The group id is invalid."
+    INVALID_TIMESTAMP = 32, False, "A record's CreateTime is outside the topic's accepted range."
+    UNSUPPORTED_VERSION = 35, False, "The broker does not support this version of the API."
+    TOPIC_ALREADY_EXISTS = 36, False, "A topic with this name already exists."
+    INVALID_PARTITIONS = 37, False, "The number of partitions is invalid."
+    INVALID_REPLICATION_FACTOR = 38, False, "The replication factor is invalid for this cluster."
+    INVALID_REPLICA_ASSIGNMENT = 39, False, "The replica assignment is invalid."
+    INVALID_CONFIG = 40, False, "The configuration is invalid."
+    NOT_CONTROLLER = 41, True, "This broker is not the controller."
+    INVALID_REQUEST = 42, False, "The request is malformed; see the broker log."
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43, False, "The batch format does not support this request."
+    POLICY_VIOLATION = 44, False, "The request violates a configured policy."
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45, False, "The broker received an out-of-order sequence number."
+    DUPLICATE_SEQUENCE_NUMBER = 46, False, "The broker received a duplicate sequence number."
+    INVALID_PRODUCER_EPOCH = 47, False, "The producer epoch is older than the broker's."
+    KAFKA_STORAGE_ERROR = 56, True, "The broker failed to read or write its log on disk."
+    UNKNOWN_PRODUCER_ID = 59, False, "The broker has no state for this producer id."
+    GROUP_ID_NOT_FOUND = 69, False, "The group id does not exist."
+    TOPIC_DELETION_DISABLED = 73, False, "Topic deletion is disabled on this cluster."
+    FENCED_LEADER_EPOCH = 74, True, "The leader epoch in the request is older than the broker's."
+    UNKNOWN_LEADER_EPOCH = 75, True, "The leader epoch in the request is newer than the broker's."
+    UNSUPPORTED_COMPRESSION_TYPE = 76, False, "The compression type is not supported."
+    STALE_BROKER_EPOCH = 77, False, "The broker epoch has changed."
+    OFFSET_NOT_AVAILABLE = 78, True, "The new leader's high watermark has not caught up yet."
+    INVALID_RECORD = 87, False, "A record failed the broker's validation and was rejected."
+    UNKNOWN_API_KEY = 1000, False, "The broker does not know this API key."
+
+    @classmethod
+    def from_wire(cls, value: int) -> ErrorCode:
+        """Map a number read off the wire to a member; unknown numbers become UNKNOWN_SERVER_ERROR.
+
+        A newer broker may send codes this client predates; treating them as a non-retriable
+        server error is the safe reading.
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN_SERVER_ERROR
+
+
+class ProtocolError(Exception):
+    """A violation of the tslog protocol. Abstract: raise one of the two subclasses.
+
+    Attributes:
+        error_code: what a server should answer (if it can still answer) before closing.
+    """
+
+    def __init__(self, msg: str, error_code: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
+        if type(self) is ProtocolError:
+            raise TypeError("ProtocolError is abstract; raise LocalProtocolError or RemoteProtocolError")
+        super().__init__(msg)
+        self.error_code = error_code
+
+
+class LocalProtocolError(ProtocolError):
+    """This side tried to do something the protocol forbids (a bug in the caller)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent bytes we cannot accept: garbage, a truncated stream, an oversized frame."""
