@@ -48,10 +48,7 @@ FORMAT_MAGIC = 1
 NO_TIMESTAMP = -1
 
 CRC_START = 16  # first byte covered by the CRC
-_BASE_OFFSET_EPOCH = struct.Struct("<qi")
 _CRC = struct.Struct("<I")
-_LAT = struct.Struct("<q")
-_LAT_POSITION = 56
 _LENGTH = struct.Struct("<i")
 _LENGTH_POSITION = 16
 
@@ -168,9 +165,33 @@ def validate_batch(batch) -> BatchHeader:
 
 def stamp(batch: bytearray, base_offset: int, leader_epoch: int, log_append_time: int) -> None:
     """Assign offset, epoch and LogAppendTime in place and recompute the CRC (leader only)."""
-    _BASE_OFFSET_EPOCH.pack_into(batch, 0, base_offset, leader_epoch)
-    _LAT.pack_into(batch, _LAT_POSITION, log_append_time)
-    _CRC.pack_into(batch, 12, compute_crc(batch))
+    batch[:HEADER_SIZE] = stamped_header(
+        batch, parse_header(batch), base_offset, leader_epoch, log_append_time
+    )
+
+
+def stamped_header(
+    batch, header: BatchHeader, base_offset: int, leader_epoch: int, log_append_time: int
+) -> bytes:
+    """The header ``batch`` gets from its leader, CRC included, without copying the batch.
+
+    The leader writes this header followed by ``batch[HEADER_SIZE:]`` (one ``pwritev``), so a
+    110 KB batch costs one CRC pass over its records and no copy.
+    """
+    new = bytearray(
+        HEADER_STRUCT.pack(
+            *header._replace(
+                base_offset=base_offset,
+                leader_epoch=leader_epoch,
+                crc=0,
+                log_append_time=log_append_time,
+            )
+        )
+    )
+    with memoryview(batch) as view:
+        crc = crc32c(view[HEADER_SIZE : header.batch_length], crc32c(new[CRC_START:]))
+    _CRC.pack_into(new, 12, crc)
+    return bytes(new)
 
 
 def pack_header(header: BatchHeader) -> bytes:

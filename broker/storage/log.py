@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tslog.protocol.batch_header import (
+    HEADER_SIZE,
     NO_TIMESTAMP,
     BatchFormatError,
     BatchHeader,
-    stamp,
+    stamped_header,
     validate_batch,
 )
 
@@ -172,14 +173,14 @@ class PartitionLog:
                 f"{config.message_timestamp_after_max_ms} ms after the broker time {now}"
             )
         log_append_time = max(self._last_log_append_time, now)
-        buffer = batch if isinstance(batch, bytearray) else bytearray(batch)
         with self._lock:
             base_offset = self.log_end_offset
-            stamp(buffer, base_offset, leader_epoch, log_append_time)
+            new_header = stamped_header(batch, header, base_offset, leader_epoch, log_append_time)
             header = header._replace(
                 base_offset=base_offset, leader_epoch=leader_epoch, log_append_time=log_append_time
             )
-            self._append_locked(buffer, header)
+            with memoryview(batch) as view, view[HEADER_SIZE:] as body:
+                self._append_locked((new_header, body), header)
         self._maybe_flush(header.record_count, now)
         return AppendInfo(base_offset, header.last_offset, log_append_time, header.batch_length)
 
@@ -197,7 +198,7 @@ class PartitionLog:
                 f"{self._last_log_append_time}"
             )
         with self._lock:
-            self._append_locked(batch, header)
+            self._append_locked((batch,), header)
         self._maybe_flush(header.record_count, self.clock.now_ms())
         return AppendInfo(
             header.base_offset, header.last_offset, header.log_append_time, header.batch_length
@@ -215,12 +216,12 @@ class PartitionLog:
         except BatchFormatError as error:
             raise CorruptRecordError(str(error)) from None
 
-    def _append_locked(self, batch, header: BatchHeader) -> None:
+    def _append_locked(self, parts, header: BatchHeader) -> None:
         reason = self._roll_reason(header)
         if reason:
             self._roll_locked(reason)
         active = self._segments[-1]
-        active.append(batch, header)
+        active.append(parts, header)
         self._last_log_append_time = header.log_append_time
         self._dirty.add(active)
         if active.max_create_time > self._create_time_maxima[-1]:

@@ -102,10 +102,11 @@ class Segment:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, batch, header: BatchHeader) -> int:
-        """Write one checked, stamped batch at the end; return its position."""
+    def append(self, parts, header: BatchHeader) -> int:
+        """Write one checked, stamped batch, given as a sequence of buffers, at the end;
+        return its position."""
         position = self.size
-        _write_fully(self._fd, batch, position)
+        _write_fully(self._fd, parts, position, header.batch_length)
         self._track(position, header)
         return position
 
@@ -448,15 +449,14 @@ class _HeaderWindow:
         return fields
 
 
-def _write_fully(fd: int, data, position: int) -> None:
-    """pwrite all of ``data`` or, on failure, cut the file back to ``position`` and raise."""
-    view = memoryview(data)
-    written = 0
+def _write_fully(fd: int, parts, position: int, length: int) -> None:
+    """pwritev all of ``parts`` or, on failure, cut the file back to ``position`` and raise."""
     try:
-        while written < len(view):
-            written += os.pwrite(fd, view[written:], position + written)
+        written = os.pwritev(fd, parts, position)
+        if written < length:  # rare (signals, full disk): finish with plain writes
+            rest = memoryview(b"".join(parts))
+            while written < length:
+                written += os.pwrite(fd, rest[written:], position + written)
     except BaseException:
         os.ftruncate(fd, position)
         raise
-    finally:
-        view.release()
