@@ -1,0 +1,72 @@
+"""``tslog-broker``: parse flags, build the config, run the broker on uvloop.
+
+Flags default to a sentinel (argparse.SUPPRESS), so only flags actually passed override the
+config file and the environment. Exit codes: 0 after a clean shutdown, 2 for a bad
+configuration (every problem printed), 1 if the broker could not start (e.g. port in use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+
+from .config import ConfigError, load_config
+from .server import serve
+
+log = logging.getLogger("tslog.broker")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tslog-broker", argument_default=argparse.SUPPRESS,
+        description="Run a tslog broker. Settings: defaults < --config TOML < TSLOG_* "
+                    "environment < these flags.")
+    parser.add_argument("--config", help="TOML config file")
+    parser.add_argument("--data-dir", dest="data_dir", help="data directory (./tslog-data)")
+    parser.add_argument("--listen", help="HOST:PORT for clients (127.0.0.1:9092)")
+    parser.add_argument("--metrics-listen", dest="metrics_listen", help="HOST:PORT for metrics")
+    parser.add_argument("--node-id", dest="node_id", help="this broker's node id (0)")
+    parser.add_argument("--log-level", dest="log_level", default="INFO",
+                        help="logging level (INFO)")
+    return parser
+
+
+def _loop_factory():
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+        return None
+    return uvloop.new_event_loop
+
+
+def parse_flags(argv: list[str] | None) -> tuple[dict, str | None, str]:
+    """(config fields actually passed, --config path or None, log level)."""
+    args = vars(build_parser().parse_args(argv))
+    return args, args.pop("config", None), args.pop("log_level")
+
+
+def main(argv: list[str] | None = None) -> int:
+    flags, config_path, log_level = parse_flags(argv)
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config, ignored = load_config(flags, config_path, os.environ)
+    except ConfigError as exc:
+        print(f"tslog-broker: {exc}", file=sys.stderr)
+        return 2
+    for name in ignored:
+        log.warning("ignoring environment variable %s: not a broker setting", name)
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(serve(config))
+    except OSError as exc:
+        log.error("tslog-broker could not start: %s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""The broker's configuration: one frozen ``BrokerConfig``, built from four layers.
+
+Layers, lowest first: the defaults below < a TOML file (``--config``) < ``TSLOG_*``
+environment variables < command-line flags actually passed. Each layer is a flat mapping
+from field name to value; the ``[log]`` TOML table (environment: ``TSLOG_LOG_<NAME>``, e.g.
+``TSLOG_LOG_RETENTION_MS``) holds broker-wide topic defaults under Kafka's dotted names
+(``retention.ms``), which every topic inherits unless it overrides them.
+
+Why so strict: a typo in a config file that silently becomes a default is a production
+incident found weeks later. Unknown keys and bad values are collected and raised together in
+one ``ConfigError``, so an operator fixes everything in one pass. Environment variables are the
+exception: ``TSLOG_`` is shared with the client CLI (``TSLOG_BOOTSTRAP``), so an unknown
+``TSLOG_*`` name is ignored (and reported by ``load_config``), except under ``TSLOG_LOG_``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .storage.config import ConfigError as LogConfigError
+from .storage.config import LogConfig
+
+ENV_PREFIX = "TSLOG_"
+ENV_LOG_PREFIX = "TSLOG_LOG_"
+_MIB = 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message lists every problem found."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid broker configuration: " + "; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    data_dir: str = "./tslog-data"  # partition directories and __meta live here
+    listen: str = "127.0.0.1:9092"  # HOST:PORT to accept clients on (port 0 = any free port)
+    advertised_listen: str | None = None  # HOST:PORT put in Metadata; None = the bound address
+    metrics_listen: str | None = None  # HOST:PORT for Prometheus (served by a later release)
+    node_id: int = 0  # this broker's id in Metadata
+    max_frame_bytes: int = 16 * _MIB  # largest request frame body accepted
+    max_connections: int = 1000  # further connections are closed at once
+    max_in_flight_requests: int = 128  # per connection; reading pauses beyond this
+    connections_max_idle_ms: int = 600_000  # close a connection silent this long (ms)
+    request_timeout_ms: int = 30_000  # upper bound on any wait inside one request (ms)
+    fetch_max_bytes: int = 50 * _MIB  # cap on one Fetch response's records, whatever asked
+    log_retention_check_interval_ms: int = 300_000  # how often retention runs (ms)
+    log_checkpoint_interval_ms: int = 60_000  # how often recovery points are written (ms)
+    shutdown_grace_ms: int = 10_000  # in-flight requests get this long to finish on SIGTERM
+    test_clock_offset_ms: int = 0  # TESTS ONLY: shift the broker's wall clock by this (ms)
+    num_partitions: int = 1  # partitions of a topic created with partitions = -1
+    log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
+
+    def __post_init__(self) -> None:
+        problems = _type_problems(self)
+        if not problems:
+            problems = _value_problems(self)
+        if problems:
+            raise ConfigError(problems)
+        object.__setattr__(self, "log", types.MappingProxyType(dict(self.log)))
+
+    @property
+    def log_config(self) -> LogConfig:
+        """The LogConfig every topic starts from (defaults overlaid with ``[log]``)."""
+        return LogConfig.from_mapping(self.log)
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        return parse_host_port(self.listen)
+
+    def describe(self) -> dict[str, Any]:
+        """The effective configuration as plain values, for the startup log line."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values["log"] = self.log_config.to_mapping()
+        return values
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port). Raises ValueError."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range")
+    return host.strip("[]"), port
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+_OPTIONAL_STR = {"advertised_listen", "metrics_listen"}
+_STR = {"data_dir", "listen"}
+_POSITIVE = {
+    "max_frame_bytes", "max_connections", "max_in_flight_requests", "connections_max_idle_ms",
+    "request_timeout_ms", "fetch_max_bytes", "log_retention_check_interval_ms",
+    "log_checkpoint_interval_ms", "num_partitions",
+}
+
+
+def _type_problems(config: BrokerConfig) -> list[str]:
+    problems = []
+    for name in _FIELDS:
+        value = getattr(config, name)
+        if name == "log":
+            ok = isinstance(value, Mapping)
+        elif name in _STR:
+            ok = isinstance(value, str) and value != ""
+        elif name in _OPTIONAL_STR:
+            ok = value is None or isinstance(value, str)
+        else:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok:
+            problems.append(f"{name} has the wrong type or is empty: {value!r}")
+    return problems
+
+
+def _value_problems(config: BrokerConfig) -> list[str]:
+    problems = [f"{name} must be > 0" for name in sorted(_POSITIVE) if getattr(config, name) <= 0]
+    if config.node_id < 0:
+        problems.append("node_id must be >= 0")
+    if config.shutdown_grace_ms < 0:
+        problems.append("shutdown_grace_ms must be >= 0")
+    for name in ("listen", "advertised_listen", "metrics_listen"):
+        value = getattr(config, name)
+        if value is not None:
+            try:
+                parse_host_port(value)
+            except ValueError as exc:
+                problems.append(f"{name}: {exc}")
+    try:
+        LogConfig.from_mapping(config.log)
+    except LogConfigError as exc:
+        problems.append(f"[log]: {exc}")
+    return problems
+
+
+# -------------------------------------------------------------------------------- layering
+
+
+def _coerce(name: str, value: Any, problems: list[str]) -> Any:
+    """Turn a string from the environment or a flag into the field's type."""
+    if not isinstance(value, str) or name in _STR:
+        return value
+    if name in _OPTIONAL_STR:
+        return None if value.strip().lower() in ("", "none") else value
+    try:
+        return int(value)
+    except ValueError:
+        problems.append(f"{name} must be an integer, got {value!r}")
+        return None
+
+
+def layer_from_toml(text: str, problems: list[str]) -> dict[str, Any]:
+    """Parse a TOML document into a layer; unknown keys become problems."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(f"config file is not valid TOML: {exc}")
+        return {}
+    layer: dict[str, Any] = {}
+    for key, value in document.items():
+        if key == "log":
+            if isinstance(value, dict):
+                layer["log"] = dict(value)
+            else:
+                problems.append("[log] must be a table")
+        elif key in _FIELDS:
+            layer[key] = value
+        else:
+            problems.append(f"unknown config key {key!r}")
+    return layer
+
+
+def layer_from_env(environ: Mapping[str, str], problems: list[str],
+                   ignored: list[str]) -> dict[str, Any]:
+    """Collect ``TSLOG_<FIELD>`` and ``TSLOG_LOG_<NAME>`` variables into a layer."""
+    layer: dict[str, Any] = {}
+    log: dict[str, Any] = {}
+    for key, value in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        name = key[len(ENV_PREFIX):].lower()
+        if name in _FIELDS and name != "log":
+            layer[name] = _coerce(name, value, problems)
+        elif key.startswith(ENV_LOG_PREFIX):
+            log[key[len(ENV_LOG_PREFIX):].lower().replace("_", ".")] = value
+        else:
+            ignored.append(key)
+    if log:
+        layer["log"] = log
+    return layer
+
+
+def build_config(layers: list[Mapping[str, Any]]) -> BrokerConfig:
+    """Overlay layers (lowest first) on the defaults; ``log`` tables merge key by key.
+
+    Raises:
+        ConfigError: every unknown key and bad value found, in one error.
+    """
+    merged: dict[str, Any] = {}
+    log: dict[str, Any] = {}
+    problems: list[str] = []
+    for layer in layers:
+        for key, value in layer.items():
+            if key == "log":
+                log.update(value)
+            elif key in _FIELDS:
+                merged[key] = _coerce(key, value, problems)
+            else:
+                problems.append(f"unknown config key {key!r}")
+    try:
+        LogConfig.from_mapping(log)
+    except LogConfigError as exc:
+        problems.append(f"[log]: {exc}")
+        log = {}
+    if problems:
+        raise ConfigError(problems)
+    return BrokerConfig(**merged, log=log)
+
+
+def load_config(flags: Mapping[str, Any], config_path: str | None,
+                environ: Mapping[str, str]) -> tuple[BrokerConfig, list[str]]:
+    """Build the effective config from a file path, the environment and passed flags.
+
+    Returns:
+        (config, names of ``TSLOG_*`` environment variables that were ignored).
+
+    Raises:
+        ConfigError: the file cannot be read, or any layer has unknown keys or bad values.
+    """
+    problems: list[str] = []
+    ignored: list[str] = []
+    layers: list[Mapping[str, Any]] = []
+    if config_path is not None:
+        try:
+            with open(config_path, encoding="utf-8") as handle:
+                layers.append(layer_from_toml(handle.read(), problems))
+        except OSError as exc:
+            problems.append(f"cannot read config file {config_path}: {exc.strerror}")
+    layers.append(layer_from_env(environ, problems, ignored))
+    layers.append(dict(flags))
+    try:
+        config = build_config(layers)
+    except ConfigError as exc:
+        raise ConfigError(problems + exc.problems) from None
+    if problems:
+        raise ConfigError(problems)
+    return config, ignored

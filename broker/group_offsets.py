@@ -1,0 +1,82 @@
+"""Committed consumer-group offsets, durable before OffsetCommit is answered.
+
+Layout: one JSON file per group, ``DATA_DIR/__meta/groups/<sha1 of group id>.json`` holding
+``{"group_id": str, "offsets": [[topic, partition, offset, metadata], ...]}``, replaced
+atomically (temp file, fsync, rename, directory fsync). Hashing the id keeps any group name
+(slashes, 1000 characters, unicode) a legal file name; the id itself is stored inside.
+
+Why whole-file rewrites: a group holds as many entries as partitions it consumes, so a file
+stays small, and a rewrite needs no compaction or replay logic. Commits of one group are
+serialized by an asyncio lock so an older snapshot can never overwrite a newer one; commits of
+different groups write in parallel. The write itself (an fsync) runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from .metadata import META_DIR
+from .storage.files import write_atomically
+
+log = logging.getLogger("tslog.broker.groups")
+
+GROUPS_DIR = "groups"
+MAX_GROUP_ID_CHARS = 255
+MAX_METADATA_BYTES = 4096
+
+Offsets = dict[tuple[str, int], tuple[int, str]]  # (topic, partition) -> (offset, metadata)
+
+
+def group_id_problem(group_id: str) -> str | None:
+    if not 1 <= len(group_id) <= MAX_GROUP_ID_CHARS:
+        return f"group ids are 1-{MAX_GROUP_ID_CHARS} characters"
+    return None
+
+
+class GroupOffsetStore:
+    """Owner: the event loop (``commit`` awaits a thread for the fsync)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.directory = Path(data_dir) / META_DIR / GROUPS_DIR
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._groups: dict[str, Offsets] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._load()
+
+    def _path(self, group_id: str) -> Path:
+        return self.directory / (hashlib.sha1(group_id.encode()).hexdigest() + ".json")
+
+    def _load(self) -> None:
+        for path in self.directory.glob("*.json"):
+            try:
+                document = json.loads(path.read_text(encoding="utf-8"))
+                self._groups[document["group_id"]] = {
+                    (topic, partition): (offset, metadata)
+                    for topic, partition, offset, metadata in document["offsets"]
+                }
+            except (OSError, ValueError, KeyError, TypeError):
+                log.exception("unreadable group offsets file %s; ignoring it", path)
+
+    def fetch(self, group_id: str) -> Offsets:
+        """The group's committed offsets (empty for an unknown group)."""
+        return self._groups.get(group_id, {})
+
+    async def commit(self, group_id: str, offsets: Offsets) -> None:
+        """Record ``offsets`` and return once they are on disk. Raises OSError."""
+        lock = self._locks.setdefault(group_id, asyncio.Lock())
+        async with lock:
+            current = dict(self._groups.get(group_id, {}))
+            current.update(offsets)
+            data = _encode(group_id, current)
+            await asyncio.to_thread(write_atomically, self._path(group_id), data)
+            self._groups[group_id] = current  # visible once durable
+
+
+def _encode(group_id: str, offsets: Offsets) -> bytes:
+    entries = [[topic, partition, offset, metadata]
+               for (topic, partition), (offset, metadata) in sorted(offsets.items())]
+    return json.dumps({"group_id": group_id, "offsets": entries}).encode()

@@ -1,0 +1,187 @@
+"""One handler per ApiKey: ``handler(broker, body) -> body | awaitable of body | None``.
+
+The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
+handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,
+name rules, config validity. Everything a user can get wrong comes back as an error code in
+the response; an exception escaping a handler is a bug, answered by the connection as
+UNKNOWN_SERVER_ERROR and logged with its traceback on the broker only.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.messages import ApiKey, api_versions_list
+
+from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
+from ..metadata import topic_name_problem
+from ..topics import TopicError
+from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
+from .state import Broker
+
+log = logging.getLogger("tslog.broker.handlers")
+
+
+def handle_api_versions(broker: Broker, body: dict) -> dict:
+    return {"error_code": 0, "api_keys": api_versions_list()}
+
+
+def _partition_metadata(broker: Broker, partition: int) -> dict:
+    node = broker.config.node_id
+    return {"partition": partition, "error_code": 0, "leader": node, "leader_epoch": 0,
+            "replicas": [node], "isr": [node]}
+
+
+def handle_metadata(broker: Broker, body: dict) -> dict:
+    known = broker.topics.topics
+    names = sorted(known) if body["topics"] is None else body["topics"]
+    topics_out = []
+    for name in names:
+        topic = known.get(name)
+        if topic is None:
+            code = (ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_problem(name)
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            topics_out.append({"topic": name, "error_code": code, "partitions": []})
+            continue
+        topics_out.append({"topic": name, "error_code": 0, "partitions": [
+            _partition_metadata(broker, p) for p in range(topic.partitions)]})
+    broker_entry = {"node_id": broker.config.node_id, "host": broker.advertised_host,
+                    "port": broker.advertised_port}
+    return {"brokers": [broker_entry], "controller_id": broker.config.node_id,
+            "topics": topics_out}
+
+
+def handle_create_topics(broker: Broker, body: dict) -> dict:
+    results = []
+    for entry in body["topics"]:
+        result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
+        try:
+            broker.topics.create_topic(entry["topic"], entry["partitions"],
+                                       entry["replication_factor"], entry["configs"])
+        except TopicError as exc:
+            result["error_code"], result["error_message"] = exc.error_code, exc.message
+        results.append(result)
+    return {"topics": results}
+
+
+def handle_delete_topics(broker: Broker, body: dict) -> dict:
+    results = []
+    for name in body["topics"]:
+        code = 0
+        try:
+            for plog in broker.topics.delete_topic(name):
+                broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
+        except TopicError as exc:
+            code = exc.error_code
+        results.append({"topic": name, "error_code": code})
+    return {"topics": results}
+
+
+def handle_describe_configs(broker: Broker, body: dict) -> dict:
+    results = []
+    for resource in body["resources"]:
+        kind, name = resource["type"], resource["name"]
+        result = {"type": kind, "name": name, "error_code": 0, "error_message": None,
+                  "configs": []}
+        try:
+            if kind == "broker":
+                if name not in ("", str(broker.config.node_id)):
+                    raise TopicError(ErrorCode.INVALID_REQUEST, f"this is broker "
+                                     f"{broker.config.node_id}, not {name!r}")
+                entries = broker.topics.describe_broker_configs()
+            else:
+                entries = broker.topics.describe_topic_configs(name)
+            result["configs"] = [e._asdict() for e in entries]
+        except TopicError as exc:
+            result["error_code"], result["error_message"] = exc.error_code, exc.message
+        results.append(result)
+    return {"resources": results}
+
+
+def handle_alter_configs(broker: Broker, body: dict) -> dict:
+    results = []
+    for resource in body["resources"]:
+        result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
+                  "error_message": None}
+        try:
+            broker.topics.alter_topic_configs(resource["name"], resource["configs"],
+                                              body["validate_only"])
+        except TopicError as exc:
+            result["error_code"], result["error_message"] = exc.error_code, exc.message
+        results.append(result)
+    return {"resources": results}
+
+
+def _commit_code(broker: Broker, topic: str, entry: dict) -> int:
+    if broker.topics.get_log(topic, entry["partition"]) is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if len(entry["metadata"].encode()) > MAX_METADATA_BYTES:
+        return ErrorCode.OFFSET_METADATA_TOO_LARGE
+    return 0
+
+
+def handle_offset_commit(broker: Broker, body: dict):
+    group_id = body["group_id"]
+    bad_group = group_id_problem(group_id) is not None
+    offsets = {}
+    topics_out = []
+    for group in body["topics"]:
+        parts_out = []
+        for entry in group["partitions"]:
+            code = ErrorCode.INVALID_GROUP_ID if bad_group else _commit_code(
+                broker, group["topic"], entry)
+            if code == 0:
+                offsets[group["topic"], entry["partition"]] = (entry["offset"], entry["metadata"])
+            parts_out.append({"partition": entry["partition"], "error_code": code})
+        topics_out.append({"topic": group["topic"], "partitions": parts_out})
+    response = {"topics": topics_out}
+    if not offsets:
+        return response
+    return _commit_durably(broker, group_id, offsets, response)
+
+
+async def _commit_durably(broker: Broker, group_id: str, offsets: dict, response: dict) -> dict:
+    try:
+        await broker.groups.commit(group_id, offsets)
+    except OSError as exc:
+        log.error("committing offsets of group %r failed: %r", group_id, exc)
+        for group in response["topics"]:
+            for result in group["partitions"]:
+                if result["error_code"] == 0:
+                    result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+    return response
+
+
+def handle_offset_fetch(broker: Broker, body: dict) -> dict:
+    committed = broker.groups.fetch(body["group_id"])
+    requested = body["topics"]
+    if requested is None:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(committed):
+            by_topic.setdefault(topic, []).append(partition)
+        requested = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+    topics_out = []
+    for group in requested:
+        parts_out = []
+        for partition in group["partitions"]:
+            offset, metadata = committed.get((group["topic"], partition), (-1, ""))
+            parts_out.append({"partition": partition, "offset": offset, "metadata": metadata,
+                              "error_code": 0})
+        topics_out.append({"topic": group["topic"], "partitions": parts_out})
+    return {"topics": topics_out}
+
+
+HANDLERS = {
+    ApiKey.PRODUCE: handle_produce,
+    ApiKey.FETCH: handle_fetch,
+    ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.API_VERSIONS: handle_api_versions,
+    ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.DELETE_TOPICS: handle_delete_topics,
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: handle_alter_configs,
+}

@@ -1,0 +1,111 @@
+"""``serve``: open the data directory, listen, run periodic work, shut down gracefully.
+
+Order at startup: signal handlers first (a SIGTERM during a long recovery still exits
+cleanly), then the logs are opened (recovery) in a thread, and only then does the broker
+listen, so a client that can connect is talking to a broker whose logs are ready. The
+readiness line ``tslog-broker listening on HOST:PORT`` is logged once the socket is bound.
+
+Shutdown (the trigger fires: SIGTERM, SIGINT, or the test's awaitable): stop accepting, stop
+reading requests, give in-flight ones ``shutdown_grace_ms`` to be answered, stop the periodic
+tasks, then flush and close every log in a thread, which leaves the clean-shutdown markers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+from typing import Awaitable, Callable
+
+from ..config import BrokerConfig
+from .connection import BrokerConnection, ConnectionRegistry
+from .state import Broker
+
+log = logging.getLogger("tslog.broker")
+
+
+def _install_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
+    installed = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            pass
+    return installed
+
+
+async def _periodically(interval_ms: int, work: Callable[[], Awaitable[None]], name: str) -> None:
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            await work()
+        except Exception:
+            log.exception("periodic %s failed", name)
+
+
+async def _retention(broker: Broker) -> None:
+    for key, plog in list(broker.topics.logs.items()):
+        broker.topics.apply_retention(key, plog)
+        await asyncio.sleep(0)  # one partition at a time; requests run in between
+
+
+async def _checkpoints(broker: Broker) -> None:
+    await asyncio.to_thread(broker.topics.run_checkpoints)
+
+
+async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = None,
+                ready: Callable[[str, int], None] | None = None) -> None:
+    """Run a broker until ``shutdown_trigger`` completes (default: SIGTERM or SIGINT).
+
+    Args:
+        config: the effective configuration.
+        shutdown_trigger: any awaitable; tests pass an event's ``wait()``.
+        ready: called with (host, port) once the broker listens (tests use port 0).
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    installed = _install_signals(loop, stop) if shutdown_trigger is None else []
+    log.info("effective config: %s", json.dumps(config.describe(), default=str))
+    broker = await asyncio.to_thread(Broker.open, config)
+    try:
+        await _serve_opened(broker, config, stop.wait() if shutdown_trigger is None
+                            else shutdown_trigger, ready)
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        await asyncio.to_thread(broker.close)
+        log.info("tslog-broker stopped")
+
+
+async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,
+                        ready: Callable[[str, int], None] | None) -> None:
+    loop = asyncio.get_running_loop()
+    registry = ConnectionRegistry(config.max_connections)
+    host, port = config.listen_address
+    server = await loop.create_server(lambda: BrokerConnection(broker, registry), host, port,
+                                      reuse_address=True, backlog=1024)
+    bound_port = server.sockets[0].getsockname()[1]
+    broker.set_bound_port(bound_port)
+    tasks = {
+        asyncio.create_task(_periodically(config.log_retention_check_interval_ms,
+                                          lambda: _retention(broker), "retention")),
+        asyncio.create_task(_periodically(config.log_checkpoint_interval_ms,
+                                          lambda: _checkpoints(broker), "checkpoint")),
+    }
+    log.info("tslog-broker listening on %s:%d", host, bound_port)
+    if ready is not None:
+        ready(host, bound_port)
+    try:
+        await trigger
+    finally:
+        log.info("shutting down: no new connections, draining in-flight requests")
+        server.close()
+        broker.stopping = True
+        broker.notifier.notify_all()
+        await registry.drain(config.shutdown_grace_ms / 1000)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()

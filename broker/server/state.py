@@ -1,0 +1,87 @@
+"""The broker state every handler works on, and the clock the logs share.
+
+``Broker`` bundles what a request may touch: topics and their logs, committed group offsets,
+the group committer (durable acks), the append notifier (long-poll fetches) and the clock.
+Handlers get it as their first argument, so a test builds one over a temporary directory and
+calls handlers directly, with no sockets and no event loop unless the handler awaits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Iterator
+
+from ..config import BrokerConfig, parse_host_port
+from ..group_offsets import GroupOffsetStore
+from ..metadata import LocalMetadataStore, MetadataStore
+from ..topics import TopicManager
+from .durability import AppendNotifier, GroupCommitter
+
+
+class BrokerClock:
+    """Wall clock plus the test-only offset, which can be frozen for one produce request.
+
+    Why freeze: docs/protocol.md promises that every batch of one partition in one Produce
+    request gets the same LogAppendTime. Appends run synchronously on the event loop, so
+    holding the time still for the duration of one partition's appends is race-free.
+    """
+
+    def __init__(self, offset_ms: int = 0) -> None:
+        self.offset_ms = offset_ms
+        self._frozen_ms: int | None = None
+
+    def now_ms(self) -> int:
+        if self._frozen_ms is not None:
+            return self._frozen_ms
+        return time.time_ns() // 1_000_000 + self.offset_ms
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[int]:
+        if self._frozen_ms is not None:  # nested: keep the outer instant
+            yield self._frozen_ms
+            return
+        self._frozen_ms = self.now_ms()
+        try:
+            yield self._frozen_ms
+        finally:
+            self._frozen_ms = None
+
+
+class Broker:
+    """Everything the handlers need. Build with ``Broker.open`` (slow: run it in a thread)."""
+
+    def __init__(self, config: BrokerConfig, topics: TopicManager, groups: GroupOffsetStore,
+                 clock: BrokerClock) -> None:
+        self.config = config
+        self.topics = topics
+        self.groups = groups
+        self.clock = clock
+        self.committer = GroupCommitter()
+        self.notifier = AppendNotifier()
+        self.stopping = False  # set at shutdown: long polls answer at once
+        host, port = parse_host_port(config.advertised_listen or config.listen)
+        self.advertised_host = host
+        self.advertised_port = port
+
+    @classmethod
+    def open(cls, config: BrokerConfig, store: MetadataStore | None = None) -> "Broker":
+        """Open the data directory: metadata, every partition log (recovering it if the last
+        stop was not clean) and group offsets."""
+        data_dir = Path(config.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        clock = BrokerClock(config.test_clock_offset_ms)
+        topics = TopicManager(config, store or LocalMetadataStore(data_dir), clock)
+        topics.open_all()
+        return cls(config, topics, GroupOffsetStore(data_dir), clock)
+
+    def set_bound_port(self, port: int) -> None:
+        """Advertise the port actually bound (``listen`` may say port 0)."""
+        if self.config.advertised_listen is None:
+            self.advertised_port = port
+
+    def close(self) -> None:
+        """Flush and close every log (clean-shutdown markers); stop the fsync thread."""
+        self.topics.close_all()
+        self.committer.shutdown()

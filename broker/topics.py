@@ -1,0 +1,218 @@
+"""The topic manager: topics as a metadata entry plus one PartitionLog per partition.
+
+Owner: the broker's event loop. Every method here is synchronous; the ones that touch many
+files (``open_all`` at startup, ``close_all`` at shutdown, retention, checkpoints) are called
+through a thread by the server. Creating and deleting topics is rare and quick (a JSON file
+and a few directories), so it runs on the loop, which keeps the topic maps single-threaded.
+
+Crash safety of the two-step changes: a topic is written to the metadata store before its
+directories are made (a crash in between leaves a topic whose missing logs ``open_all``
+creates), and removed from the store before its directories go (a crash in between leaves
+orphan directories, which a later create of the same name wipes first; they are never served).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+from tslog.protocol.errors import ErrorCode
+
+from .config import BrokerConfig
+from .metadata import MetadataStore, TopicMetadata, topic_name_problem
+from .storage import Clock, ConfigError, LogConfig, PartitionLog
+from .storage.files import partition_dir_name
+
+log = logging.getLogger("tslog.broker.topics")
+
+MAX_PARTITIONS = 10_000  # per topic; every partition costs three preallocated index files
+
+
+class TopicError(Exception):
+    """A topic operation refused, with the wire code and a message safe to send back."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str
+    source: str  # "default" | "broker" | "topic"
+
+
+class TopicManager:
+    def __init__(self, config: BrokerConfig, store: MetadataStore, clock: Clock) -> None:
+        self.config = config
+        self.data_dir = Path(config.data_dir)
+        self.store = store
+        self.clock = clock
+        self.broker_log_config = config.log_config
+        self.topics: dict[str, TopicMetadata] = {}
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open_all(self) -> None:
+        """Open (and if needed recover) every partition of every known topic. Slow: thread."""
+        for topic in self.store.topics().values():
+            log_config = self.log_config_for(topic.configs)
+            for partition in range(topic.partitions):
+                plog = PartitionLog(self._partition_dir(topic.name, partition), log_config,
+                                    self.clock)
+                report = plog.recovery_report
+                if not report.clean_shutdown:
+                    log.warning("%s-%d recovered: %s", topic.name, partition, report)
+                self.logs[topic.name, partition] = plog
+            self.topics[topic.name] = topic
+
+    def close_all(self) -> None:
+        """Flush and close every log, leaving clean-shutdown markers. Slow: thread."""
+        for key, plog in list(self.logs.items()):
+            try:
+                plog.close()
+            except Exception:
+                log.exception("closing %s-%d failed", *key)
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get((topic, partition))
+
+    def _partition_dir(self, topic: str, partition: int) -> Path:
+        return self.data_dir / partition_dir_name(topic, partition)
+
+    # -- create / delete -------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str]) -> TopicMetadata:
+        """Create a topic and its empty logs. Raises TopicError."""
+        problem = topic_name_problem(name)
+        if problem:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if name in self.topics:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if partitions == -1:
+            partitions = self.config.num_partitions
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                             f"partitions must be in [1, {MAX_PARTITIONS}] (or -1 for the default)")
+        if replication_factor not in (-1, 1):
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "this single-node broker supports replication_factor 1 only")
+        log_config = self._checked_log_config(configs)
+        topic = TopicMetadata(name, partitions, dict(configs))
+        self.store.put_topic(topic)
+        for partition in range(partitions):
+            directory = self._partition_dir(name, partition)
+            if directory.exists():  # orphan of a deletion interrupted by a crash
+                shutil.rmtree(directory)
+            self.logs[name, partition] = PartitionLog(directory, log_config, self.clock)
+        self.topics[name] = topic
+        log.info("created topic %s with %d partition(s), configs %s", name, partitions, configs)
+        return topic
+
+    def delete_topic(self, name: str) -> list[PartitionLog]:
+        """Forget a topic and remove its data; return its (now deleted) logs. Raises TopicError."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+        self.store.delete_topic(name)
+        del self.topics[name]
+        removed = []
+        for partition in range(topic.partitions):
+            plog = self.logs.pop((name, partition))
+            plog.delete()
+            removed.append(plog)
+        log.info("deleted topic %s", name)
+        return removed
+
+    # -- configs ---------------------------------------------------------------------------
+
+    def log_config_for(self, overrides: dict[str, str]) -> LogConfig:
+        return LogConfig.from_mapping(overrides, base=self.broker_log_config)
+
+    def _checked_log_config(self, overrides: dict[str, str]) -> LogConfig:
+        try:
+            return self.log_config_for(overrides)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+    def describe_topic_configs(self, name: str) -> list[ConfigEntry]:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+        effective = self.log_config_for(topic.configs).to_mapping()
+        return [ConfigEntry(key, str(value), self._source(key, topic.configs))
+                for key, value in effective.items()]
+
+    def describe_broker_configs(self) -> list[ConfigEntry]:
+        entries = [ConfigEntry(key, str(value), self._source(key, {}))
+                   for key, value in self.broker_log_config.to_mapping().items()]
+        entries.append(ConfigEntry("num.partitions", str(self.config.num_partitions),
+                                   "broker" if self.config.num_partitions != 1 else "default"))
+        return entries
+
+    def _source(self, key: str, topic_overrides: dict[str, str]) -> str:
+        if key in topic_overrides:
+            return "topic"
+        return "broker" if key in self.config.log else "default"
+
+    def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+                            validate_only: bool) -> None:
+        """Incremental change: str overrides, None returns to the broker default. Raises TopicError.
+
+        Applied to the live logs at once (new segments pick up index sizes when they roll).
+        """
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+        overrides = dict(topic.configs)
+        for key, value in changes.items():
+            if value is None:
+                overrides.pop(key, None)
+            else:
+                overrides[key] = value
+        unknown = sorted(k for k, v in changes.items() if v is None and k not in _LOG_KEYS)
+        if unknown:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown config keys: {', '.join(unknown)}")
+        log_config = self._checked_log_config(overrides)
+        if validate_only:
+            return
+        updated = topic._replace(configs=overrides)
+        self.store.put_topic(updated)
+        self.topics[name] = updated
+        for partition in range(topic.partitions):
+            self.logs[name, partition].config = log_config
+        log.info("topic %s configs now %s", name, overrides)
+
+    # -- periodic work ---------------------------------------------------------------------
+
+    def apply_retention(self, key: tuple[str, int], plog: PartitionLog) -> int:
+        """Apply retention to one log; return the segments deleted.
+
+        Runs on the loop (the log's owner): deleting segments while a fetch reads them from
+        another thread is exactly the race the storage engine's single-owner rule forbids.
+        """
+        deleted = 0
+        try:
+            for segment in plog.delete_old_segments():
+                deleted += 1
+                log.info("%s-%d: deleted segment %d-%d by %s", *key, segment.base_offset,
+                         segment.next_offset, segment.reason)
+        except Exception:
+            log.exception("retention on %s-%d failed", *key)
+        return deleted
+
+    def run_checkpoints(self) -> None:
+        """Write every log's recovery point. Touches only the checkpoint file: thread-safe."""
+        for key, plog in list(self.logs.items()):
+            try:
+                plog.checkpoint()
+            except Exception:
+                log.exception("checkpoint of %s-%d failed", *key)
+
+
+_LOG_KEYS = frozenset(LogConfig().to_mapping())

@@ -1,0 +1,145 @@
+"""``BrokerProcess``: a real ``tslog-broker`` in a subprocess, on a free loopback port.
+
+Integration tests (the broker's and the client's) start one per test with a temporary data
+directory, wait until it answers ApiVersions, and stop it at teardown. ``terminate`` sends
+SIGTERM and asserts a clean exit (code 0); ``kill`` sends SIGKILL (a crash); ``restart``
+starts it again on the same port and data directory. The broker's output goes to a log file
+in the data directory's parent, printed by ``log_text`` when a test needs to look.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A port that was free a moment ago (bind to port 0, read it, release it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def probe(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """True if a broker at host:port answers ApiVersions."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(encode_request(RequestHeader(ApiKey.API_VERSIONS, 0, 1, "probe"), {}))
+            decoder = FrameDecoder()
+            frames: list[bytes] = []
+            while not frames:
+                data = sock.recv(65536)
+                if not data:
+                    return False
+                frames = decoder.feed(data)
+            correlation_id, body = decode_response(frames[0], ApiKey.API_VERSIONS)
+            return correlation_id == 1 and body["error_code"] == 0
+    except (OSError, ValueError):
+        return False
+
+
+class BrokerProcess:
+    """One broker subprocess.
+
+    Args:
+        data_dir: its data directory (created if missing).
+        port: the port to listen on (default: a free one).
+        env: extra environment variables (e.g. ``TSLOG_TEST_CLOCK_OFFSET_MS``).
+        args: extra command-line arguments.
+    """
+
+    def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
+                 args: list[str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = "127.0.0.1"
+        self.port = port or free_port()
+        self.env = dict(env or {})
+        self.args = list(args or [])
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, env: dict | None = None) -> "BrokerProcess":
+        """Start and wait until it answers ApiVersions. ``env`` replaces the extra env."""
+        if env is not None:
+            self.env = dict(env)
+        assert self.process is None or self.process.poll() is not None, "already running"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
+        environment.update(self.env)
+        command = [sys.executable, "-m", "tslog.broker", "--data-dir", str(self.data_dir),
+                   "--listen", self.bootstrap, *self.args]
+        log_file = open(self.log_path, "ab")
+        try:
+            self.process = subprocess.Popen(command, env=environment, stdout=log_file,
+                                            stderr=subprocess.STDOUT)
+        finally:
+            log_file.close()
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.process.returncode}:\n"
+                                   f"{self.log_text()}")
+            if probe(self.host, self.port):
+                return
+            time.sleep(0.02)
+        self.kill()
+        raise RuntimeError(f"broker not ready after {READY_TIMEOUT_S} s:\n{self.log_text()}")
+
+    def terminate(self) -> int:
+        """SIGTERM, wait, and assert a clean exit (code 0)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(STOP_TIMEOUT_S)
+        assert code == 0, f"broker exited with {code}:\n{self.log_text()}"
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: the broker gets no chance to flush or leave clean-shutdown markers."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(STOP_TIMEOUT_S)
+
+    def restart(self, *, kill: bool = False, env: dict | None = None) -> "BrokerProcess":
+        """Stop (SIGTERM, or SIGKILL with ``kill``) and start again on the same port."""
+        if kill:
+            self.kill()
+        elif self.process is not None and self.process.poll() is None:
+            self.terminate()
+        return self.start(env)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def cleanup(self) -> None:
+        """Teardown: SIGTERM if still running (asserting exit 0), SIGKILL as a last resort."""
+        if not self.running:
+            return
+        try:
+            self.terminate()
+        finally:
+            self.kill()

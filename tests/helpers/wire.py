@@ -1,0 +1,126 @@
+"""A tiny blocking raw-socket client built on ``tslog.protocol.messages`` (not the client).
+
+Integration tests of the broker use it so they do not depend on the client package, and so
+they can send exactly the bytes they want, garbage included.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.records import build_batch
+
+
+class Wire:
+    """One connection: ``request`` sends and waits for the matching response."""
+
+    def __init__(self, host: str, port: int, timeout_s: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.decoder = FrameDecoder(1 << 30)
+        self.frames: list[bytes] = []
+        self.correlation_id = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> "Wire":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send(self, api_key: int, body: dict, *, version: int = 0, validate: bool = True) -> int:
+        self.correlation_id += 1
+        header = RequestHeader(api_key, version, self.correlation_id, "wire-test")
+        self.send_raw(encode_request(header, body, validate=validate))
+        return self.correlation_id
+
+    def read_frame(self) -> bytes | None:
+        """The next response frame body, or None if the broker closed the connection."""
+        while not self.frames:
+            data = self.sock.recv(1 << 20)
+            if not data:
+                return None
+            self.frames.extend(self.decoder.feed(data))
+        return self.frames.pop(0)
+
+    def receive(self, api_key: int) -> tuple[int, dict]:
+        frame = self.read_frame()
+        assert frame is not None, "broker closed the connection"
+        return decode_response(frame, api_key)
+
+    def request(self, api_key: int, body: dict, **kwargs) -> dict:
+        correlation_id = self.send(api_key, body, **kwargs)
+        got, response = self.receive(api_key)
+        assert got == correlation_id
+        return response
+
+    def is_closed_by_peer(self) -> bool:
+        """True if the broker closed the connection (EOF or reset) within the timeout."""
+        try:
+            return self.read_frame() is None
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+
+    # -- conveniences ----------------------------------------------------------------------
+
+    def api_versions(self) -> dict:
+        return self.request(ApiKey.API_VERSIONS, {})
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict | None = None) -> int:
+        response = self.request(ApiKey.CREATE_TOPICS, {"topics": [
+            {"topic": topic, "partitions": partitions, "replication_factor": 1,
+             "configs": configs or {}}], "timeout_ms": 10_000})
+        return response["topics"][0]["error_code"]
+
+    def produce(self, topic: str, partition: int, records: bytes, acks: int = -1) -> dict:
+        """Returns the partition's response entry (acks 0: sends and returns {})."""
+        body = {"acks": acks, "timeout_ms": 10_000, "topics": [
+            {"topic": topic, "partitions": [{"partition": partition, "records": records}]}]}
+        if acks == 0:
+            self.send(ApiKey.PRODUCE, body)
+            return {}
+        return self.request(ApiKey.PRODUCE, body)["topics"][0]["partitions"][0]
+
+    def fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0,
+              min_bytes: int = 0, max_bytes: int = 1 << 20) -> dict:
+        body = {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+                "max_bytes": max_bytes, "topics": [{"topic": topic, "partitions": [
+                    {"partition": partition, "fetch_offset": offset, "max_bytes": max_bytes}]}]}
+        return self.request(ApiKey.FETCH, body)["topics"][0]["partitions"][0]
+
+    def list_offset(self, topic: str, partition: int, timestamp: int,
+                    timestamp_type: str = "append") -> dict:
+        body = {"replica_id": -1, "timestamp_type": timestamp_type, "topics": [
+            {"topic": topic, "partitions": [{"partition": partition, "timestamp": timestamp}]}]}
+        return self.request(ApiKey.LIST_OFFSETS, body)["topics"][0]["partitions"][0]
+
+    def log_end_offset(self, topic: str, partition: int = 0) -> int:
+        return self.list_offset(topic, partition, -1)["offset"]
+
+
+def raw_frame(body: bytes) -> bytes:
+    """Frame arbitrary bytes (garbage, hand-made msgpack) with a correct length prefix."""
+    return struct.pack(">I", len(body)) + body
+
+
+def batch(values: list[bytes], create_time: int | None = None) -> bytes:
+    """A producer-side batch (offsets and LAT unassigned)."""
+    if create_time is None:
+        return build_batch(values)
+    return build_batch(values, create_times=create_time)
+
+
+def split_values(records: bytes) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record in a Fetch response's ``records``."""
+    from tslog.protocol.records import iter_records, split_batches
+    out = []
+    for piece in split_batches(records):
+        out.extend((record.offset, record.value) for record in iter_records(bytes(piece)))
+    return out
