@@ -1,0 +1,37 @@
+"""The tslog Python client (kafka-python's names).
+
+    from tslog.client import Admin, Producer, Consumer, TopicPartition   # blocking
+    from tslog.client.aio import AsyncAdmin, AsyncProducer, AsyncConsumer
+
+The blocking classes are thin facades over the asyncio core, which they run on a private
+event loop thread; both kinds are context managers and warn (ResourceWarning) if dropped
+without ``close()``.
+"""
+
+from ._types import (
+    ConfigEntry,
+    ConsumerRecord,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    RecordMetadata,
+    TopicDescription,
+    TopicPartition,
+)
+from .errors import ConnectionLostError, RequestTimedOutError, TslogError
+from .sync import Admin, Consumer, Producer
+
+__all__ = [
+    "Admin",
+    "ConfigEntry",
+    "ConnectionLostError",
+    "Consumer",
+    "ConsumerRecord",
+    "OffsetAndTimestamp",
+    "PartitionInfo",
+    "Producer",
+    "RecordMetadata",
+    "RequestTimedOutError",
+    "TopicDescription",
+    "TopicPartition",
+    "TslogError",
+]

@@ -1,0 +1,217 @@
+"""Grouping produced records into batches per partition (sans-IO, thread-safe).
+
+Why batches: the broker's cost and the wire's cost are per batch, not per record, so the
+producer collects records for ``linger_ms`` or until ``batch_size`` bytes, whichever comes
+first, and encodes each batch with one ``build_batch`` call (no per-record encoding loop).
+
+Why a lock: the sync ``Producer`` appends from the caller's thread while the sender runs on the
+client's event loop thread. ``append`` holds the lock for a few dict operations and tells the
+caller whether the sender must be woken (a new batch started its linger clock, or a batch
+filled up); the sender is therefore woken once per batch, not once per record.
+
+Record futures: a ``RecordFuture`` is (batch, index). The batch owns one
+``concurrent.futures.Future`` resolved with (base_offset, log_append_time); the record's
+metadata is derived from it (offset = base_offset + index). One future per batch keeps
+``send`` cheap and works across threads, awaited from asyncio or waited on with ``get()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import threading
+import time
+
+from tslog.protocol.batch_header import COMPRESSION_NONE
+from tslog.protocol.records import build_batch
+
+from ._types import RecordMetadata, TopicPartition
+
+RECORD_OVERHEAD_BYTES = 16  # create time + key length + value length per record
+
+
+class ProducerBatch:
+    """Records for one partition that travel (and succeed or fail) together."""
+
+    __slots__ = ("tp", "values", "keys", "create_times", "headers", "size_bytes", "created",
+                 "future", "attempts", "retry_at", "_built")
+
+    def __init__(self, tp: TopicPartition, now: float) -> None:
+        self.tp = tp
+        self.values: list = []
+        self.keys: list = []
+        self.create_times: list[int] = []
+        self.headers: list | None = None
+        self.size_bytes = 0
+        self.created = now
+        self.future: concurrent.futures.Future = concurrent.futures.Future()
+        self.attempts = 0
+        self.retry_at = 0.0
+        self._built: bytes | None = None
+
+    def append(self, value, key, create_time: int, headers, size: int) -> int:
+        index = len(self.values)
+        self.values.append(value)
+        self.keys.append(key)
+        self.create_times.append(create_time)
+        if headers:
+            if self.headers is None:
+                self.headers = [None] * index
+            self.headers.append(list(headers))
+        elif self.headers is not None:
+            self.headers.append(None)
+        self.size_bytes += size
+        return index
+
+    def build(self, compression: int = COMPRESSION_NONE) -> bytes:
+        """The encoded batch, built once (a retry resends the same bytes)."""
+        if self._built is None:
+            keys = self.keys if any(key is not None for key in self.keys) else None
+            self._built = build_batch(self.values, keys=keys, create_times=self.create_times,
+                                      headers=self.headers, compression=compression)
+        return self._built
+
+    def complete(self, base_offset: int, log_append_time: int) -> None:
+        if not self.future.done():
+            self.future.set_result((base_offset, log_append_time))
+
+    def fail(self, error: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
+
+    def metadata(self, index: int) -> RecordMetadata:
+        base_offset, log_append_time = self.future.result()
+        offset = base_offset + index if base_offset >= 0 else -1
+        return RecordMetadata(self.tp.topic, self.tp.partition, offset, log_append_time,
+                              self.create_times[index])
+
+
+class RecordFuture:
+    """The outcome of one ``send``: await it (asyncio) or ``get()`` it (threads)."""
+
+    __slots__ = ("_batch", "_index")
+
+    def __init__(self, batch: ProducerBatch, index: int) -> None:
+        self._batch = batch
+        self._index = index
+
+    def __await__(self):
+        future = self._batch.future
+        if not future.done():
+            yield from asyncio.wrap_future(future).__await__()
+        return self._batch.metadata(self._index)
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        """Block until the record is acknowledged; raise its error if it failed."""
+        self._batch.future.result(timeout)
+        return self._batch.metadata(self._index)
+
+    def done(self) -> bool:
+        return self._batch.future.done()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._batch.future.exception(timeout)
+
+    def add_done_callback(self, callback) -> None:
+        """Call ``callback(self)`` when done (possibly on the client's loop thread)."""
+        self._batch.future.add_done_callback(lambda _: callback(self))
+
+
+class RecordAccumulator:
+    """Open batches per partition, closed batches waiting to be sent, and byte accounting."""
+
+    def __init__(self, batch_size: int, linger_ms: float) -> None:
+        self.batch_size = batch_size
+        self.linger_s = linger_ms / 1000
+        self.lock = threading.Lock()
+        self.space = threading.Condition(self.lock)
+        self.buffered_bytes = 0
+        self.flushing = 0  # > 0: ignore linger, send everything now
+        self._open: dict[TopicPartition, ProducerBatch] = {}
+        self._closed: dict[TopicPartition, collections.deque] = {}
+        self.incomplete: set[ProducerBatch] = set()
+
+    def append(self, tp: TopicPartition, value, key, create_time: int, headers,
+               now: float | None = None) -> tuple[RecordFuture, bool, ProducerBatch | None]:
+        """Queue one record. Returns (future, wake_sender, batch closed by this call or None)."""
+        size = RECORD_OVERHEAD_BYTES + (len(value) if value is not None else 0) + (
+            len(key) if key is not None else 0)
+        if headers:
+            size += sum(len(name) + len(data) + 4 for name, data in headers)
+        now = time.monotonic() if now is None else now
+        closed = None
+        wake = False
+        batch = self._open.get(tp)
+        if batch is not None and batch.size_bytes + size > self.batch_size and batch.values:
+            closed = self._close(tp, batch)
+            batch = None
+            wake = True
+        if batch is None:
+            batch = self._open[tp] = ProducerBatch(tp, now)
+            self.incomplete.add(batch)
+            wake = True
+        index = batch.append(value, key, create_time, headers, size)
+        self.buffered_bytes += size
+        if batch.size_bytes >= self.batch_size:
+            closed = self._close(tp, batch)
+            wake = True
+        return RecordFuture(batch, index), wake, closed
+
+    def _close(self, tp: TopicPartition, batch: ProducerBatch) -> ProducerBatch:
+        del self._open[tp]
+        self._closed.setdefault(tp, collections.deque()).append(batch)
+        return batch
+
+    def ready(self, now: float) -> tuple[list[TopicPartition], float | None]:
+        """Partitions with a batch to send now, and the next time another will be ready."""
+        ready, next_time = [], None
+        for tp, queue in self._closed.items():
+            if queue:
+                head = queue[0]
+                if head.retry_at <= now:
+                    ready.append(tp)
+                elif next_time is None or head.retry_at < next_time:
+                    next_time = head.retry_at
+        for tp, batch in self._open.items():
+            if tp in self._closed and self._closed[tp]:
+                continue
+            due = batch.created + self.linger_s
+            if self.flushing or due <= now:
+                ready.append(tp)
+            elif next_time is None or due < next_time:
+                next_time = due
+        return ready, next_time
+
+    def pop(self, tp: TopicPartition) -> ProducerBatch | None:
+        """Take the next batch of ``tp`` for sending (closing the open one if it is next)."""
+        queue = self._closed.get(tp)
+        if queue:
+            batch = queue.popleft()
+            if not queue:
+                del self._closed[tp]
+            return batch
+        batch = self._open.pop(tp, None)
+        return batch
+
+    def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
+        """Put a failed batch back at the head of its partition, to retry after ``retry_at``."""
+        batch.retry_at = retry_at
+        self._closed.setdefault(batch.tp, collections.deque()).appendleft(batch)
+
+    def done(self, batch: ProducerBatch) -> None:
+        """The batch succeeded or failed for good: release its bytes."""
+        if batch in self.incomplete:
+            self.incomplete.discard(batch)
+            self.buffered_bytes -= batch.size_bytes
+            self.space.notify_all()
+
+    def abort_all(self, error: BaseException) -> list[ProducerBatch]:
+        """Fail every batch not yet completed (close without flushing)."""
+        batches = list(self.incomplete)
+        self._open.clear()
+        self._closed.clear()
+        for batch in batches:
+            batch.fail(error)
+            self.done(batch)
+        return batches

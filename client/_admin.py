@@ -1,0 +1,121 @@
+"""AsyncAdmin: create, delete, list and describe topics; read and change configs; offsets.
+
+Topic creation and deletion go to the controller (any broker when it is unknown), as in
+Kafka; reads go to any broker. Per-topic errors in a response become the matching
+``TslogError`` subclass, e.g. ``TopicAlreadyExistsError``.
+"""
+
+from __future__ import annotations
+
+from tslog.protocol.messages import ApiKey
+
+from ._cluster import Cluster
+from ._offsets import list_offsets
+from ._types import ConfigEntry, OffsetAndTimestamp, TopicDescription, TopicPartition
+from .errors import UnknownTopicOrPartitionError, error_for
+
+
+class AsyncAdmin:
+    """Cluster administration; ``async with AsyncAdmin("host:port") as admin: ...``."""
+
+    def __init__(self, bootstrap, *, request_timeout_ms: int = 30_000, retries: int = 5,
+                 retry_backoff_ms: int = 100, client_id: str = "tslog-admin") -> None:
+        self.request_timeout_ms = request_timeout_ms
+        self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
+                                retry_backoff_ms=retry_backoff_ms,
+                                request_timeout_ms=request_timeout_ms)
+        self._closed = False
+
+    async def start(self) -> None:
+        await self._cluster.refresh_metadata()
+
+    async def __aenter__(self) -> AsyncAdmin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._cluster.close()
+
+    def _controller(self) -> int | None:
+        controller = self._cluster.controller_id
+        return controller if controller in self._cluster.brokers else None
+
+    # ---------------------------------------------------------------------------- topics
+
+    async def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                           config: dict | None = None, timeout_ms: int | None = None) -> None:
+        """Create a topic. Raises TopicAlreadyExistsError, InvalidTopicError, InvalidConfigError..."""
+        configs = {str(k): str(v) for k, v in (config or {}).items()}
+        body = await self._cluster.request(self._controller(), ApiKey.CREATE_TOPICS, {
+            "topics": [{"topic": name, "partitions": partitions,
+                        "replication_factor": replication_factor, "configs": configs}],
+            "timeout_ms": timeout_ms if timeout_ms is not None else self.request_timeout_ms})
+        for topic in body["topics"]:
+            if topic["error_code"]:
+                raise error_for(topic["error_code"])(topic["error_message"])
+        await self._cluster.refresh_metadata()
+
+    async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
+        body = await self._cluster.request(self._controller(), ApiKey.DELETE_TOPICS, {
+            "topics": [name],
+            "timeout_ms": timeout_ms if timeout_ms is not None else self.request_timeout_ms})
+        for topic in body["topics"]:
+            if topic["error_code"]:
+                raise error_for(topic["error_code"])(f"delete {topic['topic']}")
+        await self._cluster.refresh_metadata()
+
+    async def list_topics(self) -> list[str]:
+        await self._cluster.refresh_metadata()
+        return sorted(self._cluster.topics)
+
+    async def describe_topic(self, name: str) -> TopicDescription:
+        """Partitions with leader, replicas, ISR and leader epoch, fresh from the broker."""
+        await self._cluster.refresh_metadata()
+        partitions = self._cluster.topics.get(name)
+        code = self._cluster.topic_errors.get(name)
+        if code:
+            raise error_for(code)(f"describe {name}")
+        if partitions is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return TopicDescription(name, [partitions[p] for p in sorted(partitions)])
+
+    async def brokers(self) -> dict[int, tuple[str, int]]:
+        await self._cluster.refresh_metadata()
+        return dict(self._cluster.brokers)
+
+    # --------------------------------------------------------------------------- configs
+
+    async def describe_configs(self, name: str, resource_type: str = "topic"
+                               ) -> dict[str, ConfigEntry]:
+        """Every config of a topic (or broker: ``name`` = node id) with its value and source."""
+        body = await self._cluster.request(None, ApiKey.DESCRIBE_CONFIGS, {
+            "resources": [{"type": resource_type, "name": str(name)}]})
+        (resource,) = body["resources"]
+        if resource["error_code"]:
+            raise error_for(resource["error_code"])(resource["error_message"])
+        return {c["name"]: ConfigEntry(c["name"], c["value"], c["source"])
+                for c in resource["configs"]}
+
+    async def alter_configs(self, name: str, configs: dict, validate_only: bool = False) -> None:
+        """Change topic configs incrementally: a value overrides, None returns to the default."""
+        changes = {str(k): (None if v is None else str(v)) for k, v in configs.items()}
+        body = await self._cluster.request(self._controller(), ApiKey.ALTER_CONFIGS, {
+            "resources": [{"type": "topic", "name": name, "configs": changes}],
+            "validate_only": validate_only})
+        for resource in body["resources"]:
+            if resource["error_code"]:
+                raise error_for(resource["error_code"])(resource["error_message"])
+
+    # --------------------------------------------------------------------------- offsets
+
+    async def list_offsets(self, timestamps: dict, timestamp_type: str = "append"
+                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """{tp: timestamp ms or -1 latest / -2 earliest / -3 max timestamp} -> offsets."""
+        return await list_offsets(self._cluster,
+                                  {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
+                                  timestamp_type)

@@ -1,0 +1,216 @@
+"""What the client knows about the cluster: brokers, partition leaders, open connections.
+
+Why one object: the producer, the consumer and the admin all need "send this to the leader of
+that partition, and if the leader moved, find out where it went". ``Cluster`` owns the
+metadata cache (refreshed on demand, when it ages out, or when a response says
+NOT_LEADER/UNKNOWN_TOPIC), one ``Connection`` per broker (reopened lazily after a loss),
+and the retry loop for requests that are safe to repeat.
+
+Bootstrap addresses are only used to fetch metadata; afterwards requests go to the
+``host:port`` each broker advertises. If every known broker is unreachable the bootstrap list
+is tried again, so a client survives a single broker restarting on the same address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+
+from tslog.protocol.messages import ApiKey
+
+from ._connection import Connection
+from ._types import PartitionInfo, TopicPartition
+from .errors import (
+    ClientClosedError,
+    ConnectionLostError,
+    TslogError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
+
+log = logging.getLogger(__name__)
+
+
+def parse_bootstrap(bootstrap: str | list[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9093"`` (or a list of such) -> [(host, port)], refusing bad entries."""
+    items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
+    addresses = []
+    for item in items:
+        item = item.strip()
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"bootstrap address {item!r} is not host:port")
+        addresses.append((host.strip("[]"), int(port)))
+    if not addresses:
+        raise ValueError("no bootstrap address given")
+    return addresses
+
+
+class Cluster:
+    """Metadata cache + connection pool + retry policy, shared by one client object."""
+
+    def __init__(self, bootstrap, *, client_id: str | None = "tslog-python",
+                 request_timeout_ms: int = 30_000, retries: int = 5,
+                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000,
+                 metadata_max_age_ms: int = 300_000, max_in_flight: int = 5,
+                 connect_timeout_ms: int = 10_000) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap)
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.max_in_flight = max_in_flight
+        self.connect_timeout_ms = connect_timeout_ms
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.controller_id = -1
+        self.topics: dict[str, dict[int, PartitionInfo]] = {}
+        self.topic_errors: dict[str, int] = {}
+        self._connections: dict[tuple[str, int], Connection] = {}
+        self._connecting: dict[tuple[str, int], asyncio.Task] = {}
+        self._metadata_time = 0.0
+        self._refresh: asyncio.Task | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------------- metadata
+
+    def leader_for(self, tp: TopicPartition) -> int | None:
+        info = self.topics.get(tp.topic, {}).get(tp.partition)
+        if info is None or info.leader < 0 or info.leader not in self.brokers:
+            return None
+        return info.leader
+
+    def partitions_for(self, topic: str) -> list[int] | None:
+        partitions = self.topics.get(topic)
+        return sorted(partitions) if partitions else None
+
+    def metadata_stale(self) -> bool:
+        age_ms = (time.monotonic() - self._metadata_time) * 1000
+        return age_ms > self.metadata_max_age_ms
+
+    async def refresh_metadata(self) -> None:
+        """Fetch metadata for every topic; concurrent callers share one request."""
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.ensure_future(self._fetch_metadata())
+        await asyncio.shield(self._refresh)
+
+    async def _fetch_metadata(self) -> None:
+        body = await self.request(None, ApiKey.METADATA, {"topics": None})
+        self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in body["brokers"]}
+        self.controller_id = body["controller_id"]
+        topics, errors = {}, {}
+        for topic in body["topics"]:
+            errors[topic["topic"]] = topic["error_code"]
+            topics[topic["topic"]] = {
+                p["partition"]: PartitionInfo(p["partition"], p["leader"], p["leader_epoch"],
+                                              p["replicas"], p["isr"], p["error_code"])
+                for p in topic["partitions"]}
+        self.topics, self.topic_errors = topics, errors
+        self._metadata_time = time.monotonic()
+
+    async def ensure_topic(self, topic: str) -> list[int]:
+        """Partitions of ``topic``, refreshing metadata once if it is unknown.
+
+        Raises:
+            UnknownTopicOrPartitionError: the broker does not know the topic.
+        """
+        partitions = self.partitions_for(topic)
+        if partitions is None or self.metadata_stale():
+            await self.refresh_metadata()
+            partitions = self.partitions_for(topic)
+        if partitions is None:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+        return partitions
+
+    # ---------------------------------------------------------------------- connections
+
+    async def connection(self, node_id: int | None) -> Connection:
+        """An open connection to ``node_id`` (None: any broker, bootstrap if need be)."""
+        if self._closed:
+            raise ClientClosedError()
+        if node_id is not None:
+            address = self.brokers.get(node_id)
+            if address is None:
+                raise error_for(8)(f"broker {node_id} is not in the metadata")
+            return await self._connect(address)
+        for conn in self._connections.values():
+            if not conn.closed:
+                return conn
+        candidates = list(self.brokers.values())
+        random.shuffle(candidates)
+        candidates += [a for a in self.bootstrap if a not in candidates]
+        last_error: Exception | None = None
+        for address in candidates:
+            try:
+                return await self._connect(address)
+            except ConnectionLostError as exc:
+                last_error = exc
+        raise last_error or ConnectionLostError("no broker reachable")
+
+    async def _connect(self, address: tuple[str, int]) -> Connection:
+        conn = self._connections.get(address)
+        if conn is not None and not conn.closed:
+            return conn
+        task = self._connecting.get(address)
+        if task is None:
+            task = asyncio.ensure_future(Connection.open(
+                *address, client_id=self.client_id, max_in_flight=self.max_in_flight,
+                timeout_ms=self.connect_timeout_ms))
+            self._connecting[address] = task
+            task.add_done_callback(lambda _: self._connecting.pop(address, None))
+        conn = await asyncio.shield(task)
+        if self._closed:
+            conn.close()
+            raise ClientClosedError()
+        self._connections[address] = conn
+        return conn
+
+    def backoff_s(self, attempt: int) -> float:
+        """Exponential backoff with jitter, so many clients do not retry in lockstep."""
+        delay_ms = min(self.retry_backoff_ms * 2 ** attempt, self.retry_backoff_max_ms)
+        return delay_ms * random.uniform(0.8, 1.2) / 1000
+
+    async def request(self, node_id: int | None, api_key: int, body: dict, *,
+                      timeout_ms: int | None = None) -> dict:
+        """Send to a broker and return the response body, retrying retriable errors.
+
+        Only for requests that are safe to repeat (metadata, offsets, admin reads); the
+        producer runs its own loop because a retried produce may duplicate records.
+        """
+        attempt = 0
+        while True:
+            try:
+                conn = await self.connection(node_id)
+                return await conn.send(api_key, body,
+                                       timeout_ms=timeout_ms or self.request_timeout_ms)
+            except TslogError as exc:
+                if not exc.retriable or attempt >= self.retries or self._closed:
+                    raise
+                log.debug("retrying api %s after %r", api_key, exc)
+            await asyncio.sleep(self.backoff_s(attempt))
+            attempt += 1
+
+    async def request_leader(self, tp: TopicPartition, api_key: int, body: dict, *,
+                             timeout_ms: int | None = None) -> tuple[int, dict]:
+        """Send to the current leader of ``tp``; returns (node_id, body)."""
+        node_id = self.leader_for(tp)
+        if node_id is None:
+            await self.refresh_metadata()
+            node_id = self.leader_for(tp)
+            if node_id is None:
+                code = self.topic_errors.get(tp.topic, 3) or 5
+                raise error_for(code)(f"no leader known for {tp.topic}-{tp.partition}")
+        return node_id, await self.request(node_id, api_key, body, timeout_ms=timeout_ms)
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._connecting.values()):
+            task.cancel()
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh.cancel()

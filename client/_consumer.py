@@ -1,0 +1,331 @@
+"""AsyncConsumer: assign or subscribe, seek (by offset or by time), poll, commit.
+
+Group semantics are deliberately simple: one consumer per ``group_id``. ``subscribe`` assigns
+every partition of the topics (no rebalancing protocol); ``commit``/``committed`` store and
+read offsets for the group on the broker (durable before the broker answers). A partition's
+starting position is its committed offset if the group has one, else ``auto_offset_reset``
+("latest", "earliest" or "none" to raise ``NoOffsetForPartitionError``).
+
+The fetch pipeline lives in ``_fetcher.py``; this module is the user-facing bookkeeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
+
+from ._cluster import Cluster
+from ._fetcher import Fetcher, PartitionState
+from ._offsets import group_by_topic, list_offsets
+from ._types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from .errors import ClientClosedError, OffsetOutOfRangeError, TslogError, error_for
+
+
+class NoOffsetForPartitionError(OffsetOutOfRangeError):
+    """No committed offset and ``auto_offset_reset="none"``, or the position fell off the log."""
+
+
+class AsyncConsumer:
+    """Read records; ``async with AsyncConsumer("host:port", group_id="g") as consumer: ...``.
+
+    Args:
+        bootstrap: "host:port[,host:port]".
+        *topics: optional topics to subscribe to at once (kafka-python style).
+        group_id: enables commit/committed; None for a consumer that stores nothing.
+        auto_offset_reset: where to start without a committed offset.
+        fetch_max_wait_ms / fetch_min_bytes: the broker's long poll.
+        fetch_max_bytes / max_partition_fetch_bytes: size limits of one Fetch answer.
+        key_deserializer / value_deserializer: callables applied to non-null keys/values.
+    """
+
+    def __init__(self, bootstrap, *topics: str, group_id: str | None = None,
+                 auto_offset_reset: str = "latest", fetch_max_wait_ms: int = 500,
+                 fetch_min_bytes: int = 1, fetch_max_bytes: int = 16 * 1024 * 1024,
+                 max_partition_fetch_bytes: int = 1024 * 1024, request_timeout_ms: int = 30_000,
+                 retries: int = 5, retry_backoff_ms: int = 100,
+                 client_id: str = "tslog-consumer", key_deserializer=None,
+                 value_deserializer=None) -> None:
+        if auto_offset_reset not in ("latest", "earliest", "none"):
+            raise ValueError("auto_offset_reset must be 'latest', 'earliest' or 'none'")
+        self.group_id = group_id
+        self.auto_offset_reset = auto_offset_reset
+        self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
+                                retry_backoff_ms=retry_backoff_ms,
+                                request_timeout_ms=request_timeout_ms)
+        self._fetch_options = dict(max_wait_ms=fetch_max_wait_ms, min_bytes=fetch_min_bytes,
+                                   max_bytes=fetch_max_bytes,
+                                   max_partition_bytes=max_partition_fetch_bytes)
+        self._deserialize = (key_deserializer, value_deserializer)
+        self._states: dict[TopicPartition, PartitionState] = {}
+        self._subscription: list[str] | None = list(topics) or None
+        self._fetcher: Fetcher | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        await self._cluster.refresh_metadata()
+        await self._ensure_assignment()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop fetching and close connections. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._fetcher is not None:
+            await self._fetcher.close()
+        await self._cluster.close()
+
+    def _fetch(self) -> Fetcher:
+        if self._closed:
+            raise ClientClosedError()
+        if self._fetcher is None:
+            self._fetcher = Fetcher(self._cluster, self._states, **self._fetch_options)
+        return self._fetcher
+
+    # ------------------------------------------------------------------------ assignment
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Read exactly these partitions (replaces any assignment or subscription)."""
+        self._subscription = None
+        self._set_assignment({TopicPartition(*tp) for tp in partitions})
+
+    def subscribe(self, topics: list[str]) -> None:
+        """Read every partition of ``topics`` (resolved on the next poll)."""
+        if isinstance(topics, str):
+            topics = [topics]
+        self._subscription = list(topics)
+        self._set_assignment(set())
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._states)
+
+    def _set_assignment(self, partitions: set[TopicPartition]) -> None:
+        for tp in list(self._states):
+            if tp not in partitions:
+                del self._states[tp]
+                if self._fetcher is not None:
+                    self._fetcher.drop(tp)
+        for tp in partitions:
+            self._states.setdefault(tp, PartitionState())
+        if self._fetcher is not None:
+            self._fetcher.notify()
+
+    async def _ensure_assignment(self) -> None:
+        if self._subscription and not self._states:
+            partitions = set()
+            for topic in self._subscription:
+                partitions.update(TopicPartition(topic, p)
+                                  for p in await self._cluster.ensure_topic(topic))
+            self._set_assignment(partitions)
+
+    def _state(self, tp: TopicPartition) -> PartitionState:
+        state = self._states.get(tp)
+        if state is None:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        return state
+
+    # ------------------------------------------------------------------------- positions
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Make the next poll of ``tp`` start at ``offset``."""
+        if offset < 0:
+            raise ValueError("offset must be >= 0")
+        state = self._state(TopicPartition(*tp))
+        state.position = state.fetch_offset = offset
+        state.epoch += 1
+        state.retry_at = 0.0
+        if self._fetcher is not None:
+            self._fetcher.drop(tp)
+            self._fetcher.reset_needed.discard(tp)
+            self._fetcher.notify()
+
+    async def _seek_to(self, timestamp: int, partitions) -> None:
+        tps = [TopicPartition(*tp) for tp in partitions] or list(self._states)
+        offsets = await list_offsets(self._cluster, {tp: timestamp for tp in tps})
+        for tp, found in offsets.items():
+            self.seek(tp, found.offset if found is not None else 0)
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        await self._ensure_assignment()
+        await self._seek_to(EARLIEST_TIMESTAMP, partitions)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        await self._ensure_assignment()
+        await self._seek_to(LATEST_TIMESTAMP, partitions)
+
+    async def seek_to_timestamp(self, timestamp_ms: int, timestamp_type: str = "append",
+                                partitions=None) -> None:
+        """Position each partition at its first record with time >= ``timestamp_ms``.
+
+        Partitions with no such record are positioned at their end (only newer records will
+        be read). ``timestamp_type`` "append" uses LogAppendTime, "create" CreateTime.
+        """
+        await self._ensure_assignment()
+        tps = [TopicPartition(*tp) for tp in partitions] if partitions else list(self._states)
+        found = await self.offsets_for_times({tp: timestamp_ms for tp in tps}, timestamp_type)
+        missing = [tp for tp, value in found.items() if value is None]
+        ends = await self.end_offsets(missing) if missing else {}
+        for tp, value in found.items():
+            self.seek(tp, value.offset if value is not None else ends[tp])
+
+    async def offsets_for_times(self, timestamps: dict, timestamp_type: str = "append"
+                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """{tp: first offset with time >= ts and its time}, None where no record qualifies."""
+        for ts in timestamps.values():
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError("timestamps must be non-negative epoch milliseconds")
+        return await list_offsets(self._cluster,
+                                  {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
+                                  timestamp_type)
+
+    async def end_offsets(self, partitions) -> dict[TopicPartition, int]:
+        found = await list_offsets(self._cluster, {TopicPartition(*tp): LATEST_TIMESTAMP
+                                                   for tp in partitions})
+        return {tp: value.offset if value else 0 for tp, value in found.items()}
+
+    async def beginning_offsets(self, partitions) -> dict[TopicPartition, int]:
+        found = await list_offsets(self._cluster, {TopicPartition(*tp): EARLIEST_TIMESTAMP
+                                                   for tp in partitions})
+        return {tp: value.offset if value else 0 for tp, value in found.items()}
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record ``poll`` will return for ``tp``."""
+        tp = TopicPartition(*tp)
+        state = self._state(tp)
+        if state.position is None:
+            await self._resolve_positions()
+        return state.position
+
+    async def _resolve_positions(self) -> None:
+        """Committed offset, else the reset policy, for every partition without a position."""
+        fetcher = self._fetch()
+        for tp in fetcher.reset_needed:
+            if tp in self._states:
+                if self.auto_offset_reset == "none":
+                    raise NoOffsetForPartitionError(f"{tp} position is out of range")
+                self._states[tp].position = None
+        fetcher.reset_needed.clear()
+        unknown = [tp for tp, state in self._states.items() if state.position is None]
+        if not unknown:
+            return
+        committed = await self._fetch_committed(unknown) if self.group_id else {}
+        reset = [tp for tp in unknown if committed.get(tp) is None]
+        if reset and self.auto_offset_reset == "none":
+            raise NoOffsetForPartitionError(f"no committed offset for {reset}")
+        timestamp = EARLIEST_TIMESTAMP if self.auto_offset_reset == "earliest" else LATEST_TIMESTAMP
+        found = await list_offsets(self._cluster, {tp: timestamp for tp in reset}) if reset else {}
+        for tp in unknown:
+            offset = committed.get(tp)
+            if offset is None:
+                offset = found[tp].offset if found.get(tp) else 0
+            self.seek(tp, offset)
+
+    # ------------------------------------------------------------------------------ poll
+
+    async def poll(self, timeout_ms: int = 0, max_records: int | None = None
+                   ) -> list[ConsumerRecord]:
+        """Records fetched since the last poll, waiting up to ``timeout_ms`` for some.
+
+        Returns an empty list when nothing arrived in time. Raises the first non-retriable
+        fetch error (e.g. ``CorruptMessageError``), once.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        fetcher = self._fetch()
+        await self._ensure_assignment()
+        while True:
+            if fetcher.reset_needed or any(s.position is None for s in self._states.values()):
+                await self._resolve_positions()
+            fetcher.ensure_loops()
+            if fetcher.errors:
+                raise fetcher.errors.popleft()
+            records = self._drain(fetcher, max_records)
+            if records:
+                return records
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return []
+            await fetcher.wait_changed(remaining)
+
+    def _drain(self, fetcher: Fetcher, max_records: int | None) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        consumed = False
+        while fetcher.buffer and (max_records is None or len(out) < max_records):
+            completed = fetcher.buffer[0]
+            state = self._states.get(completed.tp)
+            if state is not None and state.epoch == completed.epoch:
+                limit = None if max_records is None else max_records - len(out)
+                out.extend(completed.take(state, limit, self._deserialize))
+                if not completed.exhausted:
+                    break
+            fetcher.buffer.popleft()
+            consumed = True
+        if consumed:
+            fetcher.notify()  # room in the buffer: let the fetch loops run ahead again
+        return out
+
+    # ---------------------------------------------------------------------------- commit
+
+    def _coordinator(self) -> int | None:
+        """Offsets live with the controller; any broker if it is unknown."""
+        controller = self._cluster.controller_id
+        return controller if controller in self._cluster.brokers else None
+
+    async def commit(self, offsets: dict | None = None) -> None:
+        """Store ``offsets`` ({tp: next offset to read}), default: every current position."""
+        if self.group_id is None:
+            raise ValueError("commit needs a group_id")
+        if offsets is None:
+            offsets = {tp: s.position for tp, s in self._states.items() if s.position is not None}
+        if not offsets:
+            return
+        entries = {TopicPartition(*tp): {"offset": int(getattr(o, "offset", o)), "metadata": ""}
+                   for tp, o in offsets.items()}
+        body = await self._cluster.request(self._coordinator(), ApiKey.OFFSET_COMMIT, {
+            "group_id": self.group_id, "topics": group_by_topic(entries)})
+        for topic in body["topics"]:
+            for part in topic["partitions"]:
+                if part["error_code"]:
+                    raise error_for(part["error_code"])(
+                        f"commit {topic['topic']}-{part['partition']}")
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        """The group's committed offset for ``tp``, or None."""
+        if self.group_id is None:
+            raise ValueError("committed needs a group_id")
+        tp = TopicPartition(*tp)
+        return (await self._fetch_committed([tp])).get(tp)
+
+    async def _fetch_committed(self, tps) -> dict[TopicPartition, int | None]:
+        topics: dict[str, list] = {}
+        for tp in tps:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        body = await self._cluster.request(self._coordinator(), ApiKey.OFFSET_FETCH, {
+            "group_id": self.group_id,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
+        result: dict[TopicPartition, int | None] = {}
+        for topic in body["topics"]:
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], part["partition"])
+                code = part["error_code"]
+                if code and code != 3:  # unknown partition: nothing committed
+                    raise error_for(code)(f"offset fetch {tp.topic}-{tp.partition}")
+                result[tp] = part["offset"] if part["offset"] >= 0 and not code else None
+        return result
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The last high watermark a fetch reported for ``tp`` (None before any fetch)."""
+        state = self._state(TopicPartition(*tp))
+        return state.high_watermark if state.high_watermark >= 0 else None
+
+
+__all__ = ["AsyncConsumer", "NoOffsetForPartitionError", "TslogError"]

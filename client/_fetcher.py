@@ -1,0 +1,253 @@
+"""The consumer's fetch pipeline: per-partition state, background fetch loops, record decoding.
+
+Theory of operation. Each assigned partition has a *position* (the next offset ``poll`` will
+return) and a *fetch offset* (the next offset to ask the broker for). They differ while
+fetched data waits in the buffer: one fetch loop per leader broker sends the next Fetch as
+soon as the previous answer arrives, so the broker works while the user processes records
+and the consumer is not bound by round trips. At most ``MAX_BUFFERED_FETCHES`` answers per
+broker wait unconsumed, which bounds memory.
+
+``seek`` bumps the partition's *epoch*: buffered data and answers to fetches sent before
+the seek carry the old epoch and are dropped, so nothing from the old position leaks out.
+The broker returns whole batches; the first may start before the fetch offset (a batch is
+never split), so decoding skips records below the position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+
+from tslog.protocol.batch_header import HEADER_SIZE, parse_header, peek_length
+from tslog.protocol.messages import ApiKey
+from tslog.protocol.records import decode_columns
+
+from ._offsets import group_by_topic
+from ._types import ConsumerRecord, TopicPartition
+from .errors import TslogError, error_for
+
+log = logging.getLogger(__name__)
+
+MAX_BUFFERED_FETCHES = 2  # answers per broker fetched ahead of the user
+
+
+class PartitionState:
+    __slots__ = ("position", "fetch_offset", "epoch", "high_watermark", "log_start_offset",
+                 "retry_at")
+
+    def __init__(self) -> None:
+        self.position: int | None = None  # None: resolve from committed offset or reset
+        self.fetch_offset: int | None = None
+        self.epoch = 0
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.retry_at = 0.0
+
+
+class CompletedFetch:
+    """Batches fetched for one partition, decoded lazily as ``poll`` reaches them."""
+
+    __slots__ = ("tp", "epoch", "batches", "node_id", "_pending")
+
+    def __init__(self, tp: TopicPartition, epoch: int, batches: list, node_id: int) -> None:
+        self.tp = tp
+        self.epoch = epoch
+        self.batches = collections.deque(batches)
+        self.node_id = node_id
+        self._pending: collections.deque = collections.deque()  # decoded, not yet returned
+
+    def take(self, state: PartitionState, limit: int | None, deserialize) -> list:
+        """Up to ``limit`` records at or after the position; advances the position."""
+        out: list = []
+        while limit is None or len(out) < limit:
+            if not self._pending:
+                if not self.batches:
+                    break
+                self._pending.extend(decode_batch(self.tp, self.batches.popleft(),
+                                                  state.position, deserialize))
+                continue
+            record = self._pending.popleft()
+            out.append(record)
+            state.position = record.offset + 1
+        return out
+
+    @property
+    def exhausted(self) -> bool:
+        return not self._pending and not self.batches
+
+
+def split_batches(records) -> tuple[list, int | None]:
+    """Cut a Fetch ``records`` blob into whole batches; returns (batches, next fetch offset)."""
+    view = memoryview(records)
+    batches, position, next_offset = [], 0, None
+    end = len(view)
+    while end - position >= HEADER_SIZE:
+        length = peek_length(view, position)
+        if length < HEADER_SIZE or position + length > end:
+            break  # a torn tail: ignore it, fetch it again from the next offset
+        header = parse_header(view, position)
+        batches.append(view[position:position + length])
+        next_offset = header.base_offset + header.record_count
+        position += length
+    return batches, next_offset
+
+
+def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
+    """ConsumerRecords of one batch at offsets >= ``position`` (column decode, one zip)."""
+    columns = decode_columns(batch)
+    n = columns.record_count
+    base = columns.base_offset
+    start = max(0, position - base)
+    if start >= n:
+        return []
+    lat = columns.log_append_time
+    keys, values = bytes(columns.keys), bytes(columns.values)
+    key_offsets = columns.key_offsets.tolist()
+    value_offsets = columns.value_offsets.tolist()
+    headers = columns.headers or [None] * n
+    key_valid = columns.key_valid.tolist()
+    value_valid = columns.value_valid.tolist()
+    create_times = columns.create_time.tolist()
+    topic, partition = tp
+    key_of, value_of = deserialize
+    out = []
+    for i in range(start, n):
+        key = keys[key_offsets[i]:key_offsets[i + 1]] if key_valid[i] else None
+        value = values[value_offsets[i]:value_offsets[i + 1]] if value_valid[i] else None
+        if key_of is not None and key is not None:
+            key = key_of(key)
+        if value_of is not None and value is not None:
+            value = value_of(value)
+        out.append(ConsumerRecord(topic, partition, base + i, key, value, create_times[i], lat,
+                                  list(headers[i]) if headers[i] else []))
+    return out
+
+
+class Fetcher:
+    """Background fetch loops feeding a buffer of CompletedFetch; owned by AsyncConsumer."""
+
+    def __init__(self, cluster, states: dict, *, max_wait_ms: int, min_bytes: int,
+                 max_bytes: int, max_partition_bytes: int) -> None:
+        self.cluster = cluster
+        self.states: dict[TopicPartition, PartitionState] = states
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.max_partition_bytes = max_partition_bytes
+        self.buffer: collections.deque[CompletedFetch] = collections.deque()
+        self.errors: collections.deque[BaseException] = collections.deque()
+        self.reset_needed: set[TopicPartition] = set()
+        self._loops: dict[int, asyncio.Task] = {}
+        self._changed = asyncio.get_running_loop().create_future()
+
+    def notify(self) -> None:
+        """Wake every loop and every poller: assignment, positions or buffer changed."""
+        changed, self._changed = self._changed, asyncio.get_running_loop().create_future()
+        if not changed.done():
+            changed.set_result(None)
+
+    async def wait_changed(self, timeout: float | None) -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(self._changed), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def ensure_loops(self) -> None:
+        """Start one fetch loop per leader of an assigned partition."""
+        for tp in self.states:
+            leader = self.cluster.leader_for(tp)
+            if leader is not None and (leader not in self._loops or self._loops[leader].done()):
+                self._loops[leader] = asyncio.ensure_future(self._loop(leader))
+
+    def drop(self, tp: TopicPartition) -> None:
+        """Forget buffered data of ``tp`` (after a seek or unassign)."""
+        self.buffer = collections.deque(f for f in self.buffer if f.tp != tp)
+
+    async def close(self) -> None:
+        for task in self._loops.values():
+            task.cancel()
+        await asyncio.gather(*self._loops.values(), return_exceptions=True)
+        self._loops.clear()
+
+    def _fetchable(self, node_id: int) -> dict[TopicPartition, PartitionState]:
+        now = asyncio.get_running_loop().time()
+        buffered = collections.Counter(f.tp for f in self.buffer)
+        return {tp: state for tp, state in self.states.items()
+                if state.fetch_offset is not None and state.retry_at <= now
+                and tp not in self.reset_needed
+                and buffered[tp] < MAX_BUFFERED_FETCHES
+                and self.cluster.leader_for(tp) == node_id}
+
+    async def _loop(self, node_id: int) -> None:
+        while True:
+            fetchable = self._fetchable(node_id)
+            if not fetchable:
+                if not any(self.cluster.leader_for(tp) == node_id for tp in self.states):
+                    return  # no partition led by this broker any more
+                await self.wait_changed(self.cluster.retry_backoff_ms / 1000)
+                continue
+            epochs = {tp: state.epoch for tp, state in fetchable.items()}
+            body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms,
+                    "min_bytes": self.min_bytes, "max_bytes": self.max_bytes,
+                    "topics": group_by_topic({tp: {"fetch_offset": s.fetch_offset,
+                                           "max_bytes": self.max_partition_bytes}
+                                      for tp, s in fetchable.items()})}
+            try:
+                conn = await self.cluster.connection(node_id)
+                reply = await conn.send(
+                    ApiKey.FETCH, body,
+                    timeout_ms=self.max_wait_ms + self.cluster.request_timeout_ms)
+            except TslogError as exc:
+                if not exc.retriable:
+                    self.errors.append(exc)
+                    self.notify()
+                self._backoff(fetchable, refresh=True)
+                await asyncio.sleep(self.cluster.retry_backoff_ms / 1000)
+                continue
+            self._absorb(node_id, reply, epochs)
+
+    def _absorb(self, node_id: int, reply: dict, epochs: dict) -> None:
+        refresh = False
+        for topic in reply["topics"]:
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], part["partition"])
+                state = self.states.get(tp)
+                if state is None or epochs.get(tp) != state.epoch:
+                    continue  # unassigned or sought since the fetch was sent
+                code = part["error_code"]
+                if code == 1:  # OFFSET_OUT_OF_RANGE: the consumer applies its reset policy
+                    self.reset_needed.add(tp)
+                    continue
+                if code:
+                    error = error_for(code)(f"fetch {tp.topic}-{tp.partition}")
+                    if error.retriable:
+                        refresh |= error.invalid_metadata
+                        self._backoff({tp: state}, refresh=False)
+                    else:
+                        self.errors.append(error)
+                    continue
+                state.high_watermark = part["high_watermark"]
+                state.log_start_offset = part["log_start_offset"]
+                batches, next_offset = split_batches(part["records"])
+                if batches and next_offset > state.fetch_offset:
+                    state.fetch_offset = next_offset
+                    self.buffer.append(CompletedFetch(tp, state.epoch, batches, node_id))
+        if refresh:
+            asyncio.ensure_future(self._refresh())
+        self.notify()
+
+    def _backoff(self, states: dict, refresh: bool) -> None:
+        retry_at = asyncio.get_running_loop().time() + self.cluster.retry_backoff_ms / 1000
+        for state in states.values():
+            state.retry_at = retry_at
+        if refresh:
+            asyncio.ensure_future(self._refresh())
+
+    async def _refresh(self) -> None:
+        try:
+            await self.cluster.refresh_metadata()
+            self.ensure_loops()
+        except TslogError as exc:
+            log.debug("metadata refresh failed: %r", exc)
+

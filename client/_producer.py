@@ -1,0 +1,449 @@
+"""AsyncProducer: batches records per partition and keeps Produce requests pipelined.
+
+Theory of operation. ``send`` partitions the record, appends it to the accumulator and returns
+a ``RecordFuture`` at once (it never waits, so a burst of sends costs a few dict operations
+each). One sender task drains the accumulator: a partition is ready when its batch is full,
+has lingered ``linger_ms``, or a flush is under way. Ready batches are grouped by partition
+leader into one Produce request per broker, written without waiting whenever that broker's
+connection has a free in-flight slot (``max_in_flight``), and resolved from the response:
+record i of a batch gets offset ``base_offset + i`` and the batch's LogAppendTime.
+
+Failures: a retriable error (leader moved, connection lost, timeout) puts the batch back at the
+head of its partition with exponential backoff, up to ``retries`` times, refreshing metadata
+when the error says the leader is stale. Retrying after a lost connection may write a batch
+twice (at-least-once, as Kafka without idempotence); batches of one partition may reorder
+only when a retry happens with several requests in flight.
+
+Records for a topic whose metadata is not loaded yet wait in ``_deferred`` until the sender
+has fetched it (or fail after ``max_block_ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import threading
+import time
+
+from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
+from tslog.protocol.messages import ApiKey
+
+from ._accumulator import ProducerBatch, RecordAccumulator, RecordFuture
+from ._cluster import Cluster
+from ._partitioner import StickyPartitioner, key_partition
+from ._types import RecordMetadata, TopicPartition
+from .errors import (
+    ClientClosedError,
+    InvalidResponseError,
+    MessageTooLargeError,
+    TslogError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
+
+log = logging.getLogger(__name__)
+
+_ACKS = {"all": -1, -1: -1, 0: 0, 1: 1, "0": 0, "1": 1, "-1": -1}
+_COMPRESSION = {None: COMPRESSION_NONE, "none": COMPRESSION_NONE, "zstd": COMPRESSION_ZSTD}
+_BYTES = (bytes, bytearray, memoryview)
+
+
+class _DeferredRecord:
+    """A record sent before its topic's metadata was known; quacks like a ProducerBatch."""
+
+    __slots__ = ("args", "created", "future", "_metadata")
+
+    def __init__(self, args: tuple, created: float) -> None:
+        self.args = args
+        self.created = created
+        self.future = concurrent.futures.Future()
+        self._metadata: RecordMetadata | None = None
+
+    def metadata(self, _index: int) -> RecordMetadata:
+        self.future.result()
+        return self._metadata
+
+    def resolve(self, inner: RecordFuture) -> None:
+        exc = inner.exception()
+        if exc is not None:
+            self.future.set_exception(exc)
+        else:
+            self._metadata = inner.get()
+            self.future.set_result(None)
+
+
+class AsyncProducer:
+    """Publish records; ``async with AsyncProducer("host:port") as producer: ...``.
+
+    Args:
+        bootstrap: "host:port[,host:port]".
+        acks: 0 (no response), 1 (leader wrote it), "all"/-1 (fsynced, and replicated to the
+            in-sync replicas in a cluster).
+        linger_ms: how long a batch waits for more records before it is sent.
+        batch_size: bytes per partition batch before it is sent without waiting.
+        compression: None or "zstd".
+        retries, retry_backoff_ms: attempts and first backoff for retriable errors.
+        max_in_flight: unanswered Produce requests per broker connection.
+        max_request_size: bytes of batches per Produce request (a single batch may exceed it).
+        max_block_ms: how long the sync producer blocks on a full buffer or missing metadata.
+        buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
+    """
+
+    def __init__(self, bootstrap, *, acks=-1, linger_ms: float = 5,
+                 batch_size: int = 256 * 1024, compression: str | None = None,
+                 retries: int = 5, retry_backoff_ms: int = 100, request_timeout_ms: int = 30_000,
+                 max_in_flight: int = 5, max_request_size: int = 8 * 1024 * 1024,
+                 max_block_ms: int = 60_000, buffer_memory: int = 32 * 1024 * 1024,
+                 client_id: str = "tslog-producer", key_serializer=None,
+                 value_serializer=None) -> None:
+        if acks not in _ACKS:
+            raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
+        if compression not in _COMPRESSION:
+            raise ValueError(f"compression must be None or 'zstd', not {compression!r}")
+        self.acks = _ACKS[acks]
+        self.compression = _COMPRESSION[compression]
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.max_request_size = max_request_size
+        self.max_block_ms = max_block_ms
+        self.buffer_memory = buffer_memory
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
+                                retry_backoff_ms=retry_backoff_ms,
+                                request_timeout_ms=request_timeout_ms,
+                                max_in_flight=max_in_flight)
+        self._accumulator = RecordAccumulator(batch_size, linger_ms)
+        self._sticky = StickyPartitioner()
+        self._deferred: list[_DeferredRecord] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._sender: asyncio.Task | None = None
+        self._metadata_task: asyncio.Task | None = None
+        self._connecting_nodes: set[int] = set()
+        self._closing = False
+        self._closed = False
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Load cluster metadata and start the sender (``async with`` calls this)."""
+        self._ensure_sender()
+        await self._cluster.refresh_metadata()
+
+    def _ensure_sender(self) -> None:
+        if self._sender is None:
+            if self._closing:
+                raise ClientClosedError()
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            self._wakeup = asyncio.Event()
+            self._sender = self._loop.create_task(self._run())
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
+
+    async def close(self, timeout_ms: int | None = None) -> None:
+        """Send what is buffered (up to ``timeout_ms``), then close. Safe to call twice."""
+        if self._closed:
+            return
+        self._closing = True
+        if self._sender is not None:
+            try:
+                await self.flush(timeout_ms)
+            finally:
+                with self._accumulator.lock:
+                    self._accumulator.abort_all(ClientClosedError("producer closed"))
+                for record in self._deferred:
+                    record.future.set_exception(ClientClosedError("producer closed"))
+                self._deferred.clear()
+                self._wake()
+                self._sender.cancel()
+                await asyncio.gather(self._sender, return_exceptions=True)
+        await self._cluster.close()
+        self._closed = True
+
+    # ------------------------------------------------------------------------------ send
+
+    def send(self, topic: str, value=None, key=None, partition: int | None = None,
+             timestamp_ms: int | None = None, headers=None) -> RecordFuture:
+        """Queue a record; the returned future resolves to its ``RecordMetadata``.
+
+        Raises (at once, nothing queued): ClientClosedError, TypeError for a key or value that
+        is not bytes-like (without a serializer), MessageTooLargeError.
+        """
+        if self._closing:
+            raise ClientClosedError()
+        if self._sender is None:
+            self._ensure_sender()
+        value, key = self._serialize(topic, value, key)
+        create_time = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        if not isinstance(create_time, int):
+            raise TypeError("timestamp_ms must be an int (epoch milliseconds)")
+        partitions = self._cluster.partitions_for(topic)
+        if partitions is None:
+            return self._defer((topic, value, key, partition, create_time, headers))
+        return self._append(topic, len(partitions), value, key, partition, create_time, headers)
+
+    async def send_and_wait(self, topic: str, value=None, key=None, partition=None,
+                            timestamp_ms=None, headers=None) -> RecordMetadata:
+        return await self.send(topic, value, key, partition, timestamp_ms, headers)
+
+    def _serialize(self, topic, value, key):
+        if self.value_serializer is not None:
+            value = self.value_serializer(value)
+        if self.key_serializer is not None and key is not None:
+            key = self.key_serializer(key)
+        if (value is not None and type(value) not in _BYTES) or (
+                key is not None and type(key) not in _BYTES):
+            raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
+        size = (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+        if size > self.max_request_size:
+            raise MessageTooLargeError(f"a record of {size} bytes exceeds max_request_size")
+        return value, key
+
+    def _append(self, topic, partitions: int, value, key, partition, create_time,
+                headers) -> RecordFuture:
+        accumulator = self._accumulator
+        with accumulator.lock:
+            if partition is None:
+                if key is not None:
+                    partition = key_partition(key, partitions)
+                else:
+                    partition = self._sticky.partition(topic, partitions)
+            elif not 0 <= partition < partitions:
+                raise UnknownTopicOrPartitionError(
+                    f"{topic} has {partitions} partitions, not {partition + 1}")
+            future, wake, closed = accumulator.append(
+                TopicPartition(topic, partition), value, key, create_time, headers)
+            if closed is not None:
+                self._sticky.batch_closed(topic, closed.tp.partition, partitions)
+        if wake:
+            self._wake()
+        return future
+
+    def _defer(self, args: tuple) -> RecordFuture:
+        record = _DeferredRecord(args, time.monotonic())
+        with self._accumulator.lock:
+            self._deferred.append(record)
+        self._wake()
+        return RecordFuture(record, 0)
+
+    def _wake(self) -> None:
+        if self._wakeup is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._wakeup.set()
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wakeup.set)
+
+    async def flush(self, timeout_ms: int | None = None) -> None:
+        """Send everything buffered now and wait until each record succeeded or failed."""
+        if self._sender is None:
+            return
+        accumulator = self._accumulator
+        with accumulator.lock:
+            futures = [batch.future for batch in accumulator.incomplete]
+            accumulator.flushing += 1
+        futures += [record.future for record in self._deferred]
+        self._wake()
+        try:
+            if futures:
+                await asyncio.wait([asyncio.wrap_future(f) for f in futures],
+                                   timeout=None if timeout_ms is None else timeout_ms / 1000)
+        finally:
+            with accumulator.lock:
+                accumulator.flushing -= 1
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        return await self._cluster.ensure_topic(topic)
+
+    # ---------------------------------------------------------------------------- sender
+
+    async def _run(self) -> None:
+        while True:
+            self._wakeup.clear()
+            next_time = self._resolve_deferred()
+            sent, ready_time = self._send_ready(time.monotonic())
+            if sent:
+                await asyncio.sleep(0)  # let responses and appends in, then look again
+                continue
+            for candidate in (ready_time,):
+                if candidate is not None and (next_time is None or candidate < next_time):
+                    next_time = candidate
+            timeout = None if next_time is None else max(0.0, next_time - time.monotonic())
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    def _send_ready(self, now: float) -> tuple[bool, float | None]:
+        accumulator, cluster = self._accumulator, self._cluster
+        with accumulator.lock:
+            ready, next_time = accumulator.ready(now)
+        by_node: dict[int, list[TopicPartition]] = collections.defaultdict(list)
+        for tp in ready:
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                self._backoff_partition(tp, now)
+                self._refresh_metadata()
+            else:
+                by_node[leader].append(tp)
+        sent = False
+        for node_id, tps in by_node.items():
+            conn = cluster._connections.get(cluster.brokers.get(node_id))
+            if conn is None or conn.closed:
+                self._connect(node_id, tps)
+                continue
+            if conn.on_ready is None:
+                conn.on_ready = self._wake
+            if conn.has_capacity():
+                self._send_request(conn, node_id, tps)
+                sent = True
+        return sent, next_time
+
+    def _send_request(self, conn, node_id: int, tps: list[TopicPartition]) -> None:
+        accumulator = self._accumulator
+        batches: list[ProducerBatch] = []
+        size = 0
+        with accumulator.lock:
+            for tp in tps:
+                if batches and size >= self.max_request_size:
+                    break
+                batch = accumulator.pop(tp)
+                if batch is not None:
+                    batches.append(batch)
+                    size += batch.size_bytes
+                    partitions = self._cluster.partitions_for(tp.topic) or [0]
+                    self._sticky.batch_closed(tp.topic, tp.partition, len(partitions))
+        topics: dict[str, list] = collections.defaultdict(list)
+        sendable = []
+        for batch in batches:
+            try:
+                records = batch.build(self.compression)
+            except (TypeError, ValueError) as exc:
+                self._finish(batch, error=exc)
+                continue
+            topics[batch.tp.topic].append({"partition": batch.tp.partition, "records": records})
+            sendable.append(batch)
+        if not sendable:
+            return
+        body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
+        future = conn.send_nowait(ApiKey.PRODUCE, body, expect_response=self.acks != 0,
+                                  timeout_ms=self.request_timeout_ms + 5_000)
+        future.add_done_callback(lambda f: self._on_response(f, sendable))
+
+    def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
+        error = future.exception()
+        if error is not None:
+            for batch in batches:
+                self._retry_or_fail(batch, error)
+        elif self.acks == 0:
+            for batch in batches:
+                self._finish(batch, result=(-1, -1))
+        else:
+            answers = {(t["topic"], p["partition"]): p
+                       for t in future.result()["topics"] for p in t["partitions"]}
+            for batch in batches:
+                answer = answers.get(batch.tp)
+                if answer is None:
+                    self._finish(batch, error=InvalidResponseError(
+                        f"no answer for {batch.tp.topic}-{batch.tp.partition}"))
+                elif answer["error_code"]:
+                    self._retry_or_fail(batch, error_for(answer["error_code"])())
+                else:
+                    self._finish(batch, result=(answer["base_offset"], answer["log_append_time"]))
+        self._wake()
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if (isinstance(error, TslogError) and error.retriable and not self._closed
+                and batch.attempts < self.retries):
+            batch.attempts += 1
+            retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)
+            with self._accumulator.lock:
+                self._accumulator.reenqueue(batch, retry_at)
+            if error.invalid_metadata:
+                self._refresh_metadata()
+            log.debug("retrying %s after %r", batch.tp, error)
+        else:
+            self._finish(batch, error=error)
+
+    def _finish(self, batch: ProducerBatch, *, result=None, error=None) -> None:
+        if error is not None:
+            batch.fail(error)
+        else:
+            batch.complete(*result)
+        with self._accumulator.lock:
+            self._accumulator.done(batch)
+
+    def _backoff_partition(self, tp: TopicPartition, now: float) -> None:
+        with self._accumulator.lock:
+            batch = self._accumulator.pop(tp)
+            if batch is not None:
+                self._accumulator.reenqueue(batch, now + self._cluster.retry_backoff_ms / 1000)
+
+    def _refresh_metadata(self) -> None:
+        if self._metadata_task is None or self._metadata_task.done():
+            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
+
+    async def _refresh_and_wake(self) -> None:
+        try:
+            await self._cluster.refresh_metadata()
+        except TslogError as exc:
+            log.debug("metadata refresh failed: %r", exc)
+        self._wake()
+
+    def _connect(self, node_id: int, tps: list[TopicPartition]) -> None:
+        async def connect() -> None:
+            try:
+                await self._cluster.connection(node_id)
+            except TslogError as exc:
+                log.debug("cannot connect to broker %s: %r", node_id, exc)
+                now = time.monotonic()
+                for tp in tps:
+                    self._backoff_partition(tp, now)
+                self._refresh_metadata()
+            self._wake()
+        if node_id not in self._connecting_nodes:
+            self._connecting_nodes.add(node_id)
+            task = asyncio.ensure_future(connect())
+            task.add_done_callback(lambda _: self._connecting_nodes.discard(node_id))
+
+    def _resolve_deferred(self) -> float | None:
+        """Append deferred records whose topic is now known; fail those waited too long."""
+        if not self._deferred:
+            return None
+        now = time.monotonic()
+        waiting = []
+        with self._accumulator.lock:
+            deferred, self._deferred = self._deferred, []
+        for record in deferred:
+            topic, value, key, partition, create_time, headers = record.args
+            partitions = self._cluster.partitions_for(topic)
+            if partitions is not None:
+                try:
+                    inner = self._append(topic, len(partitions), value, key, partition,
+                                         create_time, headers)
+                except TslogError as exc:
+                    record.future.set_exception(exc)
+                    continue
+                inner.add_done_callback(record.resolve)
+            elif now - record.created > self.max_block_ms / 1000:
+                record.future.set_exception(UnknownTopicOrPartitionError(
+                    f"topic {topic!r} not found within max_block_ms"))
+            else:
+                waiting.append(record)
+        with self._accumulator.lock:
+            self._deferred[:0] = waiting
+        if not waiting:
+            return None
+        self._refresh_metadata()
+        return now + self._cluster.retry_backoff_ms / 1000

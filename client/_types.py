@@ -1,0 +1,58 @@
+"""The small value types of the public API (kafka-python's names and field orders)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced record landed. ``offset`` and ``log_append_time`` are -1 for acks=0."""
+
+    topic: str
+    partition: int
+    offset: int
+    log_append_time: int
+    create_time: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    create_time: int
+    log_append_time: int
+    headers: list  # list of (str, bytes); empty when the record has none
+
+
+class PartitionInfo(NamedTuple):
+    """One partition as the cluster metadata describes it."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list
+    isr: list
+    error_code: int = 0
+
+
+class TopicDescription(NamedTuple):
+    name: str
+    partitions: list  # of PartitionInfo, sorted by partition
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str
+    source: str  # "default" | "broker" | "topic"

@@ -1,0 +1,34 @@
+"""The asyncio client: ``from tslog.client.aio import AsyncAdmin, AsyncProducer, AsyncConsumer``.
+
+Each class is an async context manager owning its own connections; the sync classes in
+``tslog.client`` run these on a private event loop thread.
+"""
+
+from ._admin import AsyncAdmin
+from ._consumer import AsyncConsumer, NoOffsetForPartitionError
+from ._producer import AsyncProducer
+from ._accumulator import RecordFuture
+from ._types import (
+    ConfigEntry,
+    ConsumerRecord,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    RecordMetadata,
+    TopicDescription,
+    TopicPartition,
+)
+
+__all__ = [
+    "AsyncAdmin",
+    "AsyncConsumer",
+    "AsyncProducer",
+    "ConfigEntry",
+    "ConsumerRecord",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+    "PartitionInfo",
+    "RecordFuture",
+    "RecordMetadata",
+    "TopicDescription",
+    "TopicPartition",
+]

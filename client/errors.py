@@ -1,0 +1,112 @@
+"""The client's exceptions: one class per wire ``ErrorCode``, plus local failures.
+
+Why a class per code: callers write ``except NotLeaderOrFollowerError`` instead of comparing
+numbers, and the retry logic reads two class flags instead of a second table: ``retriable``
+(the same request may succeed later; from ``ErrorCode.retriable``) and ``invalid_metadata``
+(refresh the cluster metadata before retrying, the leader has probably moved). Classes are
+generated from ``ErrorCode`` so a new code can never be forgotten here; a number this client
+does not know becomes ``UnknownServerError``, the same reading ``ErrorCode.from_wire`` gives.
+"""
+
+from __future__ import annotations
+
+from tslog.protocol.errors import ErrorCode
+
+
+class TslogError(Exception):
+    """Base of every client error. ``error_code`` is the wire code (or the closest one)."""
+
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    retriable: bool = False
+    invalid_metadata: bool = False
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.error_code.message)
+
+
+_INVALID_METADATA = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.BROKER_NOT_AVAILABLE,
+    ErrorCode.REPLICA_NOT_AVAILABLE,
+    ErrorCode.NOT_CONTROLLER,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.NETWORK_EXCEPTION,
+}
+
+# Names that would read badly if derived mechanically from the enum member name.
+_CLASS_NAMES = {
+    ErrorCode.NETWORK_EXCEPTION: "ConnectionLostError",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "InvalidTopicError",
+    ErrorCode.KAFKA_STORAGE_ERROR: "StorageError",
+    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerError",
+}
+
+
+def _class_name(code: ErrorCode) -> str:
+    if code in _CLASS_NAMES:
+        return _CLASS_NAMES[code]
+    return "".join(part.capitalize() for part in code.name.split("_")) + "Error"
+
+
+_BY_CODE: dict[int, type[TslogError]] = {}
+for _code in ErrorCode:
+    if _code is ErrorCode.NONE:
+        continue
+    _cls = type(_class_name(_code), (TslogError,), {
+        "__doc__": _code.message,
+        "__module__": __name__,
+        "error_code": _code,
+        "retriable": _code.retriable,
+        "invalid_metadata": _code in _INVALID_METADATA,
+    })
+    _BY_CODE[int(_code)] = _cls
+    globals()[_cls.__name__] = _cls
+del _code, _cls
+
+# Re-bound explicitly so readers (and linters) see the names the client code uses.
+UnknownServerError: type[TslogError] = _BY_CODE[ErrorCode.UNKNOWN_SERVER_ERROR]
+ConnectionLostError: type[TslogError] = _BY_CODE[ErrorCode.NETWORK_EXCEPTION]
+RequestTimedOutError: type[TslogError] = _BY_CODE[ErrorCode.REQUEST_TIMED_OUT]
+UnknownTopicOrPartitionError: type[TslogError] = _BY_CODE[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+NotLeaderOrFollowerError: type[TslogError] = _BY_CODE[ErrorCode.NOT_LEADER_OR_FOLLOWER]
+OffsetOutOfRangeError: type[TslogError] = _BY_CODE[ErrorCode.OFFSET_OUT_OF_RANGE]
+TopicAlreadyExistsError: type[TslogError] = _BY_CODE[ErrorCode.TOPIC_ALREADY_EXISTS]
+InvalidRequestError: type[TslogError] = _BY_CODE[ErrorCode.INVALID_REQUEST]
+
+
+class ClientClosedError(TslogError):
+    """The producer, consumer or admin was closed; nothing more can be sent through it."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "the client is closed")
+
+
+class BufferFullError(TslogError):
+    """The producer's buffer stayed full for ``max_block_ms``; the record was not queued."""
+
+    retriable = True
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "the producer buffer is full")
+
+
+class InvalidResponseError(TslogError):
+    """A broker answered with bytes that do not match the protocol (a broker bug)."""
+
+
+def error_for(code: int) -> type[TslogError]:
+    """The exception class for a wire error code; unknown codes give ``UnknownServerError``."""
+    return _BY_CODE.get(code, UnknownServerError)
+
+
+def raise_for(code: int, message: str | None = None) -> None:
+    """Raise the exception for ``code`` unless it is NONE (0)."""
+    if code:
+        raise error_for(code)(message)
+
+
+__all__ = ["TslogError", "ClientClosedError", "BufferFullError", "InvalidResponseError",
+           "error_for", "raise_for"] + sorted(cls.__name__ for cls in _BY_CODE.values())

@@ -1,0 +1,227 @@
+"""Blocking facades: ``Admin``, ``Producer``, ``Consumer`` over the asyncio core.
+
+Why a private loop thread instead of a second, blocking implementation: one code path for
+batching, retries and fetch pipelining, tested once. Each facade owns an event loop running
+in a daemon thread; a method call hands a coroutine to that loop and waits for its result.
+``Producer.send`` skips the hand-off on its fast path: it appends to the thread-safe
+accumulator directly and wakes the loop only when a batch starts or fills.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import warnings
+
+from ._admin import AsyncAdmin
+from ._consumer import AsyncConsumer
+from ._producer import AsyncProducer
+from .errors import BufferFullError, ClientClosedError
+
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread, until ``stop``."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro, timeout: float | None = None):
+        """Run ``coro`` on the loop and return its result (raising its exception)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a sync tslog client cannot be used from its own loop thread")
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class _Facade:
+    """Shared lifecycle: start the async core, close once, warn if never closed."""
+
+    _core = None
+    _closed = True
+
+    def _open(self, core, name: str) -> None:
+        self._thread = _LoopThread(name)
+        self._core = core
+        try:
+            self._thread.run(core.start())
+        except BaseException:
+            self._thread.run(core.close())
+            self._thread.stop()
+            raise
+        self._closed = False
+
+    def _run(self, coro, timeout: float | None = None):
+        if self._closed:
+            coro.close()
+            raise ClientClosedError()
+        return self._thread.run(coro, timeout)
+
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Close connections and stop the loop thread. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._thread.run(self._close_core(timeout_ms))
+        finally:
+            self._thread.stop()
+
+    async def _close_core(self, timeout_ms):
+        await self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._closed:
+            warnings.warn(f"unclosed {type(self).__name__}; call close() or use 'with'",
+                          ResourceWarning, source=self)
+            try:
+                self._closed = True
+                self._thread.stop()
+            except Exception:
+                pass
+
+
+class Admin(_Facade):
+    """Blocking ``AsyncAdmin``: ``Admin("127.0.0.1:9092").create_topic("events", 3)``."""
+
+    def __init__(self, bootstrap, **options) -> None:
+        self._open(AsyncAdmin(bootstrap, **options), "tslog-admin")
+
+    def create_topic(self, name, partitions=1, replication_factor=1, config=None,
+                     timeout_ms=None) -> None:
+        return self._run(self._core.create_topic(name, partitions, replication_factor, config,
+                                                 timeout_ms))
+
+    def delete_topic(self, name, timeout_ms=None) -> None:
+        return self._run(self._core.delete_topic(name, timeout_ms))
+
+    def list_topics(self):
+        return self._run(self._core.list_topics())
+
+    def describe_topic(self, name):
+        return self._run(self._core.describe_topic(name))
+
+    def brokers(self):
+        return self._run(self._core.brokers())
+
+    def describe_configs(self, name, resource_type="topic"):
+        return self._run(self._core.describe_configs(name, resource_type))
+
+    def alter_configs(self, name, configs, validate_only=False) -> None:
+        return self._run(self._core.alter_configs(name, configs, validate_only))
+
+    def list_offsets(self, timestamps, timestamp_type="append"):
+        return self._run(self._core.list_offsets(timestamps, timestamp_type))
+
+
+class Producer(_Facade):
+    """Blocking ``AsyncProducer``. ``send`` returns a future with ``get(timeout)``."""
+
+    def __init__(self, bootstrap, **options) -> None:
+        self._open(AsyncProducer(bootstrap, **options), "tslog-producer")
+
+    def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
+             headers=None):
+        """Queue a record; blocks only while the buffer is full or the topic is unknown."""
+        core = self._core
+        if self._closed:
+            raise ClientClosedError()
+        if core._cluster.partitions_for(topic) is None:
+            self._run(core.partitions_for(topic), core.max_block_ms / 1000)
+        accumulator = core._accumulator
+        if accumulator.buffered_bytes >= core.buffer_memory:
+            deadline = time.monotonic() + core.max_block_ms / 1000
+            with accumulator.space:
+                while accumulator.buffered_bytes >= core.buffer_memory:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._closed:
+                        raise BufferFullError()
+                    accumulator.space.wait(min(left, 0.1))
+        return core.send(topic, value, key, partition, timestamp_ms, headers)
+
+    def flush(self, timeout_ms: int | None = None) -> None:
+        self._run(self._core.flush(timeout_ms))
+
+    def partitions_for(self, topic):
+        return self._run(self._core.partitions_for(topic))
+
+    async def _close_core(self, timeout_ms):
+        await self._core.close(timeout_ms)
+
+
+class Consumer(_Facade):
+    """Blocking ``AsyncConsumer``: ``Consumer("127.0.0.1:9092", group_id="replay")``."""
+
+    def __init__(self, bootstrap, *topics, **options) -> None:
+        self._open(AsyncConsumer(bootstrap, *topics, **options), "tslog-consumer")
+
+    def _call(self, function, *args):
+        async def call():
+            return function(*args)
+        return self._run(call())
+
+    def assign(self, partitions) -> None:
+        self._call(self._core.assign, partitions)
+
+    def subscribe(self, topics) -> None:
+        self._call(self._core.subscribe, topics)
+
+    def assignment(self):
+        return self._call(self._core.assignment)
+
+    def seek(self, tp, offset) -> None:
+        self._call(self._core.seek, tp, offset)
+
+    def seek_to_beginning(self, *partitions) -> None:
+        self._run(self._core.seek_to_beginning(*partitions))
+
+    def seek_to_end(self, *partitions) -> None:
+        self._run(self._core.seek_to_end(*partitions))
+
+    def seek_to_timestamp(self, timestamp_ms, timestamp_type="append", partitions=None) -> None:
+        self._run(self._core.seek_to_timestamp(timestamp_ms, timestamp_type, partitions))
+
+    def offsets_for_times(self, timestamps, timestamp_type="append"):
+        return self._run(self._core.offsets_for_times(timestamps, timestamp_type))
+
+    def end_offsets(self, partitions):
+        return self._run(self._core.end_offsets(partitions))
+
+    def beginning_offsets(self, partitions):
+        return self._run(self._core.beginning_offsets(partitions))
+
+    def position(self, tp) -> int:
+        return self._run(self._core.position(tp))
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None):
+        return self._run(self._core.poll(timeout_ms, max_records))
+
+    def commit(self, offsets=None) -> None:
+        self._run(self._core.commit(offsets))
+
+    def committed(self, tp):
+        return self._run(self._core.committed(tp))
+
+    def highwater(self, tp):
+        return self._call(self._core.highwater, tp)
