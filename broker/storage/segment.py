@@ -310,14 +310,20 @@ class Segment:
             boundary += length
         return boundary
 
+    def _region_before(self, index: TimestampIndex, timestamp: int) -> tuple[int, int, int]:
+        """(i, start, end): entries [0, i) have a key < ``timestamp``; the first batch at or
+        after it starts in [start, end) or, failing that, is the batch of entry i."""
+        i = index.count_keys_below(timestamp)
+        start = index.entry(i - 1)[2] if i else 0
+        end = index.entry(i)[2] if i < index.entries else self.size
+        return i, start, end
+
     def find_by_log_append_time(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any."""
         if self.size == 0 or self.max_log_append_time < timestamp:
             return None
         index = self.time_index
-        i = index.count_keys_below(timestamp)
-        start = index.entry(i - 1)[2] if i else 0
-        end = index.entry(i)[2] if i < index.entries else self.size
+        i, start, end = self._region_before(index, timestamp)
         found = self._find_batch(start, end, _LAT_FIELD, timestamp)
         if found is not None:
             return found[1][0], found[1][_LAT_FIELD]
@@ -331,9 +337,7 @@ class Segment:
         if self.size == 0 or self.max_create_time < timestamp:
             return None
         index = self.create_time_index
-        i = index.count_keys_below(timestamp)
-        start = index.entry(i - 1)[2] if i else 0
-        end = index.entry(i)[2] if i < index.entries else self.size
+        i, start, end = self._region_before(index, timestamp)
         found = self._find_batch(start, end, _MAX_CREATE_TIME_FIELD, timestamp)
         if found is not None:
             return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]), timestamp)
