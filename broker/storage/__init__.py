@@ -16,14 +16,14 @@ from .errors import (
     RecordTooLargeError,
     StorageError,
 )
-from .log import (
+from .log import PartitionLog
+from .types import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     AppendInfo,
     DeletedSegment,
     OffsetAndTimestamp,
-    PartitionLog,
 )
 from .recovery import RecoveryReport
 

@@ -29,7 +29,6 @@ import operator
 import os
 import threading
 from pathlib import Path
-from typing import NamedTuple
 
 from tslog.protocol.batch_header import (
     HEADER_SIZE,
@@ -52,31 +51,17 @@ from .errors import (
     RecordTooLargeError,
 )
 from .segment import NO_CREATE_TIME, Segment
+from .types import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    AppendInfo,
+    DeletedSegment,
+    OffsetAndTimestamp,
+)
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
 _RELATIVE_OFFSET_MAX = 2**31 - 1
 _segment_max_time = operator.attrgetter("max_log_append_time")
-
-
-class AppendInfo(NamedTuple):
-    base_offset: int
-    last_offset: int
-    log_append_time: int
-    batch_bytes: int
-
-
-class OffsetAndTimestamp(NamedTuple):
-    offset: int
-    timestamp: int
-
-
-class DeletedSegment(NamedTuple):
-    base_offset: int
-    next_offset: int
-    size_bytes: int
-    reason: str  # "time" or "size"
 
 
 class PartitionLog:
