@@ -88,6 +88,7 @@ class AsyncProducer:
         max_in_flight: unanswered Produce requests per broker connection.
         max_request_size: bytes of batches per Produce request (a single batch may exceed it).
         max_block_ms: how long the sync producer blocks on a full buffer or missing metadata.
+        delivery_timeout_ms: no retry starts after a batch is this old; it fails instead.
         buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
     """
 
@@ -95,7 +96,8 @@ class AsyncProducer:
                  batch_size: int = 256 * 1024, compression: str | None = None,
                  retries: int = 5, retry_backoff_ms: int = 100, request_timeout_ms: int = 30_000,
                  max_in_flight: int = 5, max_request_size: int = 8 * 1024 * 1024,
-                 max_block_ms: int = 60_000, buffer_memory: int = 32 * 1024 * 1024,
+                 max_block_ms: int = 60_000, delivery_timeout_ms: int = 120_000,
+                 buffer_memory: int = 32 * 1024 * 1024,
                  client_id: str = "tslog-producer", key_serializer=None,
                  value_serializer=None) -> None:
         if acks not in _ACKS:
@@ -108,6 +110,7 @@ class AsyncProducer:
         self.request_timeout_ms = request_timeout_ms
         self.max_request_size = max_request_size
         self.max_block_ms = max_block_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
         self.buffer_memory = buffer_memory
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
@@ -184,6 +187,10 @@ class AsyncProducer:
         if self._sender is None:
             self._ensure_sender()
         value, key = self._serialize(topic, value, key)
+        return self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+
+    def _send_serialized(self, topic, value, key, partition, timestamp_ms,
+                         headers) -> RecordFuture:
         create_time = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
         if not isinstance(create_time, int):
             raise TypeError("timestamp_ms must be an int (epoch milliseconds)")
@@ -292,7 +299,7 @@ class AsyncProducer:
         for tp in ready:
             leader = cluster.leader_for(tp)
             if leader is None:
-                self._backoff_partition(tp, now)
+                self._retry_head(tp, error_for(5)(f"no leader known for {tp.topic}-{tp.partition}"))
                 self._refresh_metadata()
             else:
                 by_node[leader].append(tp)
@@ -364,8 +371,9 @@ class AsyncProducer:
         self._wake()
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        age_ms = (time.monotonic() - batch.created) * 1000
         if (isinstance(error, TslogError) and error.retriable and not self._closed
-                and batch.attempts < self.retries):
+                and batch.attempts < self.retries and age_ms < self.delivery_timeout_ms):
             batch.attempts += 1
             retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)
             with self._accumulator.lock:
@@ -384,11 +392,12 @@ class AsyncProducer:
         with self._accumulator.lock:
             self._accumulator.done(batch)
 
-    def _backoff_partition(self, tp: TopicPartition, now: float) -> None:
+    def _retry_head(self, tp: TopicPartition, error: TslogError) -> None:
+        """The next batch of ``tp`` could not even be sent: count it as a failed attempt."""
         with self._accumulator.lock:
             batch = self._accumulator.pop(tp)
-            if batch is not None:
-                self._accumulator.reenqueue(batch, now + self._cluster.retry_backoff_ms / 1000)
+        if batch is not None:
+            self._retry_or_fail(batch, error)
 
     def _refresh_metadata(self) -> None:
         if self._metadata_task is None or self._metadata_task.done():
@@ -407,9 +416,8 @@ class AsyncProducer:
                 await self._cluster.connection(node_id)
             except TslogError as exc:
                 log.debug("cannot connect to broker %s: %r", node_id, exc)
-                now = time.monotonic()
                 for tp in tps:
-                    self._backoff_partition(tp, now)
+                    self._retry_head(tp, exc)
                 self._refresh_metadata()
             self._wake()
         if node_id not in self._connecting_nodes:

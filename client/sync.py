@@ -41,12 +41,26 @@ class _LoopThread:
             raise
 
     def stop(self) -> None:
+        """Cancel what still runs on the loop, stop it, join the thread, close the loop."""
         if self.loop.is_closed():
             return
+        if threading.current_thread() is not self._thread and self._thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result(10)
+            except Exception:
+                pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+async def _cancel_all() -> None:
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _Facade:
@@ -147,6 +161,7 @@ class Producer(_Facade):
         core = self._core
         if self._closed:
             raise ClientClosedError()
+        value, key = core._serialize(topic, value, key)
         if core._cluster.partitions_for(topic) is None:
             self._run(core.partitions_for(topic), core.max_block_ms / 1000)
         accumulator = core._accumulator
@@ -158,7 +173,9 @@ class Producer(_Facade):
                     if left <= 0 or self._closed:
                         raise BufferFullError()
                     accumulator.space.wait(min(left, 0.1))
-        return core.send(topic, value, key, partition, timestamp_ms, headers)
+        if core._closing:
+            raise ClientClosedError()
+        return core._send_serialized(topic, value, key, partition, timestamp_ms, headers)
 
     def flush(self, timeout_ms: int | None = None) -> None:
         self._run(self._core.flush(timeout_ms))
