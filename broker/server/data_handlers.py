@@ -40,11 +40,18 @@ _CODES = {
 }
 
 
+# Codes a healthy client meets in normal operation (stale metadata, a consumer at the end).
+_ROUTINE = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_OUT_OF_RANGE})
+
+
 def error_code_for(exc: BaseException, where: str) -> ErrorCode:
     """The wire code for a storage failure; anything unexpected is logged with its traceback
     here (never sent) and answered as UNKNOWN_SERVER_ERROR."""
     code = _CODES.get(type(exc))
     if code is not None:
+        # One line per refusal, never the traceback: the client was told the code.
+        level = logging.INFO if code in _ROUTINE else logging.WARNING
+        log.log(level, "%s refused: %s: %s", where, code.name, exc)
         return code
     if isinstance(exc, OSError):
         log.error("%s: storage I/O error: %r", where, exc)
@@ -115,6 +122,7 @@ def handle_produce(broker: Broker, body: dict):
                       "log_append_time": -1, "log_start_offset": -1}
             if plog is None:
                 result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                log.info("produce %s-%d refused: no such topic-partition", topic, partition)
             else:
                 try:
                     result["base_offset"], result["log_append_time"] = append_records(

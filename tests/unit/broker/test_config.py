@@ -1,0 +1,98 @@
+"""BrokerConfig layering and validation: what an operator sees when starting tslog-broker."""
+
+import pytest
+
+from tslog.broker.__main__ import main, parse_flags
+from tslog.broker.config import BrokerConfig, ConfigError, load_config
+
+
+def load(argv=(), toml=None, env=None, tmp_path=None):
+    flags, path, _ = parse_flags(list(argv))
+    if toml is not None:
+        path = tmp_path / "broker.toml"
+        path.write_text(toml)
+    return load_config(flags, str(path) if path else None, env or {})[0]
+
+
+def test_no_arguments_gives_the_documented_defaults():
+    config = load()
+    assert config.data_dir == "./tslog-data"
+    assert config.listen == "127.0.0.1:9092"
+    assert config.metrics_listen is None
+    assert config.node_id == 0
+    assert config.max_frame_bytes == 16 * 1024 * 1024
+    assert config.num_partitions == 1
+    assert config.log_config.retention_ms == 7 * 24 * 3600 * 1000
+
+
+def test_layers_file_then_environment_then_flags(tmp_path):
+    toml = 'listen = "127.0.0.1:1111"\nnode_id = 3\ndata_dir = "/file"\n[log]\n"retention.ms" = 5000\n'
+    env = {"TSLOG_LISTEN": "127.0.0.1:2222", "TSLOG_DATA_DIR": "/env",
+           "TSLOG_LOG_SEGMENT_BYTES": "4096"}
+    config = load(["--data-dir", "/flag"], toml=toml, env=env, tmp_path=tmp_path)
+    assert config.data_dir == "/flag"          # flag beats env and file
+    assert config.listen == "127.0.0.1:2222"   # env beats file
+    assert config.node_id == 3                 # file beats default
+    assert config.log_config.retention_ms == 5000
+    assert config.log_config.segment_bytes == 4096
+
+
+def test_flags_not_passed_do_not_override_the_file(tmp_path):
+    config = load([], toml='listen = "127.0.0.1:1111"\n', tmp_path=tmp_path)
+    assert config.listen == "127.0.0.1:1111"
+
+
+def test_every_problem_is_listed_in_one_error(tmp_path):
+    toml = 'bogus = 1\nmax_connections = 0\nlisten = "nowhere"\n[log]\n"retention.mss" = 1\n'
+    with pytest.raises(ConfigError) as info:
+        load(toml=toml, env={"TSLOG_NODE_ID": "x"}, tmp_path=tmp_path)
+    text = str(info.value)
+    assert "bogus" in text and "node_id" in text and "retention.mss" in text
+
+
+def test_value_errors_are_listed_together():
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig(max_connections=0, listen="nowhere", node_id=-1)
+    assert len(info.value.problems) == 3
+
+
+def test_unknown_log_environment_variable_is_rejected():
+    with pytest.raises(ConfigError, match="retention.mss"):
+        load(env={"TSLOG_LOG_RETENTION_MSS": "1"})
+
+
+def test_client_environment_variables_are_ignored_not_fatal():
+    flags, path, _ = parse_flags([])
+    config, ignored = load_config(flags, path, {"TSLOG_BOOTSTRAP": "h:1", "HOME": "/x"})
+    assert ignored == ["TSLOG_BOOTSTRAP"] and config.listen == "127.0.0.1:9092"
+
+
+def test_test_clock_offset_comes_from_the_environment():
+    assert load(env={"TSLOG_TEST_CLOCK_OFFSET_MS": "-60000"}).test_clock_offset_ms == -60000
+
+
+def test_metrics_listen_flag_is_accepted_and_stored():
+    assert load(["--metrics-listen", "127.0.0.1:9093"]).metrics_listen == "127.0.0.1:9093"
+
+
+def test_missing_config_file_is_a_config_error(tmp_path):
+    flags, _, _ = parse_flags([])
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(flags, str(tmp_path / "missing.toml"), {})
+
+
+def test_invalid_toml_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(toml="listen = ", tmp_path=tmp_path)
+
+
+def test_main_exits_2_on_a_bad_config(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TSLOG_MAX_CONNECTIONS", "-5")
+    assert main(["--data-dir", str(tmp_path)]) == 2
+    assert "max_connections" in capsys.readouterr().err
+
+
+def test_describe_lists_effective_log_settings():
+    described = BrokerConfig(log={"retention.ms": 10}).describe()
+    assert described["log"]["retention.ms"] == 10
+    assert described["log"]["segment.bytes"] == 1 << 30

@@ -1,0 +1,130 @@
+"""BrokerConnection fed through a fake transport: ordering, limits and bad frames, no sockets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.helpers.wire import batch
+from tslog.broker.server.connection import BrokerConnection, ConnectionRegistry
+from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.messages import ApiKey, RequestHeader, encode_request, split_response
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = False
+        self.reading = True
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+    def writelines(self, frames) -> None:
+        for frame in frames:
+            self.written += frame
+
+    def write(self, data) -> None:
+        self.written += data
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def responses(self) -> list[tuple[int, dict]]:
+        return [split_response(frame) for frame in FrameDecoder(1 << 30).feed(self.written)]
+
+
+def request(api_key, body, correlation_id):
+    return encode_request(RequestHeader(api_key, 0, correlation_id, "t"), body)
+
+
+def fetch_request(correlation_id, max_wait_ms):
+    body = {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1000,
+            "topics": [{"topic": "t", "partitions": [
+                {"partition": 0, "fetch_offset": 0, "max_bytes": 1000}]}]}
+    return request(ApiKey.FETCH, body, correlation_id)
+
+
+def connect(broker, **limits):
+    connection = BrokerConnection(broker, ConnectionRegistry(limits.get("max_connections", 10)))
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    return connection, transport
+
+
+async def test_responses_follow_request_order_when_handlers_finish_out_of_order(broker):
+    broker.topics.create_topic("t", 1, 1, {})
+    connection, transport = connect(broker)
+    connection.data_received(fetch_request(1, 200) + request(ApiKey.API_VERSIONS, {}, 2))
+    assert transport.responses() == []  # ApiVersions is done but waits behind the fetch
+    await asyncio.sleep(0.3)
+    assert [cid for cid, _ in transport.responses()] == [1, 2]
+
+
+async def test_reading_pauses_at_the_in_flight_cap_and_resumes(make_broker):
+    broker = make_broker(max_in_flight_requests=2)
+    broker.topics.create_topic("t", 1, 1, {})
+    connection, transport = connect(broker)
+    connection.data_received(fetch_request(1, 5000) + fetch_request(2, 5000))
+    assert not transport.reading
+    broker.topics.get_log("t", 0).append(batch([b"x"]))
+    broker.notifier.notify(broker.topics.get_log("t", 0))
+    await asyncio.sleep(0.05)
+    assert [cid for cid, _ in transport.responses()] == [1, 2] and transport.reading
+
+
+async def test_an_oversized_frame_closes_before_its_body_arrives(make_broker):
+    broker = make_broker(max_frame_bytes=1024)
+    connection, transport = connect(broker)
+    connection.data_received((4096).to_bytes(4, "big") + b"x" * 10)
+    assert transport.closed and transport.written == b""
+
+
+async def test_frames_split_byte_by_byte_still_parse(broker):
+    connection, transport = connect(broker)
+    data = request(ApiKey.API_VERSIONS, {}, 7) * 2
+    for i in range(len(data)):
+        connection.data_received(data[i:i + 1])
+    assert [cid for cid, _ in transport.responses()] == [7, 7]
+
+
+async def test_connections_over_the_limit_are_closed(broker):
+    registry = ConnectionRegistry(1)
+    first, second = BrokerConnection(broker, registry), BrokerConnection(broker, registry)
+    first.connection_made(FakeTransport())
+    transport = FakeTransport()
+    second.connection_made(transport)
+    assert transport.closed and registry.refused == 1
+
+
+async def test_idle_connection_is_closed(make_broker):
+    broker = make_broker(connections_max_idle_ms=50)
+    connection, transport = connect(broker)
+    await asyncio.sleep(0.2)
+    assert transport.closed
+
+
+async def test_shutdown_waits_for_in_flight_requests(broker):
+    broker.topics.create_topic("t", 1, 1, {})
+    registry = ConnectionRegistry(10)
+    connection = BrokerConnection(broker, registry)
+    transport = FakeTransport()
+    connection.connection_made(transport)
+    connection.data_received(fetch_request(1, 100))
+    connection.begin_shutdown()
+    assert not transport.closed
+    await asyncio.sleep(0.3)
+    assert transport.closed and [cid for cid, _ in transport.responses()] == [1]
