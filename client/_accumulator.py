@@ -135,11 +135,13 @@ class RecordAccumulator:
     def append(self, tp: TopicPartition, value, key, create_time: int, headers,
                now: float | None = None) -> tuple[RecordFuture, bool, ProducerBatch | None]:
         """Queue one record. Returns (future, wake_sender, batch closed by this call or None)."""
-        size = RECORD_OVERHEAD_BYTES + (len(value) if value is not None else 0) + (
-            len(key) if key is not None else 0)
+        size = RECORD_OVERHEAD_BYTES
+        if value is not None:
+            size += len(value)
+        if key is not None:
+            size += len(key)
         if headers:
             size += sum(len(name) + len(data) + 4 for name, data in headers)
-        now = time.monotonic() if now is None else now
         closed = None
         wake = False
         batch = self._open.get(tp)
@@ -148,7 +150,7 @@ class RecordAccumulator:
             batch = None
             wake = True
         if batch is None:
-            batch = self._open[tp] = ProducerBatch(tp, now)
+            batch = self._open[tp] = ProducerBatch(tp, time.monotonic() if now is None else now)
             self.incomplete.add(batch)
             wake = True
         index = batch.append(value, key, create_time, headers, size)

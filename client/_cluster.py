@@ -87,6 +87,11 @@ class Cluster:
         partitions = self.topics.get(topic)
         return sorted(partitions) if partitions else None
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has (0 if unknown); the producer's per-record lookup."""
+        partitions = self.topics.get(topic)
+        return len(partitions) if partitions else 0
+
     def metadata_stale(self) -> bool:
         age_ms = (time.monotonic() - self._metadata_time) * 1000
         return age_ms > self.metadata_max_age_ms

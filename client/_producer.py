@@ -127,6 +127,7 @@ class AsyncProducer:
         self._sender: asyncio.Task | None = None
         self._metadata_task: asyncio.Task | None = None
         self._connecting_nodes: set[int] = set()
+        self._tps: dict[tuple[str, int], TopicPartition] = {}  # interned: one per partition
         self._closing = False
         self._closed = False
 
@@ -194,10 +195,10 @@ class AsyncProducer:
         create_time = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
         if not isinstance(create_time, int):
             raise TypeError("timestamp_ms must be an int (epoch milliseconds)")
-        partitions = self._cluster.partitions_for(topic)
-        if partitions is None:
+        partitions = self._cluster.partition_count(topic)
+        if not partitions:
             return self._defer((topic, value, key, partition, create_time, headers))
-        return self._append(topic, len(partitions), value, key, partition, create_time, headers)
+        return self._append(topic, partitions, value, key, partition, create_time, headers)
 
     async def send_and_wait(self, topic: str, value=None, key=None, partition=None,
                             timestamp_ms=None, headers=None) -> RecordMetadata:
@@ -228,8 +229,10 @@ class AsyncProducer:
             elif not 0 <= partition < partitions:
                 raise UnknownTopicOrPartitionError(
                     f"{topic} has {partitions} partitions, not {partition + 1}")
-            future, wake, closed = accumulator.append(
-                TopicPartition(topic, partition), value, key, create_time, headers)
+            tp = self._tps.get((topic, partition))
+            if tp is None:
+                tp = self._tps[topic, partition] = TopicPartition(topic, partition)
+            future, wake, closed = accumulator.append(tp, value, key, create_time, headers)
             if closed is not None:
                 self._sticky.batch_closed(topic, closed.tp.partition, partitions)
         if wake:

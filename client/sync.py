@@ -162,7 +162,7 @@ class Producer(_Facade):
         if self._closed:
             raise ClientClosedError()
         value, key = core._serialize(topic, value, key)
-        if core._cluster.partitions_for(topic) is None:
+        if not core._cluster.partition_count(topic):
             self._run(core.partitions_for(topic), core.max_block_ms / 1000)
         accumulator = core._accumulator
         if accumulator.buffered_bytes >= core.buffer_memory:

@@ -306,3 +306,10 @@ def test_response_schema_mismatch_is_invalid_response():
     # an "error body" whose code is NONE is not an error body
     with pytest.raises(InvalidResponseError):
         decode_response(frame_body(encode_response(4, {"error_code": 0})), ApiKey.FETCH)
+
+
+def test_error_body_is_accepted_for_a_version_without_schema():
+    frame = encode_response(6, error_response_body(ApiKey.METADATA, ErrorCode.UNSUPPORTED_VERSION))
+    assert decode_response(frame_body(frame), ApiKey.METADATA, 7)[1]["error_code"] == 35
+    with pytest.raises(InvalidResponseError):
+        decode_response(frame_body(encode_response(6, {"topics": []})), ApiKey.METADATA, 7)
