@@ -69,8 +69,10 @@ class Cluster:
         self.controller_id = -1
         self.topics: dict[str, dict[int, PartitionInfo]] = {}
         self.topic_errors: dict[str, int] = {}
-        self._connections: dict[tuple[str, int], Connection] = {}
-        self._connecting: dict[tuple[str, int], asyncio.Task] = {}
+        # (host, port, lane) -> connection. Lanes keep a consumer's long-poll fetches from
+        # delaying its commits and offset lookups: a broker answers one connection in order.
+        self._connections: dict[tuple[str, int, str], Connection] = {}
+        self._connecting: dict[tuple[str, int, str], asyncio.Task] = {}
         self._metadata_time = 0.0
         self._refresh: asyncio.Task | None = None
         self._closed = False
@@ -132,7 +134,13 @@ class Cluster:
 
     # ---------------------------------------------------------------------- connections
 
-    async def connection(self, node_id: int | None) -> Connection:
+    def open_connection(self, node_id: int, lane: str = "default") -> Connection | None:
+        """The open connection to ``node_id`` if there is one (never connects)."""
+        address = self.brokers.get(node_id)
+        conn = self._connections.get((*address, lane)) if address else None
+        return conn if conn is not None and not conn.closed else None
+
+    async def connection(self, node_id: int | None, lane: str = "default") -> Connection:
         """An open connection to ``node_id`` (None: any broker, bootstrap if need be)."""
         if self._closed:
             raise ClientClosedError()
@@ -140,9 +148,9 @@ class Cluster:
             address = self.brokers.get(node_id)
             if address is None:
                 raise error_for(8)(f"broker {node_id} is not in the metadata")
-            return await self._connect(address)
-        for conn in self._connections.values():
-            if not conn.closed:
+            return await self._connect(address, lane)
+        for key, conn in self._connections.items():
+            if key[2] == "default" and not conn.closed:
                 return conn
         candidates = list(self.brokers.values())
         random.shuffle(candidates)
@@ -155,22 +163,23 @@ class Cluster:
                 last_error = exc
         raise last_error or ConnectionLostError("no broker reachable")
 
-    async def _connect(self, address: tuple[str, int]) -> Connection:
-        conn = self._connections.get(address)
+    async def _connect(self, address: tuple[str, int], lane: str = "default") -> Connection:
+        key = (*address, lane)
+        conn = self._connections.get(key)
         if conn is not None and not conn.closed:
             return conn
-        task = self._connecting.get(address)
+        task = self._connecting.get(key)
         if task is None:
             task = asyncio.ensure_future(Connection.open(
                 *address, client_id=self.client_id, max_in_flight=self.max_in_flight,
                 timeout_ms=self.connect_timeout_ms))
-            self._connecting[address] = task
-            task.add_done_callback(lambda _: self._connecting.pop(address, None))
+            self._connecting[key] = task
+            task.add_done_callback(lambda _: self._connecting.pop(key, None))
         conn = await asyncio.shield(task)
         if self._closed:
             conn.close()
             raise ClientClosedError()
-        self._connections[address] = conn
+        self._connections[key] = conn
         return conn
 
     def backoff_s(self, attempt: int) -> float:

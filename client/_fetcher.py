@@ -194,7 +194,7 @@ class Fetcher:
                                            "max_bytes": self.max_partition_bytes}
                                       for tp, s in fetchable.items()})}
             try:
-                conn = await self.cluster.connection(node_id)
+                conn = await self.cluster.connection(node_id, lane="fetch")
                 reply = await conn.send(
                     ApiKey.FETCH, body,
                     timeout_ms=self.max_wait_ms + self.cluster.request_timeout_ms)

@@ -308,8 +308,8 @@ class AsyncProducer:
                 by_node[leader].append(tp)
         sent = False
         for node_id, tps in by_node.items():
-            conn = cluster._connections.get(cluster.brokers.get(node_id))
-            if conn is None or conn.closed:
+            conn = cluster.open_connection(node_id)
+            if conn is None:
                 self._connect(node_id, tps)
                 continue
             if conn.on_ready is None:

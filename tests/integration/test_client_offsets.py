@@ -131,3 +131,17 @@ def test_producer_gives_up_with_connection_lost_when_the_broker_stays_down(broke
         broker.kill()
         with pytest.raises(ConnectionLostError):
             producer.send("log", b"lost", partition=0).get(20)
+
+
+def test_commit_and_lookups_are_not_stuck_behind_a_long_poll(broker):
+    """Fetches long-poll on their own connection, so a commit answers at once."""
+    fill(broker.bootstrap, 1)
+    with Consumer(broker.bootstrap, group_id="g", fetch_max_wait_ms=10_000) as consumer:
+        consumer.assign([TP0])
+        consumer.seek_to_end()
+        assert consumer.poll(300) == []  # a 10 s fetch is now parked at the broker
+        started = time.monotonic()
+        consumer.commit({TP0: 1})
+        assert consumer.committed(TP0) == 1
+        assert consumer.end_offsets([TP0]) == {TP0: 1}
+        assert time.monotonic() - started < 5
