@@ -23,8 +23,11 @@ from .state import Broker
 log = logging.getLogger("tslog.broker.handlers")
 
 
+_API_KEYS = api_versions_list()  # static for the life of the process
+
+
 def handle_api_versions(broker: Broker, body: dict) -> dict:
-    return {"error_code": 0, "api_keys": api_versions_list()}
+    return {"error_code": 0, "api_keys": _API_KEYS}
 
 
 def _partition_metadata(broker: Broker, partition: int) -> dict:

@@ -324,3 +324,22 @@ async def test_offset_commit_refuses_bad_group_and_large_metadata(broker):
     body["group_id"] = ""
     result = (await call(broker, ApiKey.OFFSET_COMMIT, body))["topics"][0]["partitions"][0]
     assert result["error_code"] == ErrorCode.INVALID_GROUP_ID
+
+
+# ------------------------------------------------------------------------ periodic work
+
+
+async def test_retention_pass_expires_old_data_by_log_append_time(broker):
+    from tslog.broker.server.listener import _checkpoints, _retention
+
+    create(broker, "t", configs={"retention.ms": "60000"})
+    for value in (b"a", b"b", b"c"):
+        await produce(broker, "t", 0, batch([value]))
+    await _retention(broker)
+    assert (await list_offset(broker, "t", 0, -2))["offset"] == 0  # nothing old yet
+    broker.clock.offset_ms += 120_000  # two minutes later
+    await _retention(broker)
+    await _checkpoints(broker)
+    assert (await list_offset(broker, "t", 0, -2))["offset"] == 3
+    assert (await fetch(broker, "t", 0, 0))["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert (await produce(broker, "t", 0, batch([b"d"])))["base_offset"] == 3

@@ -1,0 +1,71 @@
+"""``serve`` in process: readiness, an injected shutdown trigger, and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.helpers.wire import batch
+from tslog.broker.config import BrokerConfig
+from tslog.broker.server import serve
+from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def roundtrip(port: int, api_key: ApiKey, body: dict) -> dict:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(encode_request(RequestHeader(api_key, 0, 5, "test"), body))
+    decoder, frames = FrameDecoder(), []
+    while not frames:
+        frames = decoder.feed(await reader.read(65536))
+    writer.close()
+    return decode_response(frames[0], api_key)[1]
+
+
+async def test_serve_stops_on_its_trigger_and_leaves_clean_logs(tmp_path):
+    data_dir = tmp_path / "data"
+    config = BrokerConfig(data_dir=str(data_dir), listen="127.0.0.1:0")
+    stop = asyncio.Event()
+    ready = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
+                                       ready=lambda host, port: ready.set_result(port)))
+    port = await asyncio.wait_for(ready, 10)
+    created = await roundtrip(port, ApiKey.CREATE_TOPICS, {"topics": [
+        {"topic": "t", "partitions": 1, "replication_factor": 1, "configs": {}}],
+        "timeout_ms": 1000})
+    assert created["topics"][0]["error_code"] == 0
+    produced = await roundtrip(port, ApiKey.PRODUCE, {"acks": -1, "timeout_ms": 1000, "topics": [
+        {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]})
+    assert produced["topics"][0]["partitions"][0]["error_code"] == 0
+    stop.set()
+    await asyncio.wait_for(server, 10)
+    assert (data_dir / "t-0" / "clean-shutdown").exists()
+    with pytest.raises(OSError):
+        await asyncio.open_connection("127.0.0.1", port)
+
+
+async def test_a_long_poll_in_flight_does_not_hold_up_shutdown(tmp_path):
+    config = BrokerConfig(data_dir=str(tmp_path / "data"), listen="127.0.0.1:0")
+    stop = asyncio.Event()
+    ready = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
+                                       ready=lambda host, port: ready.set_result(port)))
+    port = await asyncio.wait_for(ready, 10)
+    await roundtrip(port, ApiKey.CREATE_TOPICS, {"topics": [
+        {"topic": "t", "partitions": 1, "replication_factor": 1, "configs": {}}],
+        "timeout_ms": 1000})
+    poll = asyncio.create_task(roundtrip(port, ApiKey.FETCH, {
+        "replica_id": -1, "max_wait_ms": 20_000, "min_bytes": 1, "max_bytes": 1000,
+        "topics": [{"topic": "t", "partitions": [
+            {"partition": 0, "fetch_offset": 0, "max_bytes": 1000}]}]}))
+    await asyncio.sleep(0.2)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    stop.set()
+    await asyncio.wait_for(server, 10)
+    assert loop.time() - started < 5
+    answered = await asyncio.wait_for(poll, 5)  # answered (empty), not cut off
+    assert answered["topics"][0]["partitions"][0]["records"] == b""
