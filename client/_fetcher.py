@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from itertools import repeat
 
 from tslog.protocol.batch_header import HEADER_SIZE, parse_header, peek_length
 from tslog.protocol.messages import ApiKey
@@ -48,33 +49,37 @@ class PartitionState:
 class CompletedFetch:
     """Batches fetched for one partition, decoded lazily as ``poll`` reaches them."""
 
-    __slots__ = ("tp", "epoch", "batches", "node_id", "_pending")
+    __slots__ = ("tp", "epoch", "batches", "node_id", "_pending", "_next")
 
     def __init__(self, tp: TopicPartition, epoch: int, batches: list, node_id: int) -> None:
         self.tp = tp
         self.epoch = epoch
         self.batches = collections.deque(batches)
         self.node_id = node_id
-        self._pending: collections.deque = collections.deque()  # decoded, not yet returned
+        self._pending: list = []  # decoded records of the current batch
+        self._next = 0  # index of the first record of _pending not yet returned
 
     def take(self, state: PartitionState, limit: int | None, deserialize) -> list:
         """Up to ``limit`` records at or after the position; advances the position."""
         out: list = []
         while limit is None or len(out) < limit:
-            if not self._pending:
+            if self._next >= len(self._pending):
                 if not self.batches:
                     break
-                self._pending.extend(decode_batch(self.tp, self.batches.popleft(),
-                                                  state.position, deserialize))
+                self._pending = decode_batch(self.tp, self.batches.popleft(), state.position,
+                                             deserialize)
+                self._next = 0
                 continue
-            record = self._pending.popleft()
-            out.append(record)
-            state.position = record.offset + 1
+            stop = len(self._pending) if limit is None else self._next + limit - len(out)
+            chunk = self._pending[self._next:stop]
+            self._next += len(chunk)
+            out += chunk
+            state.position = chunk[-1].offset + 1
         return out
 
     @property
     def exhausted(self) -> bool:
-        return not self._pending and not self.batches
+        return self._next >= len(self._pending) and not self.batches
 
 
 def split_batches(records) -> tuple[list, int | None]:
@@ -93,35 +98,44 @@ def split_batches(records) -> tuple[list, int | None]:
     return batches, next_offset
 
 
+def _column(blob, offsets: list, valid: list, start: int, n: int, convert):
+    """The values of one binary column from ``start``: bytes or None, converted if asked."""
+    if not any(valid):
+        return repeat(None, n - start)
+    data = bytes(blob)
+    column = [data[a:b] if ok else None
+              for a, b, ok in zip(offsets[start:], offsets[start + 1:], valid[start:])]
+    if convert is not None:
+        column = [None if item is None else convert(item) for item in column]
+    return column
+
+
 def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
-    """ConsumerRecords of one batch at offsets >= ``position`` (column decode, one zip)."""
+    """ConsumerRecords of one batch at offsets >= ``position``, built column by column.
+
+    Records are assembled with ``map(tuple.__new__, ...)`` over zipped columns, so the only
+    per-record Python work is slicing keys and values out of their blobs.
+    """
     columns = decode_columns(batch)
     n = columns.record_count
     base = columns.base_offset
     start = max(0, position - base)
     if start >= n:
         return []
-    lat = columns.log_append_time
-    keys, values = bytes(columns.keys), bytes(columns.values)
-    key_offsets = columns.key_offsets.tolist()
-    value_offsets = columns.value_offsets.tolist()
-    headers = columns.headers or [None] * n
-    key_valid = columns.key_valid.tolist()
-    value_valid = columns.value_valid.tolist()
-    create_times = columns.create_time.tolist()
-    topic, partition = tp
     key_of, value_of = deserialize
-    out = []
-    for i in range(start, n):
-        key = keys[key_offsets[i]:key_offsets[i + 1]] if key_valid[i] else None
-        value = values[value_offsets[i]:value_offsets[i + 1]] if value_valid[i] else None
-        if key_of is not None and key is not None:
-            key = key_of(key)
-        if value_of is not None and value is not None:
-            value = value_of(value)
-        out.append(ConsumerRecord(topic, partition, base + i, key, value, create_times[i], lat,
-                                  list(headers[i]) if headers[i] else []))
-    return out
+    keys = _column(columns.keys, columns.key_offsets.tolist(), columns.key_valid.tolist(),
+                   start, n, key_of)
+    values = _column(columns.values, columns.value_offsets.tolist(),
+                     columns.value_valid.tolist(), start, n, value_of)
+    if columns.headers is None:
+        headers = map(list, repeat((), n - start))  # a fresh empty list per record
+    else:
+        headers = [list(entry) if entry else [] for entry in columns.headers[start:]]
+    count = n - start
+    fields = zip(repeat(tp.topic, count), repeat(tp.partition, count), range(base + start, base + n),
+                 keys, values, columns.create_time[start:].tolist(),
+                 repeat(columns.log_append_time, count), headers)
+    return list(map(tuple.__new__, repeat(ConsumerRecord, count), fields))
 
 
 class Fetcher:

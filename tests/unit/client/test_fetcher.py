@@ -1,0 +1,52 @@
+"""Turning Fetch answers into records without a broker: batch splitting and decoding."""
+
+from tslog.client._fetcher import CompletedFetch, PartitionState, decode_batch, split_batches
+from tslog.client._types import ConsumerRecord, TopicPartition
+from tslog.protocol.batch_header import stamp
+from tslog.protocol.records import build_batch
+
+TP = TopicPartition("t", 2)
+
+
+def stored(values, base_offset, lat=5000, **options) -> bytes:
+    """A batch as the broker would store it: offset and LogAppendTime stamped."""
+    batch = bytearray(build_batch(values, **options))
+    stamp(batch, base_offset, 0, lat)
+    return bytes(batch)
+
+
+def test_split_batches_ignores_a_torn_tail_and_reports_the_next_offset():
+    first, second = stored([b"a", b"b"], 10), stored([b"c"], 12)
+    batches, next_offset = split_batches(first + second + second[:30])
+    assert [bytes(b) for b in batches] == [first, second] and next_offset == 13
+    assert split_batches(b"") == ([], None)
+
+
+def test_decode_skips_records_below_the_position():
+    batch = stored([b"v0", b"v1", b"v2", None], 100, keys=[b"k", None, b"kk", b"x"],
+                   create_times=[1, 2, 3, 4], headers=[None, [("h", b"1")], None, None])
+    records = decode_batch(TP, batch, 101, (None, None))
+    assert records == [
+        ConsumerRecord("t", 2, 101, None, b"v1", 2, 5000, [("h", b"1")]),
+        ConsumerRecord("t", 2, 102, b"kk", b"v2", 3, 5000, []),
+        ConsumerRecord("t", 2, 103, b"x", None, 4, 5000, []),
+    ]
+    assert decode_batch(TP, batch, 104, (None, None)) == []
+    assert records[1].headers is not records[2].headers  # no shared mutable lists
+
+
+def test_decode_applies_deserializers_to_non_null_fields():
+    batch = stored([b"1", None], 0, keys=[b"a", None], create_times=7)
+    records = decode_batch(TP, batch, 0, (bytes.decode, int))
+    assert [(r.key, r.value) for r in records] == [("a", 1), (None, None)]
+
+
+def test_completed_fetch_hands_out_records_in_chunks_and_moves_the_position():
+    fetch = CompletedFetch(TP, 0, [stored([b"%d" % i for i in range(5)], 0),
+                                   stored([b"5", b"6"], 5)], node_id=0)
+    state = PartitionState()
+    state.position = 1
+    assert [r.offset for r in fetch.take(state, 3, (None, None))] == [1, 2, 3]
+    assert state.position == 4 and not fetch.exhausted
+    assert [r.offset for r in fetch.take(state, None, (None, None))] == [4, 5, 6]
+    assert state.position == 7 and fetch.exhausted
