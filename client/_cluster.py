@@ -98,6 +98,11 @@ class Cluster:
         age_ms = (time.monotonic() - self._metadata_time) * 1000
         return age_ms > self.metadata_max_age_ms
 
+    async def refresh_metadata_if_older(self, age_ms: float) -> None:
+        """Refresh unless the metadata is younger than ``age_ms`` (rate-limits lookups)."""
+        if (time.monotonic() - self._metadata_time) * 1000 >= age_ms:
+            await self.refresh_metadata()
+
     async def refresh_metadata(self) -> None:
         """Fetch metadata for every topic; concurrent callers share one request."""
         if self._refresh is None or self._refresh.done():

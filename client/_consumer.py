@@ -245,6 +245,8 @@ class AsyncConsumer:
         while True:
             if fetcher.reset_needed or any(s.position is None for s in self._states.values()):
                 await self._resolve_positions()
+            if any(self._cluster.leader_for(tp) is None for tp in self._states):
+                await self._cluster.refresh_metadata_if_older(self._cluster.retry_backoff_ms)
             fetcher.ensure_loops()
             if fetcher.errors:
                 raise fetcher.errors.popleft()

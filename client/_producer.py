@@ -187,18 +187,28 @@ class AsyncProducer:
             raise ClientClosedError()
         if self._sender is None:
             self._ensure_sender()
-        value, key = self._serialize(topic, value, key)
+        if self.value_serializer is not None or self.key_serializer is not None:
+            value, key = self._serialize(topic, value, key)
         return self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
 
     def _send_serialized(self, topic, value, key, partition, timestamp_ms,
                          headers) -> RecordFuture:
-        create_time = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
-        if not isinstance(create_time, int):
+        """The per-record fast path: checks, partition choice and append, few calls."""
+        if (value is not None and type(value) not in _BYTES) or (
+                key is not None and type(key) not in _BYTES):
+            raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
+        if value is not None and len(value) > self.max_request_size:
+            raise MessageTooLargeError(f"a record of {len(value)} bytes exceeds max_request_size")
+        if timestamp_ms is None:
+            create_time = time.time_ns() // 1_000_000
+        elif type(timestamp_ms) is int:
+            create_time = timestamp_ms
+        else:
             raise TypeError("timestamp_ms must be an int (epoch milliseconds)")
-        partitions = self._cluster.partition_count(topic)
+        partitions = self._cluster.topics.get(topic)
         if not partitions:
             return self._defer((topic, value, key, partition, create_time, headers))
-        return self._append(topic, partitions, value, key, partition, create_time, headers)
+        return self._append(topic, len(partitions), value, key, partition, create_time, headers)
 
     async def send_and_wait(self, topic: str, value=None, key=None, partition=None,
                             timestamp_ms=None, headers=None) -> RecordMetadata:
@@ -280,6 +290,8 @@ class AsyncProducer:
     async def _run(self) -> None:
         while True:
             self._wakeup.clear()
+            if self._cluster.metadata_stale():  # e.g. partitions were added
+                self._refresh_metadata()
             next_time = self._resolve_deferred()
             sent, ready_time = self._send_ready(time.monotonic())
             if sent:

@@ -153,3 +153,24 @@ def test_send_to_a_topic_before_metadata_is_loaded_async(broker):
             return await asyncio.wait_for(future, 20)
 
     assert asyncio.run(scenario()).offset == 0
+
+
+async def test_async_consumer_works_without_start_after_assign_and_seek(broker):
+    async with AsyncProducer(broker.bootstrap) as producer:
+        async with AsyncAdmin(broker.bootstrap) as admin:
+            await admin.create_topic("lazy")
+        await producer.send("lazy", b"a")
+        await producer.send("lazy", b"b")
+    consumer = AsyncConsumer(broker.bootstrap)  # no start(): metadata is loaded on demand
+    try:
+        tp = TopicPartition("lazy", 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 1)
+        records = []
+        for _ in range(50):
+            records += await consumer.poll(100)
+            if records:
+                break
+        assert [(r.offset, r.value) for r in records] == [(1, b"b")]
+    finally:
+        await consumer.close()
