@@ -145,3 +145,20 @@ def test_commit_and_lookups_are_not_stuck_behind_a_long_poll(broker):
         assert consumer.committed(TP0) == 1
         assert consumer.end_offsets([TP0]) == {TP0: 1}
         assert time.monotonic() - started < 5
+
+
+def test_producer_refreshes_metadata_when_a_topic_is_recreated(broker):
+    """UNKNOWN_TOPIC_OR_PARTITION is retriable and refreshes metadata: the send survives."""
+    with Admin(broker.bootstrap) as admin, \
+            Producer(broker.bootstrap, retries=50, retry_backoff_ms=20) as producer:
+        admin.create_topic("phoenix")
+        assert producer.send("phoenix", b"first").get(10).offset == 0
+        admin.delete_topic("phoenix")
+        future = producer.send("phoenix", b"second")
+        admin.create_topic("phoenix", partitions=2)
+        metadata = future.get(20)
+        assert metadata.offset == 0  # a new log
+    records = []
+    with Consumer(broker.bootstrap, "phoenix", auto_offset_reset="earliest") as consumer:
+        records = poll_until(consumer, 1)
+    assert [r.value for r in records] == [b"second"]
