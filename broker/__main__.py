@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         log.error("tslog-broker could not start: %s", exc)
         return 1
+    except Exception:
+        log.exception("tslog-broker failed")
+        return 1
     return 0
 
 

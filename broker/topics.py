@@ -1,8 +1,9 @@
 """The topic manager: topics as a metadata entry plus one PartitionLog per partition.
 
-Owner: the broker's event loop. Every method here is synchronous; the ones that touch many
-files (``open_all`` at startup, ``close_all`` at shutdown, retention, checkpoints) are called
-through a thread by the server. Creating and deleting topics is rare and quick (a JSON file
+Owner: the broker's event loop. Every method here is synchronous. ``open_all`` (startup
+recovery) and ``close_all`` (shutdown) run in a thread while nothing else touches the logs;
+retention and checkpoints run on the loop one log at a time, because the storage engine
+allows only ``flush`` to run beside its owner. Creating and deleting topics is rare and quick (a JSON file
 and a few directories), so it runs on the loop, which keeps the topic maps single-threaded.
 
 Crash safety of the two-step changes: a topic is written to the metadata store before its
@@ -206,13 +207,12 @@ class TopicManager:
             log.exception("retention on %s-%d failed", *key)
         return deleted
 
-    def run_checkpoints(self) -> None:
-        """Write every log's recovery point. Touches only the checkpoint file: thread-safe."""
-        for key, plog in list(self.logs.items()):
-            try:
-                plog.checkpoint()
-            except Exception:
-                log.exception("checkpoint of %s-%d failed", *key)
+    def checkpoint(self, key: tuple[str, int], plog: PartitionLog) -> None:
+        """Write one log's recovery point (so a crash re-reads less on the next start)."""
+        try:
+            plog.checkpoint()
+        except Exception:
+            log.exception("checkpoint of %s-%d failed", *key)
 
 
 _LOG_KEYS = frozenset(LogConfig().to_mapping())

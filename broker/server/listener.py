@@ -52,7 +52,11 @@ async def _retention(broker: Broker) -> None:
 
 
 async def _checkpoints(broker: Broker) -> None:
-    await asyncio.to_thread(broker.topics.run_checkpoints)
+    """On the loop, one log at a time: retention and rollbacks write the same checkpoint
+    files from the loop, and two writers of one file must never overlap."""
+    for key, plog in list(broker.topics.logs.items()):
+        broker.topics.checkpoint(key, plog)
+        await asyncio.sleep(0)
 
 
 async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = None,
@@ -68,15 +72,17 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     stop = asyncio.Event()
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
-    broker = await asyncio.to_thread(Broker.open, config)
     try:
-        await _serve_opened(broker, config, stop.wait() if shutdown_trigger is None
-                            else shutdown_trigger, ready)
+        broker = await asyncio.to_thread(Broker.open, config)
+        try:
+            await _serve_opened(broker, config, stop.wait() if shutdown_trigger is None
+                                else shutdown_trigger, ready)
+        finally:
+            await asyncio.to_thread(broker.close)
+            log.info("tslog-broker stopped")
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
-        await asyncio.to_thread(broker.close)
-        log.info("tslog-broker stopped")
 
 
 async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,

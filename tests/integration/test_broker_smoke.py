@@ -31,3 +31,54 @@ def test_broker_starts_with_no_arguments_on_the_default_address(tmp_path):
     result = subprocess.run([sys.executable, "-m", "tslog.broker", "--help"],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 0 and "--data-dir" in result.stdout
+
+
+def test_sigint_also_stops_cleanly(broker):
+    import signal
+
+    broker.process.send_signal(signal.SIGINT)
+    assert broker.process.wait(30) == 0
+
+
+def test_config_file_and_environment_reach_the_running_broker(broker_factory, tmp_path):
+    from tslog.protocol.messages import ApiKey
+
+    config = tmp_path / "broker.toml"
+    config.write_text('num_partitions = 3\n[log]\n"retention.ms" = 3600000\n')
+    broker = broker_factory(args=["--config", str(config)],
+                            env={"TSLOG_LOG_SEGMENT_BYTES": "1048576"})
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.create_topic("events", partitions=-1) == 0
+        metadata = wire.request(ApiKey.METADATA, {"topics": ["events"]})
+        assert len(metadata["topics"][0]["partitions"]) == 3
+        described = wire.request(ApiKey.DESCRIBE_CONFIGS,
+                                 {"resources": [{"type": "topic", "name": "events"}]})
+        configs = {c["name"]: (c["value"], c["source"])
+                   for c in described["resources"][0]["configs"]}
+        assert configs["retention.ms"] == ("3600000", "broker")
+        assert configs["segment.bytes"] == ("1048576", "broker")
+    assert "effective config" in broker.log_text()
+
+
+def test_bad_config_exits_2_listing_every_problem(tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "broker.toml"
+    config.write_text('listen = "nowhere"\nmystery = 1\n')
+    result = subprocess.run([sys.executable, "-m", "tslog.broker", "--config", str(config),
+                             "--data-dir", str(tmp_path / "data")],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert "mystery" in result.stderr and "listen" in result.stderr
+
+
+def test_port_in_use_exits_1_with_one_error_line(broker, tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "tslog.broker", "--listen", broker.bootstrap,
+                             "--data-dir", str(tmp_path / "other")],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert "could not start" in result.stderr and "Traceback" not in result.stderr
