@@ -162,3 +162,16 @@ def test_producer_refreshes_metadata_when_a_topic_is_recreated(broker):
     with Consumer(broker.bootstrap, "phoenix", auto_offset_reset="earliest") as consumer:
         records = poll_until(consumer, 1)
     assert [r.value for r in records] == [b"second"]
+
+
+def test_consumer_keeps_reading_across_a_broker_restart(broker):
+    fill(broker.bootstrap, 10)
+    with Consumer(broker.bootstrap, auto_offset_reset="earliest",
+                  retry_backoff_ms=20) as consumer:
+        consumer.assign([TP0])
+        assert [r.offset for r in poll_until(consumer, 10)] == list(range(10))
+        broker.restart()
+        with Producer(broker.bootstrap) as producer:
+            producer.send("log", b"after", partition=0).get(10)
+        records = poll_until(consumer, 1, timeout_s=20)
+        assert [(r.offset, r.value) for r in records] == [(10, b"after")]
