@@ -1,0 +1,31 @@
+"""``bench/broker.py --quick`` still runs end to end (so the benchmark cannot rot).
+
+It starts its own broker on a free loopback port and asserts nothing about timings; this test
+only checks that it exits 0 and prints every table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "broker.py"
+
+
+def test_bench_broker_quick_prints_its_tables(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--runs", "1", "--no-redis", "--dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    for title in ("Produce, one producer, one partition",
+                  "Consume from a timestamp to the end",
+                  "Lookup by time: ListOffsets round trip"):
+        assert title in out, out
+    for header in ("| acks", "records/s (min-max)", "tslog/Redis XADD c=1", "target?",
+                   "p50 us", "p99 us (min-max)", "p99.9 us"):
+        assert header in out, out
+    assert "Redis rows skipped (--no-redis)" in out
+    assert "tslog.client.Producer" in out and "raw Fetch loop" in out
+    assert list(tmp_path.iterdir()) == []  # the temporary data directory was removed
