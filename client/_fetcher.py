@@ -20,13 +20,13 @@ import collections
 import logging
 from itertools import repeat
 
-from tslog.protocol.batch_header import HEADER_SIZE, parse_header, peek_length
+from tslog.protocol.batch_header import HEADER_SIZE, BatchFormatError, parse_header, peek_length
 from tslog.protocol.messages import ApiKey
 from tslog.protocol.records import decode_columns
 
 from ._offsets import group_by_topic
 from ._types import ConsumerRecord, TopicPartition
-from .errors import TslogError, error_for
+from .errors import CorruptMessageError, TslogError, error_for
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,15 @@ class CompletedFetch:
             if self._next >= len(self._pending):
                 if not self.batches:
                     break
-                self._pending = decode_batch(self.tp, self.batches.popleft(), state.position,
-                                             deserialize)
+                batch = self.batches[0]
+                try:
+                    self._pending = decode_batch(self.tp, batch, state.position, deserialize)
+                except BatchFormatError as exc:
+                    # Keep the batch: every poll raises until the user seeks past it.
+                    raise CorruptMessageError(
+                        f"{self.tp.topic}-{self.tp.partition} at offset {state.position}: {exc}"
+                    ) from None
+                self.batches.popleft()
                 self._next = 0
                 continue
             stop = len(self._pending) if limit is None else self._next + limit - len(out)
@@ -219,7 +226,13 @@ class Fetcher:
                 self._backoff(fetchable, refresh=True)
                 await asyncio.sleep(self.cluster.retry_backoff_ms / 1000)
                 continue
-            self._absorb(node_id, reply, epochs)
+            try:
+                self._absorb(node_id, reply, epochs)
+            except Exception as exc:  # a bug or a broker answer we cannot use: tell poll
+                log.exception("cannot use a fetch answer from broker %s", node_id)
+                self.errors.append(exc)
+                self._backoff(fetchable, refresh=False)
+                self.notify()
 
     def _absorb(self, node_id: int, reply: dict, epochs: dict) -> None:
         refresh = False

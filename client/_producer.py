@@ -21,26 +21,23 @@ has fetched it (or fail after ``max_block_ms``).
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import logging
 import threading
 import time
 
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
-from tslog.protocol.messages import ApiKey
 
-from ._accumulator import ProducerBatch, RecordAccumulator, RecordFuture
+from ._accumulator import RecordAccumulator, RecordFuture
 from ._cluster import Cluster
 from ._partitioner import StickyPartitioner, key_partition
+from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
 from .errors import (
     ClientClosedError,
-    InvalidResponseError,
     MessageTooLargeError,
     TslogError,
     UnknownTopicOrPartitionError,
-    error_for,
 )
 
 log = logging.getLogger(__name__)
@@ -74,7 +71,7 @@ class _DeferredRecord:
             self.future.set_result(None)
 
 
-class AsyncProducer:
+class AsyncProducer(SenderMixin):
     """Publish records; ``async with AsyncProducer("host:port") as producer: ...``.
 
     Args:
@@ -284,161 +281,6 @@ class AsyncProducer:
 
     async def partitions_for(self, topic: str) -> list[int]:
         return await self._cluster.ensure_topic(topic)
-
-    # ---------------------------------------------------------------------------- sender
-
-    async def _run(self) -> None:
-        while True:
-            self._wakeup.clear()
-            if self._cluster.metadata_stale():  # e.g. partitions were added
-                self._refresh_metadata()
-            next_time = self._resolve_deferred()
-            sent, ready_time = self._send_ready(time.monotonic())
-            if sent:
-                await asyncio.sleep(0)  # let responses and appends in, then look again
-                continue
-            for candidate in (ready_time,):
-                if candidate is not None and (next_time is None or candidate < next_time):
-                    next_time = candidate
-            timeout = None if next_time is None else max(0.0, next_time - time.monotonic())
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
-
-    def _send_ready(self, now: float) -> tuple[bool, float | None]:
-        accumulator, cluster = self._accumulator, self._cluster
-        with accumulator.lock:
-            ready, next_time = accumulator.ready(now)
-        by_node: dict[int, list[TopicPartition]] = collections.defaultdict(list)
-        for tp in ready:
-            leader = cluster.leader_for(tp)
-            if leader is None:
-                self._retry_head(tp, error_for(5)(f"no leader known for {tp.topic}-{tp.partition}"))
-                self._refresh_metadata()
-            else:
-                by_node[leader].append(tp)
-        sent = False
-        for node_id, tps in by_node.items():
-            conn = cluster.open_connection(node_id)
-            if conn is None:
-                self._connect(node_id, tps)
-                continue
-            if conn.on_ready is None:
-                conn.on_ready = self._wake
-            if conn.has_capacity():
-                self._send_request(conn, node_id, tps)
-                sent = True
-        return sent, next_time
-
-    def _send_request(self, conn, node_id: int, tps: list[TopicPartition]) -> None:
-        accumulator = self._accumulator
-        batches: list[ProducerBatch] = []
-        size = 0
-        with accumulator.lock:
-            for tp in tps:
-                if batches and size >= self.max_request_size:
-                    break
-                batch = accumulator.pop(tp)
-                if batch is not None:
-                    batches.append(batch)
-                    size += batch.size_bytes
-                    partitions = self._cluster.partitions_for(tp.topic) or [0]
-                    self._sticky.batch_closed(tp.topic, tp.partition, len(partitions))
-        topics: dict[str, list] = collections.defaultdict(list)
-        sendable = []
-        for batch in batches:
-            try:
-                records = batch.build(self.compression)
-            except (TypeError, ValueError) as exc:
-                self._finish(batch, error=exc)
-                continue
-            topics[batch.tp.topic].append({"partition": batch.tp.partition, "records": records})
-            sendable.append(batch)
-        if not sendable:
-            return
-        body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
-                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
-        future = conn.send_nowait(ApiKey.PRODUCE, body, expect_response=self.acks != 0,
-                                  timeout_ms=self.request_timeout_ms + 5_000)
-        future.add_done_callback(lambda f: self._on_response(f, sendable))
-
-    def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
-        error = future.exception()
-        if error is not None:
-            for batch in batches:
-                self._retry_or_fail(batch, error)
-        elif self.acks == 0:
-            for batch in batches:
-                self._finish(batch, result=(-1, -1))
-        else:
-            answers = {(t["topic"], p["partition"]): p
-                       for t in future.result()["topics"] for p in t["partitions"]}
-            for batch in batches:
-                answer = answers.get(batch.tp)
-                if answer is None:
-                    self._finish(batch, error=InvalidResponseError(
-                        f"no answer for {batch.tp.topic}-{batch.tp.partition}"))
-                elif answer["error_code"]:
-                    self._retry_or_fail(batch, error_for(answer["error_code"])())
-                else:
-                    self._finish(batch, result=(answer["base_offset"], answer["log_append_time"]))
-        self._wake()
-
-    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
-        age_ms = (time.monotonic() - batch.created) * 1000
-        if (isinstance(error, TslogError) and error.retriable and not self._closed
-                and batch.attempts < self.retries and age_ms < self.delivery_timeout_ms):
-            batch.attempts += 1
-            retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)
-            with self._accumulator.lock:
-                self._accumulator.reenqueue(batch, retry_at)
-            if error.invalid_metadata:
-                self._refresh_metadata()
-            log.debug("retrying %s after %r", batch.tp, error)
-        else:
-            self._finish(batch, error=error)
-
-    def _finish(self, batch: ProducerBatch, *, result=None, error=None) -> None:
-        if error is not None:
-            batch.fail(error)
-        else:
-            batch.complete(*result)
-        with self._accumulator.lock:
-            self._accumulator.done(batch)
-
-    def _retry_head(self, tp: TopicPartition, error: TslogError) -> None:
-        """The next batch of ``tp`` could not even be sent: count it as a failed attempt."""
-        with self._accumulator.lock:
-            batch = self._accumulator.pop(tp)
-        if batch is not None:
-            self._retry_or_fail(batch, error)
-
-    def _refresh_metadata(self) -> None:
-        if self._metadata_task is None or self._metadata_task.done():
-            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
-
-    async def _refresh_and_wake(self) -> None:
-        try:
-            await self._cluster.refresh_metadata()
-        except TslogError as exc:
-            log.debug("metadata refresh failed: %r", exc)
-        self._wake()
-
-    def _connect(self, node_id: int, tps: list[TopicPartition]) -> None:
-        async def connect() -> None:
-            try:
-                await self._cluster.connection(node_id)
-            except TslogError as exc:
-                log.debug("cannot connect to broker %s: %r", node_id, exc)
-                for tp in tps:
-                    self._retry_head(tp, exc)
-                self._refresh_metadata()
-            self._wake()
-        if node_id not in self._connecting_nodes:
-            self._connecting_nodes.add(node_id)
-            task = asyncio.ensure_future(connect())
-            task.add_done_callback(lambda _: self._connecting_nodes.discard(node_id))
 
     def _resolve_deferred(self) -> float | None:
         """Append deferred records whose topic is now known; fail those waited too long."""

@@ -50,3 +50,20 @@ def test_completed_fetch_hands_out_records_in_chunks_and_moves_the_position():
     assert state.position == 4 and not fetch.exhausted
     assert [r.offset for r in fetch.take(state, None, (None, None))] == [4, 5, 6]
     assert state.position == 7 and fetch.exhausted
+
+
+def test_a_corrupt_batch_raises_on_every_poll_until_the_user_seeks_past_it():
+    import pytest
+
+    from tslog.client.errors import CorruptMessageError
+
+    good, bad = stored([b"a"], 0), bytearray(stored([b"b"], 1))
+    bad[-1] ^= 0xFF  # breaks the CRC
+    fetch = CompletedFetch(TP, 0, [good, bytes(bad)], node_id=0)
+    state = PartitionState()
+    state.position = 0
+    assert [r.value for r in fetch.take(state, 1, (None, None))] == [b"a"]
+    for _ in range(2):
+        with pytest.raises(CorruptMessageError):
+            fetch.take(state, None, (None, None))
+        assert state.position == 1
