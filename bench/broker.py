@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgpack
@@ -590,10 +591,11 @@ class Redis:
     def start(self) -> "Redis":
         import redis
 
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", HOST, "--save", "",
-             "--appendonly", "no", "--dir", str(self.dir)],
-            stdout=open(self.dir / "redis.log", "ab"), stderr=subprocess.STDOUT)
+        with open(self.dir / "redis.log", "ab") as log_file:
+            self.process = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", HOST, "--save", "",
+                 "--appendonly", "no", "--dir", str(self.dir)],
+                stdout=log_file, stderr=subprocess.STDOUT)
         self.client = redis.Redis(host=HOST, port=self.port)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
@@ -697,6 +699,228 @@ def lookup_stats(latency_runs: list[list[float]]) -> tuple[list, list, list]:
     return p50s, p99s, p999s
 
 
+@dataclass
+class Setup:
+    """What every section needs: the servers, the sizes, the partition under test."""
+
+    broker: Broker
+    redis: Redis | None
+    runs: int
+    produce_batches: int
+    client_records: int
+    partition_records: int
+    lookups: int
+    xadd_requests: int
+    window: int = 8
+    topic: str = "timeline"
+    append_times: list[int] = field(default_factory=list)  # LAT of each batch of `topic`
+
+
+def section_produce(setup: Setup) -> None:
+    produced = bench_produce(setup.broker, setup.runs, setup.produce_batches,
+                             setup.client_records, setup.window)
+    xadd = {}
+    if setup.redis is not None:
+        for clients in (1, 50):
+            xadd[clients] = [setup.redis.xadd_rate(clients, setup.xadd_requests)
+                             for _ in range(setup.runs)]
+    redis_c1 = median(xadd[1]) if xadd else None
+    labels = {
+        ("raw", 1): f"pre-encoded batches, raw socket, {setup.window} in flight (broker capacity)",
+        ("client", 1): "tslog.client.Producer: send() x N + flush()",
+        ("raw", -1): f"pre-encoded batches, raw socket, {setup.window} in flight",
+        ("client", -1): "tslog.client.Producer(acks='all'): send() x N + flush()",
+    }
+    rows = []
+    for acks in (1, -1):
+        for path in ("raw", "client"):
+            rates = produced[(path, acks)]
+            rate = median(rates)
+            if acks == 1:
+                target = "3x Redis c=1 and >= 1M"
+                ok = rate >= 1e6 and (redis_c1 is None or rate >= 3 * redis_c1)
+            else:
+                target = ">= 0.5M"
+                ok = rate >= 0.5e6
+            rows.append(["1" if acks == 1 else "all (fsync, group commit)", labels[(path, acks)],
+                         spread(rates), f"{rate * len(VALUE) / 1e6:,.0f}",
+                         f"{rate * (len(VALUE) + 12) / 1e6:,.0f}", target, verdict(ok),
+                         ratio(rate, redis_c1)])
+    for clients, rates in xadd.items():
+        rate = median(rates)
+        rows.append(["-", f"Redis XADD, redis-benchmark -c {clients} -P 100 (no AOF)",
+                     spread(rates), f"{rate * len(VALUE) / 1e6:,.0f}", "-", "-", "-",
+                     ratio(rate, redis_c1)])
+    print_table(
+        f"Produce, one producer, one partition ({setup.produce_batches:,} batches raw / "
+        f"{setup.client_records:,} records via the client per run)",
+        ["acks", "path", "records/s (min-max)", "value MB/s", "batch MB/s", "target",
+         "target?", "tslog/Redis XADD c=1"],
+        rows,
+        notes=["value MB/s counts the 100-byte values only; batch MB/s the ~112 bytes a "
+               "record takes in a batch.",
+               "Redis XADD (redis-benchmark, C client, 100 commands pipelined) is Redis' "
+               "best case, in memory without persistence; the acks=all rows compare "
+               "against the same figure."])
+
+
+def section_fill(setup: Setup) -> None:
+    """The partition (and Redis stream 't') that the consume and lookup sections read."""
+    started = time.perf_counter()
+    setup.append_times = fill_partition(setup.broker, setup.topic, setup.partition_records,
+                                        setup.window)
+    fill_s = time.perf_counter() - started
+    with Raw(setup.broker.port) as raw:
+        end_offset = raw.list_offset(setup.topic, -1)["offset"]
+    if end_offset != setup.partition_records:
+        raise RuntimeError(f"partition holds {end_offset} records, not {setup.partition_records}")
+    line = (f"\n  lookup/consume partition: {setup.partition_records:,} records in "
+            f"{len(setup.append_times):,} batches, LogAppendTime span "
+            f"{setup.append_times[-1] - setup.append_times[0]:,} ms, filled in {fill_s:.1f} s")
+    if setup.redis is not None:
+        redis_fill_s = setup.redis.fill("t", setup.partition_records)
+        line += (f"; Redis stream 't': {setup.partition_records:,} entries, ids "
+                 f"<ms>-0..{REDIS_PER_MS - 1} over {setup.partition_records // REDIS_PER_MS:,} "
+                 f"ms, filled with redis-cli --pipe in {redis_fill_s:.1f} s")
+    print(line)
+
+
+def section_consume(setup: Setup) -> None:
+    # the newest half of the partition, at most 10^6 records (so --large stays bounded)
+    consume_records = min(setup.partition_records // 2, 10**6)
+    times = setup.append_times
+    consume_from = times[len(times) - consume_records // BATCH_RECORDS]
+    with Raw(setup.broker.port) as raw:
+        end_offset = raw.list_offset(setup.topic, -1)["offset"]
+        first_offset = raw.list_offset(setup.topic, consume_from)["offset"]
+    consume_rates, fetch_rates = [], {}
+    for _ in range(setup.runs):
+        elapsed, count = consume_client(setup.broker.bootstrap, setup.topic, consume_from,
+                                        end_offset)
+        consume_rates.append(count / elapsed)
+    for max_bytes in (1 << 20, 8 << 20):
+        for _ in range(setup.runs):
+            elapsed, nbytes, count = fetch_raw(setup.broker.port, setup.topic, first_offset,
+                                               end_offset, max_bytes)
+            fetch_rates.setdefault(max_bytes, []).append((nbytes / elapsed, count / elapsed))
+    redis_consume, redis_c_read = [], []
+    if setup.redis is not None:
+        redis_from = REDIS_BASE_MS + (setup.partition_records - consume_records) // REDIS_PER_MS
+        for _ in range(setup.runs):
+            elapsed, count = setup.redis.consume("t", redis_from)
+            redis_consume.append(count / elapsed)
+        for _ in range(setup.runs):
+            rps = setup.redis.benchmark("-c", "1", "-n", str(max(200, setup.lookups // 10)),
+                                        "XRANGE", "t", str(redis_from), "+", "COUNT", "1000")
+            redis_c_read.append(rps * 1000)
+    redis_py = median(redis_consume) if redis_consume else None
+    redis_c = median(redis_c_read) if redis_c_read else None
+    rate = median(consume_rates)
+    rows = [["tslog.client.Consumer: seek_to_timestamp + poll to the end, records decoded",
+             spread(consume_rates), f"{rate * len(VALUE) / 1e6:,.0f}", ">= 1M",
+             verdict(rate >= 1e6), ratio(rate, redis_py)]]
+    for max_bytes, pairs in fetch_rates.items():
+        mbs = [pair[0] / 1e6 for pair in pairs]
+        recs = [pair[1] for pair in pairs]
+        rows.append([f"raw Fetch loop, max_bytes {max_bytes >> 20} MiB, 1 in flight, not decoded",
+                     spread(recs), spread(mbs), ">= 500 MB/s", verdict(median(mbs) >= 500),
+                     ratio(median(recs), redis_c)])
+    if setup.redis is not None:
+        rows.append(["Redis XRANGE COUNT 1000 pages via redis-py (+hiredis), into Python",
+                     spread(redis_consume), f"{redis_py * len(VALUE) / 1e6:,.0f}", "-", "-",
+                     "1.00x"])
+        rows.append(["Redis XRANGE COUNT 1000, redis-benchmark -c 1 (C client)",
+                     spread(redis_c_read), f"{redis_c * len(VALUE) / 1e6:,.0f}", "-", "-", "-"])
+    print_table(
+        f"Consume from a timestamp to the end (about {end_offset - first_offset:,} records, "
+        "page cache warm)",
+        ["path", "records/s (min-max)", "MB/s", "target", "target?", "tslog/Redis"],
+        rows,
+        notes=["MB/s: values for decoded rows, whole record bytes for the raw Fetch rows.",
+               "tslog/Redis: decoded row vs Redis via redis-py; raw Fetch rows vs "
+               "redis-benchmark XRANGE COUNT 1000 (both without Python objects per record)."])
+
+
+def section_lookups(setup: Setup) -> None:
+    """The paths take turns in chunks, so bursts of other load on the machine hit all alike."""
+    first_lat, last_lat = setup.append_times[0], setup.append_times[-1]
+    redis_span = setup.partition_records // REDIS_PER_MS
+    rng = random.Random(42)
+    with Raw(setup.broker.port) as raw:
+        sample_request = raw.encode(ApiKey.LIST_OFFSETS, {
+            "replica_id": -1, "timestamp_type": "append", "topics": [
+                {"topic": setup.topic, "partitions": [{"partition": 0, "timestamp": first_lat}]}]})
+    chunk = max(100, setup.lookups // 10)
+    lookers = []
+    results: dict = {}
+    try:
+        lookers.append(RawLookups(setup.broker.port, setup.topic))
+        lookers.append(AsyncClientLookups(setup.broker.bootstrap, setup.topic))
+        lookers.append(SyncClientLookups(setup.broker.bootstrap, setup.topic))
+        lookers.append(EchoFloor(sample_request))
+        for _ in range(setup.runs):
+            run_latencies: dict = {}
+            for _ in range(max(1, setup.lookups // chunk)):
+                targets = [rng.randint(first_lat, last_lat) for _ in range(chunk)]
+                for looker in lookers:
+                    latencies, wrong = looker.run(targets)
+                    if wrong:
+                        raise RuntimeError(f"{looker.name}: {wrong} wrong lookup answers")
+                    run_latencies.setdefault(looker.name, []).extend(latencies)
+                if setup.redis is not None:
+                    latencies, wrong = setup.redis.lookups("t", [
+                        rng.randint(REDIS_BASE_MS, REDIS_BASE_MS + redis_span - 1)
+                        for _ in range(chunk)])
+                    if wrong:
+                        raise RuntimeError(f"Redis XRANGE: {wrong} wrong lookup answers")
+                    run_latencies.setdefault("redis", []).extend(latencies)
+            for name, latencies in run_latencies.items():
+                results.setdefault(name, []).append(latencies)
+    finally:
+        for looker in lookers:
+            looker.close()
+    redis_p99 = median(lookup_stats(results["redis"])[1]) if setup.redis is not None else None
+    rows = []
+    for looker in lookers:
+        p50s, p99s, p999s = lookup_stats(results[looker.name])
+        p99 = median(p99s)
+        if isinstance(looker, EchoFloor):
+            target, ok = "-", None
+        else:
+            target = "<= 250 us and <= Redis p99"
+            ok = p99 <= 250 and (redis_p99 is None or p99 <= redis_p99)
+        rows.append([looker.name, spread(p50s), spread(p99s), spread(p999s), target,
+                     verdict(ok), ratio(p99, redis_p99)])
+    if setup.redis is not None:
+        p50s, p99s, p999s = lookup_stats(results["redis"])
+        rows.append(["Redis XRANGE <ms-id> + COUNT 1 via redis-py (+hiredis)",
+                     spread(p50s), spread(p99s), spread(p999s), "-", "-", "1.00x"])
+    print_table(
+        f"Lookup by time: ListOffsets round trip on a partition of {setup.partition_records:,} "
+        f"records ({setup.lookups:,} random timestamps per run, one connection, us)",
+        ["path", "p50 us", "p99 us (min-max)", "p99.9 us", "target", "target?",
+         "p99 tslog/Redis (lower is better)"],
+        rows,
+        notes=["every answer is checked (offset found, its time >= the target); Redis "
+               "answers must be <ms>-0.",
+               f"the paths take turns in chunks of {chunk:,} lookups; the raw loop and the "
+               "floor use a blocking socket in this process, the client rows the tslog "
+               "client's own connection."])
+
+
+def describe_redis(redis_server: Redis) -> str:
+    import redis
+
+    try:
+        import hiredis  # noqa: F401
+        parser_name = "hiredis"
+    except ImportError:
+        parser_name = "pure-Python parser"
+    version = redis_server.client.info("server")["redis_version"]
+    return (f"  redis-server {version} pid {redis_server.process.pid} on {HOST}:{redis_server.port} "
+            f"(--save '' --appendonly no); redis-py {redis.__version__} with {parser_name}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -709,19 +933,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     runs = max(1, args.runs or (2 if args.quick else 5))
     if args.quick:
-        produce_batches, client_records, partition_records, lookups = 50, 50_000, 10**5, 2_000
-        xadd_requests, window = 100_000, 8
+        sizes = dict(produce_batches=50, client_records=50_000, partition_records=10**5,
+                     lookups=2_000, xadd_requests=100_000)
     else:
-        produce_batches, client_records, partition_records, lookups = 300, 300_000, 10**6, 10_000
-        xadd_requests, window = 500_000, 8
+        sizes = dict(produce_batches=300, client_records=300_000, partition_records=10**6,
+                     lookups=10_000, xadd_requests=500_000)
     if args.large:
-        partition_records = 10**7
+        sizes["partition_records"] = 10**7
 
     redis_missing = [] if args.no_redis else Redis.missing()
-    use_redis = not args.no_redis and not redis_missing
     root = Path(tempfile.mkdtemp(prefix="tslog-bench-broker-", dir=args.dir))
-    broker = Broker(root)
-    redis_server = None
+    setup = Setup(broker=Broker(root), redis=None, runs=runs, **sizes)
+    code = None
     try:
         print(f"tslog broker benchmark: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
               f"msgpack {'.'.join(map(str, msgpack.version))}, medians of {runs} runs (min-max), "
@@ -735,216 +958,32 @@ def main(argv=None) -> int:
         elif redis_missing:
             print(f"  Redis rows SKIPPED: not installed: {', '.join(redis_missing)} "
                   "(Debian: apt-get install redis-server redis-tools; pip install redis hiredis)")
-        broker.start()
-        print(f"  tslog-broker pid {broker.process.pid} on {broker.bootstrap}")
-        if use_redis:
-            redis_server = Redis(root).start()
-            import redis as _r
-            try:
-                import hiredis  # noqa: F401
-                parser_name = "hiredis"
-            except ImportError:
-                parser_name = "pure-Python parser"
-            version = redis_server.client.info("server")["redis_version"]
-            print(f"  redis-server {version} pid {redis_server.process.pid} on "
-                  f"{HOST}:{redis_server.port} (--save '' --appendonly no); redis-py "
-                  f"{_r.__version__} with {parser_name}")
-
-        # ---- produce
-        produced = bench_produce(broker, runs, produce_batches, client_records, window)
-        xadd = {}
-        if use_redis:
-            for clients in (1, 50):
-                xadd[clients] = [redis_server.xadd_rate(clients, xadd_requests) for _ in range(runs)]
-        redis_c1 = median(xadd[1]) if xadd else None
-        rows = []
-        labels = {
-            ("raw", 1): f"pre-encoded batches, raw socket, {window} in flight (broker capacity)",
-            ("client", 1): "tslog.client.Producer: send() x N + flush()",
-            ("raw", -1): f"pre-encoded batches, raw socket, {window} in flight",
-            ("client", -1): "tslog.client.Producer(acks='all'): send() x N + flush()",
-        }
-        for acks in (1, -1):
-            for path in ("raw", "client"):
-                rates = produced[(path, acks)]
-                rate = median(rates)
-                if acks == 1:
-                    target = "3x Redis c=1 and >= 1M"
-                    ok = rate >= 1e6 and (redis_c1 is None or rate >= 3 * redis_c1)
-                else:
-                    target = ">= 0.5M"
-                    ok = rate >= 0.5e6
-                rows.append([
-                    "1" if acks == 1 else "all (fsync, group commit)", labels[(path, acks)],
-                    spread(rates), f"{rate * len(VALUE) / 1e6:,.0f}",
-                    f"{rate * (len(VALUE) + 12) / 1e6:,.0f}",
-                    target, verdict(ok), ratio(rate, redis_c1)])
-        for clients in (1, 50):
-            if clients in xadd:
-                rate = median(xadd[clients])
-                rows.append(["-", f"Redis XADD, redis-benchmark -c {clients} -P 100 (no AOF)",
-                             spread(xadd[clients]), f"{rate * len(VALUE) / 1e6:,.0f}", "-",
-                             "-", "-", "1.00x" if clients == 1 else ratio(rate, redis_c1)])
-        print_table(
-            f"Produce, one producer, one partition ({produce_batches:,} batches raw / "
-            f"{client_records:,} records via the client per run)",
-            ["acks", "path", "records/s (min-max)", "value MB/s", "batch MB/s", "target",
-             "target?", "tslog/Redis XADD c=1"],
-            rows,
-            notes=["value MB/s counts the 100-byte values only; batch MB/s the ~112 bytes a "
-                   "record takes in a batch.",
-                   "Redis XADD (redis-benchmark, C client, 100 commands pipelined) is Redis' "
-                   "best case, in memory without persistence; the acks=all rows compare "
-                   "against the same figure."])
-
-        # ---- the lookup/consume partition
-        topic = "timeline"
-        started = time.perf_counter()
-        append_times = fill_partition(broker, topic, partition_records, window)
-        first_lat, last_lat = append_times[0], append_times[-1]
-        fill_s = time.perf_counter() - started
-        # consume the newest half of the partition, at most 10^6 records (--large stays bounded)
-        consume_records = min(partition_records // 2, 10**6)
-        consume_from = append_times[len(append_times) - consume_records // BATCH_RECORDS]
-        with Raw(broker.port) as raw:
-            end_offset = raw.list_offset(topic, -1)["offset"]
-            start_found = raw.list_offset(topic, consume_from)
-        if end_offset != partition_records:
-            raise RuntimeError(f"partition holds {end_offset} records, not {partition_records}")
-        if use_redis:
-            redis_fill_s = redis_server.fill("t", partition_records)
-            redis_span = partition_records // REDIS_PER_MS
-        print(f"\n  lookup/consume partition: {partition_records:,} records in "
-              f"{partition_records // BATCH_RECORDS:,} batches, LogAppendTime span "
-              f"{last_lat - first_lat:,} ms, filled in {fill_s:.1f} s"
-              + (f"; Redis stream 't': {partition_records:,} entries, ids "
-                 f"<ms>-0..{REDIS_PER_MS - 1} over {redis_span:,} ms, filled with redis-cli "
-                 f"--pipe in {redis_fill_s:.1f} s" if use_redis else ""))
-
-        # ---- consume
-        consume_rates, fetch_rates = [], {}
-        for _ in range(runs):
-            elapsed, count = consume_client(broker.bootstrap, topic, consume_from, end_offset)
-            consume_rates.append(count / elapsed)
-        for max_bytes in (1 << 20, 8 << 20):
-            for _ in range(runs):
-                elapsed, nbytes, count = fetch_raw(broker.port, topic, start_found["offset"],
-                                                   end_offset, max_bytes)
-                fetch_rates.setdefault(max_bytes, []).append((nbytes / elapsed, count / elapsed))
-        redis_consume, redis_c_read = [], []
-        if use_redis:
-            redis_middle = REDIS_BASE_MS + (partition_records - consume_records) // REDIS_PER_MS
-            for _ in range(runs):
-                elapsed, count = redis_server.consume("t", redis_middle)
-                redis_consume.append(count / elapsed)
-            for _ in range(runs):
-                rps = redis_server.benchmark("-c", "1", "-n", str(max(200, lookups // 10)),
-                                             "XRANGE", "t", str(redis_middle), "+", "COUNT", "1000")
-                redis_c_read.append(rps * 1000)
-        redis_py = median(redis_consume) if redis_consume else None
-        redis_c = median(redis_c_read) if redis_c_read else None
-        rate = median(consume_rates)
-        rows = [["tslog.client.Consumer: seek_to_timestamp + poll to the end, records decoded",
-                 spread(consume_rates), f"{rate * len(VALUE) / 1e6:,.0f}", ">= 1M",
-                 verdict(rate >= 1e6), ratio(rate, redis_py)]]
-        for max_bytes, pairs in fetch_rates.items():
-            mbs = [p[0] for p in pairs]
-            recs = [p[1] for p in pairs]
-            rows.append([f"raw Fetch loop, max_bytes {max_bytes >> 20} MiB, 1 in flight, not decoded",
-                         spread(recs), f"{median(mbs) / 1e6:,.0f} ({min(mbs) / 1e6:,.0f}-"
-                         f"{max(mbs) / 1e6:,.0f})", ">= 500 MB/s",
-                         verdict(median(mbs) >= 500e6), ratio(median(recs), redis_c)])
-        if use_redis:
-            rows.append(["Redis XRANGE COUNT 1000 pages via redis-py (+hiredis), into Python",
-                         spread(redis_consume), f"{redis_py * len(VALUE) / 1e6:,.0f}", "-", "-",
-                         "1.00x"])
-            rows.append(["Redis XRANGE COUNT 1000, redis-benchmark -c 1 (C client)",
-                         spread(redis_c_read), f"{redis_c * len(VALUE) / 1e6:,.0f}", "-", "-",
-                         "-"])
-        print_table(
-            f"Consume from a timestamp to the end (about {end_offset - start_found['offset']:,} "
-            "records, page cache warm)",
-            ["path", "records/s (min-max)", "MB/s", "target", "target?", "tslog/Redis"],
-            rows,
-            notes=["MB/s: values for decoded rows, whole record bytes for the raw Fetch rows.",
-                   "tslog/Redis: decoded row vs Redis via redis-py; raw Fetch rows vs "
-                   "redis-benchmark XRANGE COUNT 1000 (both without Python objects per record)."])
-
-        # ---- lookups: the paths take turns in chunks, so bursts of other load hit all alike
-        rng = random.Random(42)
-        with Raw(broker.port) as raw:
-            sample_request = raw.encode(ApiKey.LIST_OFFSETS, {
-                "replica_id": -1, "timestamp_type": "append", "topics": [
-                    {"topic": topic, "partitions": [{"partition": 0, "timestamp": first_lat}]}]})
-        lookers = []
-        lookup_results: dict = {}
-        try:
-            lookers.append(RawLookups(broker.port, topic))
-            lookers.append(AsyncClientLookups(broker.bootstrap, topic))
-            lookers.append(SyncClientLookups(broker.bootstrap, topic))
-            lookers.append(EchoFloor(sample_request))
-            chunk = max(100, lookups // 10)
-            for _ in range(runs):
-                run_latencies: dict = {}
-                for _ in range(max(1, lookups // chunk)):
-                    targets = [rng.randint(first_lat, last_lat) for _ in range(chunk)]
-                    for looker in lookers:
-                        latencies, wrong = looker.run(targets)
-                        if wrong:
-                            raise RuntimeError(f"{looker.name}: {wrong} wrong lookup answers")
-                        run_latencies.setdefault(looker.name, []).extend(latencies)
-                    if use_redis:
-                        latencies, wrong = redis_server.lookups("t", [
-                            rng.randint(REDIS_BASE_MS, REDIS_BASE_MS + redis_span - 1)
-                            for _ in range(chunk)])
-                        if wrong:
-                            raise RuntimeError(f"Redis XRANGE: {wrong} wrong lookup answers")
-                        run_latencies.setdefault("redis", []).extend(latencies)
-                for name, latencies in run_latencies.items():
-                    lookup_results.setdefault(name, []).append(latencies)
-        finally:
-            for looker in lookers:
-                looker.close()
-        redis_p99 = median(lookup_stats(lookup_results["redis"])[1]) if use_redis else None
-        rows = []
-        for looker in lookers[:3]:
-            p50s, p99s, p999s = lookup_stats(lookup_results[looker.name])
-            p99 = median(p99s)
-            ok = p99 <= 250 and (redis_p99 is None or p99 <= redis_p99)
-            rows.append([looker.name, spread(p50s, digits=0), spread(p99s, digits=0),
-                         spread(p999s, digits=0), "<= 250 us and <= Redis p99", verdict(ok),
-                         ratio(p99, redis_p99)])
-        floor = lookers[3]
-        p50s, p99s, p999s = lookup_stats(lookup_results[floor.name])
-        rows.append([floor.name, spread(p50s), spread(p99s), spread(p999s), "-", "-",
-                     ratio(median(p99s), redis_p99)])
-        if use_redis:
-            p50s, p99s, p999s = lookup_stats(lookup_results["redis"])
-            rows.append(["Redis XRANGE <ms-id> + COUNT 1 via redis-py (+hiredis)",
-                         spread(p50s), spread(p99s), spread(p999s), "-", "-", "1.00x"])
-        print_table(
-            f"Lookup by time: ListOffsets round trip on a partition of {partition_records:,} "
-            f"records ({lookups:,} random timestamps per run, one connection, us)",
-            ["path", "p50 us", "p99 us (min-max)", "p99.9 us", "target", "target?",
-             "p99 tslog/Redis (lower is better)"],
-            rows,
-            notes=["every answer is checked (offset found, its time >= the target); Redis "
-                   "answers must be <ms>-0.",
-                   f"the paths take turns in chunks of {max(100, lookups // 10):,} lookups; "
-                   "the raw loop and the floor use a blocking socket in this process, the "
-                   "client rows the tslog client's own connection."])
+        setup.broker.start()
+        print(f"  tslog-broker pid {setup.broker.process.pid} on {setup.broker.bootstrap}")
+        if not args.no_redis and not redis_missing:
+            setup.redis = Redis(root)
+            setup.redis.start()
+            print(describe_redis(setup.redis))
+        section_produce(setup)
+        section_fill(setup)
+        section_consume(setup)
+        section_lookups(setup)
         print("\n  load average after the run: %.2f %.2f %.2f" % os.getloadavg())
     except BaseException:
-        if broker.process is not None:
-            print(f"\n--- tslog-broker log (tail) ---\n{broker.log_text()[-4000:]}", file=sys.stderr)
+        if setup.broker.process is not None:
+            print(f"\n--- tslog-broker log (tail) ---\n{setup.broker.log_text()[-4000:]}",
+                  file=sys.stderr)
         raise
     finally:
-        code = broker.stop()
-        if redis_server is not None:
-            redis_server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        try:
+            code = setup.broker.stop()
+        finally:
+            if setup.redis is not None:
+                setup.redis.stop()
+            shutil.rmtree(root, ignore_errors=True)
     if code not in (0, None):
-        print(f"\ntslog-broker exited with code {code}", file=sys.stderr)
+        print(f"\ntslog-broker exited with code {code} at SIGTERM", file=sys.stderr)
+        return 1
     return 0
 
 
