@@ -1,0 +1,287 @@
+"""Blocking, raw-batch fetching of one offset range for Spark tasks.
+
+Why not ``tslog.client.Consumer``: it decodes every record into a Python object, which costs
+more than Spark's whole per-row budget. A task needs much less: one socket to the partition
+leader, Fetch requests for [start, end), and the stored batches as bytes, which
+``decode_columns`` turns into numpy columns. While one response is decoded the next Fetch is
+already in flight: its ``fetch_offset`` is read from the last batch header of the response just
+received (``split_batches`` + ``parse_header`` touch headers only), before any decoding.
+
+Fetch returns whole stored batches, so the first batch may start before ``start`` and the last
+may run past ``end``; the records outside the range are dropped by slicing the columns.
+
+Data loss: if the broker answers OFFSET_OUT_OF_RANGE because retention deleted the start of the
+range, or the log now ends before ``end``, the task raises ``DataLossError`` (naming topic,
+partition and the lost offsets) when ``fail_on_data_loss``; otherwise it logs a warning and
+yields what survives.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from dataclasses import dataclass
+
+from tslog.protocol.batch_header import parse_header
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
+from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.records import decode_columns, split_batches
+
+log = logging.getLogger("tslog.spark_connector")
+
+CLIENT_ID = "tslog-spark"
+_RETRIABLE_LEADER = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.REPLICA_NOT_AVAILABLE,
+                     ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+                     ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
+                     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR,
+                     ErrorCode.OFFSET_NOT_AVAILABLE}
+_RETRIES = 5
+
+
+class TslogReadError(RuntimeError):
+    """A Spark task could not read its range (after retries)."""
+
+
+class DataLossError(TslogReadError):
+    """Records of a planned range no longer exist (retention, truncation, topic deleted)."""
+
+
+class _TopicGone(Exception):
+    pass
+
+
+def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    addresses = []
+    for item in bootstrap.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"bootstrap address {item.strip()!r} is not host:port")
+        addresses.append((host.strip("[]"), int(port)))
+    return addresses
+
+
+class BrokerSocket:
+    """One blocking connection; responses are read in request order (as the broker sends)."""
+
+    def __init__(self, host: str, port: int, timeout_s: float) -> None:
+        self.address = (host, port)
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation = 0
+        self._pending: list[tuple[int, int]] = []
+
+    def send(self, api_key: int, body: dict) -> None:
+        self._correlation = (self._correlation + 1) % 2**31
+        frame = encode_request(RequestHeader(api_key, 0, self._correlation, CLIENT_ID), body)
+        self.sock.sendall(frame)
+        self._pending.append((self._correlation, api_key))
+
+    def _read_exactly(self, n: int) -> bytearray:
+        buffer = bytearray(n)
+        view = memoryview(buffer)
+        got = 0
+        while got < n:
+            count = self.sock.recv_into(view[got:], n - got)
+            if count == 0:
+                raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
+                                      "the connection")
+            got += count
+        return buffer
+
+    def receive(self) -> dict:
+        correlation, api_key = self._pending.pop(0)
+        (length,) = FRAME_PREFIX.unpack(self._read_exactly(4))
+        frame_prefix(length)  # range check
+        got_id, body = decode_response(self._read_exactly(length), api_key)
+        if got_id != correlation:
+            raise ConnectionError(f"response {got_id} does not answer request {correlation}")
+        return body
+
+    def request(self, api_key: int, body: dict) -> dict:
+        self.send(api_key, body)
+        return self.receive()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def find_leader(bootstrap: str, topic: str, partition: int, timeout_s: float) -> tuple[str, int]:
+    """Ask the bootstrap brokers (in turn) for the partition leader's address."""
+    problems = []
+    for host, port in parse_bootstrap(bootstrap):
+        try:
+            conn = BrokerSocket(host, port, timeout_s)
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc}")
+            continue
+        try:
+            body = conn.request(ApiKey.METADATA, {"topics": [topic]})
+        except (OSError, ValueError) as exc:
+            problems.append(f"{host}:{port}: {exc}")
+            continue
+        finally:
+            conn.close()
+        brokers = {b["node_id"]: (b["host"], b["port"]) for b in body.get("brokers", [])}
+        for entry in body.get("topics", []):
+            if entry["topic"] != topic:
+                continue
+            if entry["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise _TopicGone()
+            for part in entry["partitions"]:
+                if part["partition"] == partition and part["leader"] in brokers:
+                    return brokers[part["leader"]]
+        problems.append(f"{host}:{port}: no leader known for {topic}-{partition}")
+    raise TslogReadError(f"cannot find the leader of topic {topic!r} partition {partition}: "
+                         + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class FetchRange:
+    """Everything one Spark task needs: picklable, no client objects."""
+
+    bootstrap: str
+    topic: str
+    partition: int
+    start: int  # first offset to read
+    end: int  # exclusive
+    leader: tuple | None = None  # (host, port) known at planning time
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    timeout_ms: int = 30_000
+
+
+def _lost(spec: FetchRange, low: int, high: int, why: str) -> None:
+    message = (f"topic {spec.topic!r} partition {spec.partition}: offsets [{low}, {high}) of "
+               f"the planned range [{spec.start}, {spec.end}) are gone ({why})")
+    if spec.fail_on_data_loss:
+        raise DataLossError(message + "; set failOnDataLoss=false to skip lost records "
+                            "with a warning instead")
+    log.warning("%s; skipping them (failOnDataLoss=false)", message)
+
+
+def fetch_range(spec: FetchRange):
+    """Yield lists of (RecordColumns, lo, hi) covering [start, end): one list per response."""
+    if spec.start >= spec.end:
+        return
+    timeout_s = spec.timeout_ms / 1000
+    position = spec.start
+    conn = None
+    attempt = 0
+
+    def fetch_body(offset: int) -> dict:
+        return {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1,
+                "max_bytes": spec.fetch_max_bytes,
+                "topics": [{"topic": spec.topic, "partitions": [{
+                    "partition": spec.partition, "fetch_offset": offset,
+                    "max_bytes": spec.fetch_max_bytes}]}]}
+
+    try:
+        in_flight = None  # fetch_offset of the request in flight
+        while position < spec.end:
+            if conn is None:
+                try:
+                    address = spec.leader if (spec.leader and attempt == 0) else find_leader(
+                        spec.bootstrap, spec.topic, spec.partition, timeout_s)
+                except _TopicGone:
+                    _lost(spec, position, spec.end, "the topic no longer exists")
+                    return
+                try:
+                    conn = BrokerSocket(address[0], address[1], timeout_s)
+                except OSError as exc:
+                    attempt += 1
+                    if attempt > _RETRIES:
+                        raise TslogReadError(
+                            f"cannot connect to {address[0]}:{address[1]} to read topic "
+                            f"{spec.topic!r} partition {spec.partition}: {exc}") from None
+                    time.sleep(min(0.1 * 2 ** attempt, 2))
+                    continue
+                in_flight = None
+            try:
+                if in_flight is None:
+                    conn.send(ApiKey.FETCH, fetch_body(position))
+                    in_flight = position
+                body = conn.receive()
+                in_flight = None
+            except (OSError, ConnectionError, ValueError) as exc:
+                conn.close()
+                conn = None
+                attempt += 1
+                if attempt > _RETRIES:
+                    raise TslogReadError(f"fetching topic {spec.topic!r} partition "
+                                         f"{spec.partition} at offset {position} failed: {exc}")
+                time.sleep(min(0.1 * 2 ** attempt, 2))
+                continue
+            if "topics" not in body:
+                code = ErrorCode.from_wire(body.get("error_code", -1))
+                raise TslogReadError(f"fetching topic {spec.topic!r} partition "
+                                     f"{spec.partition}: broker answered {code.name}")
+            part = body["topics"][0]["partitions"][0]
+            code = ErrorCode.from_wire(part["error_code"])
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                log_start = part["log_start_offset"]
+                high_watermark = part["high_watermark"]
+                if 0 <= position < log_start:
+                    _lost(spec, position, min(log_start, spec.end),
+                          f"deleted by retention; the log now starts at {log_start}")
+                    position = log_start
+                    continue
+                _lost(spec, position, spec.end,
+                      f"the log now ends at {high_watermark}")
+                return
+            if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and attempt >= _RETRIES:
+                _lost(spec, position, spec.end, "the topic or partition no longer exists")
+                return
+            if code != ErrorCode.NONE:
+                conn.close()
+                conn = None
+                attempt += 1
+                if attempt > _RETRIES or code not in _RETRIABLE_LEADER:
+                    raise TslogReadError(f"fetching topic {spec.topic!r} partition "
+                                         f"{spec.partition} at offset {position}: {code.name}")
+                time.sleep(min(0.1 * 2 ** attempt, 2))
+                continue
+            attempt = 0
+            records = part["records"]
+            if not records:
+                high_watermark = part["high_watermark"]
+                if high_watermark <= position:
+                    _lost(spec, position, spec.end,
+                          f"the log now ends at {high_watermark}")
+                    return
+                continue
+            batches = split_batches(records)
+            last = parse_header(batches[-1])
+            next_position = last.next_offset
+            if next_position < spec.end:  # keep the next request in flight while decoding
+                conn.send(ApiKey.FETCH, fetch_body(next_position))
+                in_flight = next_position
+            pieces = []
+            for raw in batches:
+                header = parse_header(raw)
+                if header.next_offset <= position:
+                    continue
+                if header.base_offset >= spec.end:
+                    break
+                if header.base_offset > position:
+                    _lost(spec, position, header.base_offset, "missing from the log")
+                columns = decode_columns(raw)
+                lo = max(position - header.base_offset, 0)
+                hi = min(spec.end - header.base_offset, header.record_count)
+                pieces.append((columns, lo, hi))
+                position = header.base_offset + hi
+            if pieces:
+                yield pieces
+            if in_flight is not None and in_flight != position:
+                # A gap made us move; the request in flight asked for the wrong offset.
+                conn.receive()
+                in_flight = None
+    finally:
+        if conn is not None:
+            conn.close()
