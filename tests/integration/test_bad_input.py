@@ -203,3 +203,17 @@ def test_client_that_sends_nothing_is_closed_after_the_idle_timeout(broker_facto
     assert 0.4 <= time.monotonic() - started < 5
     assert "idle" in assert_one_new_line(broker, before)
     assert_still_serving_and_unchanged(broker)
+
+
+def test_connections_over_the_limit_are_closed_and_others_served(broker_factory):
+    broker = broker_factory(env={"TSLOG_MAX_CONNECTIONS": "2"})
+    with Wire(broker.host, broker.port) as first, Wire(broker.host, broker.port) as second:
+        assert first.api_versions()["error_code"] == 0
+        assert second.api_versions()["error_code"] == 0
+        with Wire(broker.host, broker.port) as third:
+            third.send(ApiKey.API_VERSIONS, {})
+            assert third.is_closed_by_peer()
+        assert first.api_versions()["error_code"] == 0  # the admitted ones carry on
+    time.sleep(0.2)
+    with Wire(broker.host, broker.port) as again:  # slots free again
+        assert again.api_versions()["error_code"] == 0

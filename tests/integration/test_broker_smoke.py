@@ -82,3 +82,24 @@ def test_port_in_use_exits_1_with_one_error_line(broker, tmp_path):
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
     assert "could not start" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_pipelined_requests_are_answered_in_request_order(broker):
+    from tslog.protocol.messages import ApiKey
+
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.create_topic("events") == 0
+        sent = []
+        for i in range(200):
+            body = {"acks": -1 if i % 3 else 1, "timeout_ms": 10_000, "topics": [
+                {"topic": "events", "partitions": [{"partition": 0,
+                                                    "records": batch([b"%d" % i])}]}]}
+            sent.append(wire.send(ApiKey.PRODUCE, body))
+        sent.append(wire.send(ApiKey.API_VERSIONS, {}))
+        received = []
+        for correlation_id in sent[:-1]:
+            got, body = wire.receive(ApiKey.PRODUCE)
+            received.append(got)
+            assert body["topics"][0]["partitions"][0]["base_offset"] == len(received) - 1
+        assert wire.receive(ApiKey.API_VERSIONS)[0] == sent[-1]
+        assert received == sent[:-1]
