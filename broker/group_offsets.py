@@ -6,14 +6,14 @@ atomically (temp file, fsync, rename, directory fsync). Hashing the id keeps any
 (slashes, 1000 characters, unicode) a legal file name; the id itself is stored inside.
 
 Why whole-file rewrites: a group holds as many entries as partitions it consumes, so a file
-stays small, and a rewrite needs no compaction or replay logic. Commits of one group are
-serialized by an asyncio lock so an older snapshot can never overwrite a newer one; commits of
-different groups write in parallel. The write itself (an fsync) runs in a thread.
+stays small, and a rewrite needs no compaction or replay logic. Commits of one group must be
+serialized so an older snapshot can never overwrite a newer one; commits of
+different groups write in parallel. That ordering and the thread for the fsync belong to the
+server (``merged`` then ``write``); this module stays synchronous, like storage.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -38,13 +38,12 @@ def group_id_problem(group_id: str) -> str | None:
 
 
 class GroupOffsetStore:
-    """Owner: the event loop (``commit`` awaits a thread for the fsync)."""
+    """Owner: the event loop; ``write`` runs in a thread, serialized per group by the caller."""
 
     def __init__(self, data_dir: Path) -> None:
         self.directory = Path(data_dir) / META_DIR / GROUPS_DIR
         self.directory.mkdir(parents=True, exist_ok=True)
         self._groups: dict[str, Offsets] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
         self._load()
 
     def _path(self, group_id: str) -> Path:
@@ -65,15 +64,17 @@ class GroupOffsetStore:
         """The group's committed offsets (empty for an unknown group)."""
         return self._groups.get(group_id, {})
 
-    async def commit(self, group_id: str, offsets: Offsets) -> None:
-        """Record ``offsets`` and return once they are on disk. Raises OSError."""
-        lock = self._locks.setdefault(group_id, asyncio.Lock())
-        async with lock:
-            current = dict(self._groups.get(group_id, {}))
-            current.update(offsets)
-            data = _encode(group_id, current)
-            await asyncio.to_thread(write_atomically, self._path(group_id), data)
-            self._groups[group_id] = current  # visible once durable
+    def merged(self, group_id: str, offsets: Offsets) -> Offsets:
+        """The group's committed offsets with ``offsets`` laid over them (nothing stored)."""
+        current = dict(self._groups.get(group_id, {}))
+        current.update(offsets)
+        return current
+
+    def write(self, group_id: str, offsets: Offsets) -> None:
+        """Store the group's complete offsets durably, then make them visible. Slow (fsync):
+        the server calls it in a thread, one call per group at a time. Raises OSError."""
+        write_atomically(self._path(group_id), _encode(group_id, offsets))
+        self._groups[group_id] = offsets
 
 
 def _encode(group_id: str, offsets: Offsets) -> bytes:

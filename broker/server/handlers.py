@@ -9,6 +9,7 @@ UNKNOWN_SERVER_ERROR and logged with its traceback on the broker only.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from tslog.protocol.errors import ErrorCode
@@ -145,8 +146,13 @@ def handle_offset_commit(broker: Broker, body: dict):
 
 
 async def _commit_durably(broker: Broker, group_id: str, offsets: dict, response: dict) -> dict:
+    """Answer once the offsets are fsynced. A per-group asyncio lock (FIFO) keeps commits of
+    one group in arrival order, so an older snapshot never lands after a newer one."""
+    lock = broker.group_locks.setdefault(group_id, asyncio.Lock())
     try:
-        await broker.groups.commit(group_id, offsets)
+        async with lock:
+            merged = broker.groups.merged(group_id, offsets)
+            await asyncio.to_thread(broker.groups.write, group_id, merged)
     except OSError as exc:
         log.error("committing offsets of group %r failed: %r", group_id, exc)
         for group in response["topics"]:

@@ -8,6 +8,7 @@ calls handlers directly, with no sockets and no event loop unless the handler aw
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from pathlib import Path
@@ -60,6 +61,7 @@ class Broker:
         self.clock = clock
         self.committer = GroupCommitter()
         self.notifier = AppendNotifier()
+        self.group_locks: dict[str, asyncio.Lock] = {}  # serializes each group's commits
         self.stopping = False  # set at shutdown: long polls answer at once
         host, port = parse_host_port(config.advertised_listen or config.listen)
         self.advertised_host = host

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers.wire import batch
 from tslog.broker.server.connection import BrokerConnection, ConnectionRegistry
@@ -130,36 +132,39 @@ async def test_shutdown_waits_for_in_flight_requests(broker):
     assert transport.closed and [cid for cid, _ in transport.responses()] == [1]
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from tslog.protocol.messages import decode_response  # noqa: E402
+@pytest.fixture(scope="module")
+def shared_broker(tmp_path_factory):
+    """One broker for every hypothesis example (opening one per example is most of the cost)."""
+    from tslog.broker.config import BrokerConfig
+    from tslog.broker.server.state import Broker
+
+    broker = Broker.open(BrokerConfig(data_dir=str(tmp_path_factory.mktemp("fuzz")),
+                                      max_frame_bytes=4096,
+                                      log={"segment.index.bytes": 4096}))
+    broker.topics.create_topic("topic", 1, 1, {})
+    yield broker
+    broker.close()
 
 
 @settings(max_examples=150, deadline=None)
 @given(chunks=st.lists(st.binary(max_size=64), max_size=20), valid_first=st.booleans())
-def test_arbitrary_bytes_never_escape_as_exceptions(tmp_path_factory, chunks, valid_first):
+def test_arbitrary_bytes_never_escape_as_exceptions(shared_broker, chunks, valid_first):
     """Whatever arrives, the connection answers with well-formed frames or closes; no error
     leaves data_received (which would tear down the transport with a traceback)."""
     import asyncio as _asyncio
 
-    from tslog.broker.config import BrokerConfig
-    from tslog.broker.server.state import Broker
-
     async def run():
-        broker = Broker.open(BrokerConfig(data_dir=str(tmp_path_factory.mktemp("d")),
-                                          max_frame_bytes=256))
-        try:
-            connection, transport = connect(broker)
-            if valid_first:
-                connection.data_received(request(ApiKey.API_VERSIONS, {}, 1))
-            for chunk in chunks:
-                if transport.closed:
-                    break
-                connection.data_received(chunk)
-            for correlation_id, body in transport.responses():
-                assert isinstance(body.get("error_code", 0), int)
-        finally:
-            broker.close()
+        connection, transport = connect(shared_broker)
+        if valid_first:
+            connection.data_received(request(ApiKey.API_VERSIONS, {}, 1))
+        for chunk in chunks:
+            if transport.closed:
+                break
+            connection.data_received(chunk)
+        for correlation_id, body in transport.responses():
+            assert isinstance(body.get("error_code", 0), int)
+        connection.connection_lost(None)
 
     _asyncio.run(run())
 
@@ -178,33 +183,26 @@ _envelopes = st.tuples(st.sampled_from(list(ApiKey) + [5, 99]), st.integers(-1, 
 
 @settings(max_examples=200, deadline=None)
 @given(envelopes=st.lists(_envelopes, min_size=1, max_size=6))
-def test_well_framed_nonsense_gets_answers_in_order_never_tracebacks(tmp_path_factory, envelopes):
-    """Envelope-shaped requests with random bodies: each is answered (an error code or a real
-    response) in request order, except produce with acks 0, and nothing escapes."""
+def test_well_framed_nonsense_gets_answers_in_order_never_tracebacks(shared_broker, envelopes):
+    """Envelope-shaped requests with random bodies: answers (an error code or a real
+    response) come in request order, and nothing escapes."""
     import asyncio as _asyncio
 
     import msgpack
 
-    from tslog.broker.config import BrokerConfig
-    from tslog.broker.server.state import Broker
-
     async def run():
-        broker = Broker.open(BrokerConfig(data_dir=str(tmp_path_factory.mktemp("d"))))
-        try:
-            broker.topics.create_topic("topic", 1, 1, {})
-            connection, transport = connect(broker)
-            frames = []
-            for correlation_id, (api_key, version, client_id, body) in enumerate(envelopes):
-                packed = msgpack.packb([api_key, version, correlation_id, client_id, body],
-                                       use_bin_type=True)
-                frames.append(len(packed).to_bytes(4, "big") + packed)
-            connection.data_received(b"".join(frames))
-            await _asyncio.sleep(0)
-            ids = [correlation_id for correlation_id, _ in transport.responses()]
-            assert ids == sorted(set(ids))  # request order, each answered at most once
-            for _, body in transport.responses():
-                assert "Traceback" not in str(body)
-        finally:
-            broker.close()
+        connection, transport = connect(shared_broker)
+        frames = []
+        for correlation_id, (api_key, version, client_id, body) in enumerate(envelopes):
+            packed = msgpack.packb([api_key, version, correlation_id, client_id, body],
+                                   use_bin_type=True)
+            frames.append(len(packed).to_bytes(4, "big") + packed)
+        connection.data_received(b"".join(frames))
+        await _asyncio.sleep(0)
+        ids = [correlation_id for correlation_id, _ in transport.responses()]
+        assert ids == sorted(set(ids))  # request order, each answered at most once
+        for _, body in transport.responses():
+            assert "Traceback" not in str(body)
+        connection.connection_lost(None)
 
     _asyncio.run(run())

@@ -343,3 +343,15 @@ async def test_retention_pass_expires_old_data_by_log_append_time(broker):
     assert (await list_offset(broker, "t", 0, -2))["offset"] == 3
     assert (await fetch(broker, "t", 0, 0))["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
     assert (await produce(broker, "t", 0, batch([b"d"])))["base_offset"] == 3
+
+
+async def test_concurrent_commits_of_one_group_keep_arrival_order(broker):
+    create(broker, "t")
+
+    def commit(offset):
+        return call(broker, ApiKey.OFFSET_COMMIT, {"group_id": "g", "topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "offset": offset, "metadata": ""}]}]})
+
+    await asyncio.gather(*[commit(offset) for offset in range(1, 30)])
+    fetched = await call(broker, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None})
+    assert fetched["topics"][0]["partitions"][0]["offset"] == 29
