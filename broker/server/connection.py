@@ -144,6 +144,13 @@ class BrokerConnection(asyncio.Protocol):
         if not self.closed.done():
             self.closed.set_result(None)
 
+    def eof_received(self) -> bool | None:
+        """The client half-closed: answer what it already sent, then close our side."""
+        if self._pending and not self._closing:
+            self._shutting_down = True
+            return True  # keep the transport open for the responses still owed
+        return None  # nothing owed: let the transport close
+
     def pause_writing(self) -> None:
         self._write_paused = True
         self._update_reading()

@@ -103,3 +103,20 @@ def test_pipelined_requests_are_answered_in_request_order(broker):
             assert body["topics"][0]["partitions"][0]["base_offset"] == len(received) - 1
         assert wire.receive(ApiKey.API_VERSIONS)[0] == sent[-1]
         assert received == sent[:-1]
+
+
+def test_half_closed_client_still_gets_its_answers(broker):
+    import socket
+
+    from tslog.protocol.messages import ApiKey
+
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.create_topic("events") == 0
+        body = {"acks": -1, "timeout_ms": 10_000, "topics": [
+            {"topic": "events", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}
+        first = wire.send(ApiKey.PRODUCE, body)
+        second = wire.send(ApiKey.PRODUCE, body)
+        wire.sock.shutdown(socket.SHUT_WR)
+        assert wire.receive(ApiKey.PRODUCE)[0] == first
+        assert wire.receive(ApiKey.PRODUCE)[0] == second
+        assert wire.is_closed_by_peer()
