@@ -37,6 +37,11 @@ def _flush_all(logs: set[PartitionLog]) -> dict[PartitionLog, Exception]:
     return failed
 
 
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("group commit task failed", exc_info=task.exception())
+
+
 class GroupCommitter:
     def __init__(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tslog-fsync")
@@ -58,6 +63,7 @@ class GroupCommitter:
         self._waiters.append((future, logs))
         if self._task is None:
             self._task = loop.create_task(self._run(), name="tslog-group-commit")
+            self._task.add_done_callback(_log_failure)
         return await future
 
     async def _run(self) -> None:

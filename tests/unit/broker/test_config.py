@@ -96,3 +96,12 @@ def test_describe_lists_effective_log_settings():
     described = BrokerConfig(log={"retention.ms": 10}).describe()
     assert described["log"]["retention.ms"] == 10
     assert described["log"]["segment.bytes"] == 1 << 30
+
+
+def test_broker_fields_starting_with_log_are_not_mistaken_for_topic_defaults():
+    config = load(env={"TSLOG_LOG_RETENTION_CHECK_INTERVAL_MS": "1000",
+                       "TSLOG_LOG_CHECKPOINT_INTERVAL_MS": "2000",
+                       "TSLOG_LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS": "5"})
+    assert config.log_retention_check_interval_ms == 1000
+    assert config.log_checkpoint_interval_ms == 2000
+    assert config.log_config.message_timestamp_after_max_ms == 5
