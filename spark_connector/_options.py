@@ -251,9 +251,6 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
                 f"(got {options[kind]!r})")
         subscribe_kind, subscribe = kind, names
 
-    starting = _side(options, "starting", streaming)
-    ending = _side(options, "ending", streaming)
-
     if streaming:
         for key, pretty in (("endingoffsets", "endingOffsets"),
                             ("endingtimestamp", "endingTimestamp"),
@@ -261,7 +258,10 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
             if options.get(key) is not None:
                 raise TslogOptionError(
                     f"option {pretty} is for batch reads only; a stream has no end")
-    else:
+    starting = _side(options, "starting", streaming)
+    ending = _side(options, "ending", streaming)
+
+    if not streaming:
         if starting.kind == "latest":
             raise TslogOptionError(
                 "startingOffsets=latest is not valid for a batch read (it would read nothing); "
