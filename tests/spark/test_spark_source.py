@@ -465,3 +465,108 @@ def test_stream_starting_timestamp_strategy(spark, broker, tmp_path):
     query = start("latest", "nomatch_latest")
     assert query.exception() is None
     assert spark.sql("select * from nomatch_latest").count() == 0
+
+
+# ------------------------------------------------- stream reader offsets (no Spark needed)
+
+
+def stream_reader(bootstrap, topic, **options):
+    source = TslogDataSource({"bootstrap": bootstrap, "topic": topic, **options})
+    return source.streamReader(source.schema())
+
+
+def test_stream_initial_offset_is_deterministic(broker):
+    """A restart before the first commit resolves the same starting time to the same offsets."""
+    topic = "stream-initial"
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic(topic, partitions=2)
+    before = produce(broker.bootstrap, topic, 10, 2)
+    t = wait_for_next_ms(max(lat for _, _, lat in before))
+    produce(broker.bootstrap, topic, 6, 2, start=10)
+    first = stream_reader(broker.bootstrap, topic, startingTimestamp=str(t))
+    offsets = first.initialOffset()
+    assert offsets == {topic: {"0": 5, "1": 5}}
+    produce(broker.bootstrap, topic, 8, 2, start=16)  # more data before the "restart"
+    again = stream_reader(broker.bootstrap, topic, startingTimestamp=str(t))
+    assert again.initialOffset() == offsets
+    assert first.initialOffset() == offsets  # cached: Spark asks twice
+    first.stop()
+    again.stop()
+
+
+def test_stream_read_limits(broker):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    topic = "stream-limits"
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic(topic, partitions=2)
+    with Producer(broker.bootstrap) as producer:
+        for i in range(10):
+            producer.send(topic, b"a", partition=0)
+        for i in range(2):
+            producer.send(topic, b"b", partition=1)
+    reader = stream_reader(broker.bootstrap, topic, startingOffsets="earliest",
+                           maxOffsetsPerTrigger="4")
+    start = reader.initialOffset()
+    assert reader.getDefaultReadLimit() == ReadMaxRows(4)
+    # 10 and 2 new: floor(4*10/12) = 3, floor(4*2/12) = 0 -> at least 1.
+    assert reader.latestOffset(start, ReadMaxRows(4)) == {topic: {"0": 3, "1": 1}}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 10, "1": 2}}
+    assert reader.reportLatestOffset() == {topic: {"0": 10, "1": 2}}
+    # No new data: the start comes back unchanged (Spark then runs no batch).
+    end = {topic: {"0": 10, "1": 2}}
+    assert reader.latestOffset(end, ReadMaxRows(4)) == end
+    assert [(p.value.start, p.value.end) for p in reader.partitions(start, end)] == \
+        [(0, 10), (0, 2)]
+    assert reader.partitions(end, end) == []
+    reader.stop()
+
+    lazy = stream_reader(broker.bootstrap, topic, startingOffsets="earliest",
+                         minOffsetsPerTrigger="100", maxTriggerDelay="300ms")
+    start = lazy.initialOffset()
+    assert lazy.getDefaultReadLimit() == ReadMinRows(100)
+    assert lazy.latestOffset(start, ReadMinRows(100)) == start  # too few, delay not over
+    time.sleep(0.35)
+    assert lazy.latestOffset(start, ReadMinRows(100)) == {topic: {"0": 10, "1": 2}}
+    lazy.stop()
+
+
+def test_stream_available_now_pins_the_target(broker):
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    topic = "stream-pin"
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic(topic, partitions=1)
+    produce(broker.bootstrap, topic, 6, 1)
+    reader = stream_reader(broker.bootstrap, topic, startingOffsets="earliest",
+                           maxOffsetsPerTrigger="4", minOffsetsPerTrigger="2")
+    reader.prepareForTriggerAvailableNow()
+    start = reader.initialOffset()
+    first = reader.latestOffset(start, ReadMaxRows(4))
+    assert first == {topic: {"0": 4}}
+    produce(broker.bootstrap, topic, 10, 1, start=6)  # after the pin: not part of this run
+    second = reader.latestOffset(first, ReadMaxRows(4))
+    assert second == {topic: {"0": 6}}  # fewer than minOffsetsPerTrigger, but no waiting
+    assert reader.latestOffset(second, ReadMaxRows(4)) == second
+    reader.stop()
+
+
+def test_create_time_resolution(broker):
+    """timestampType=create resolves through the create-time index."""
+    topic = "create-times"
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic(topic, partitions=1)
+    base = now_ms() - 600_000
+    with Producer(broker.bootstrap) as producer:
+        for i in range(10):
+            producer.send(topic, b"c%d" % i, partition=0, timestamp_ms=base + i * 1000)
+    source = TslogDataSource({"bootstrap": broker.bootstrap, "topic": topic,
+                              "timestampType": "create",
+                              "startingTimestamp": str(base + 3500),
+                              "endingTimestamp": str(base + 7000)})
+    (part,) = source.reader(source.schema()).partitions()
+    assert (part.value.start, part.value.end) == (4, 7)
+    rows = [r for batch in _read(part) for r in batch.to_pylist()]
+    assert [r["value"] for r in rows] == [b"c4", b"c5", b"c6"]
+    assert [int(r["createTime"].timestamp() * 1000 + 0.5) for r in rows] == \
+        [base + 4000, base + 5000, base + 6000]
