@@ -109,8 +109,12 @@ class _Facade:
         if not self._closed:
             warnings.warn(f"unclosed {type(self).__name__}; call close() or use 'with'",
                           ResourceWarning, source=self)
+            self._closed = True
+            try:  # close sockets too, without waiting to send anything
+                self._thread.run(self._close_core(0), timeout=5)
+            except BaseException:
+                pass
             try:
-                self._closed = True
                 self._thread.stop()
             except Exception:
                 pass
