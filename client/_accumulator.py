@@ -40,7 +40,7 @@ class ProducerBatch:
     def __init__(self, tp: TopicPartition, now: float) -> None:
         self.tp = tp
         self.values: list = []
-        self.keys: list = []
+        self.keys: list | None = None  # created at the first non-null key
         self.create_times: list[int] = []
         self.headers: list | None = None
         self.size_bytes = 0
@@ -50,25 +50,10 @@ class ProducerBatch:
         self.retry_at = 0.0
         self._built: bytes | None = None
 
-    def append(self, value, key, create_time: int, headers, size: int) -> int:
-        index = len(self.values)
-        self.values.append(value)
-        self.keys.append(key)
-        self.create_times.append(create_time)
-        if headers:
-            if self.headers is None:
-                self.headers = [None] * index
-            self.headers.append(list(headers))
-        elif self.headers is not None:
-            self.headers.append(None)
-        self.size_bytes += size
-        return index
-
     def build(self, compression: int = COMPRESSION_NONE) -> bytes:
         """The encoded batch, built once (a retry resends the same bytes)."""
         if self._built is None:
-            keys = self.keys if any(key is not None for key in self.keys) else None
-            self._built = build_batch(self.values, keys=keys, create_times=self.create_times,
+            self._built = build_batch(self.values, keys=self.keys, create_times=self.create_times,
                                       headers=self.headers, compression=compression)
         return self._built
 
@@ -134,26 +119,42 @@ class RecordAccumulator:
 
     def append(self, tp: TopicPartition, value, key, create_time: int, headers,
                now: float | None = None) -> tuple[RecordFuture, bool, ProducerBatch | None]:
-        """Queue one record. Returns (future, wake_sender, batch closed by this call or None)."""
-        size = RECORD_OVERHEAD_BYTES
-        if value is not None:
-            size += len(value)
+        """Queue one record. Returns (future, wake_sender, batch closed by this call or None).
+
+        The hot path of every ``send``: kept flat (no helper calls) on purpose.
+        """
+        size = RECORD_OVERHEAD_BYTES if value is None else RECORD_OVERHEAD_BYTES + len(value)
         if key is not None:
             size += len(key)
         if headers:
             size += sum(len(name) + len(data) + 4 for name, data in headers)
         closed = None
-        wake = False
         batch = self._open.get(tp)
-        if batch is not None and batch.size_bytes + size > self.batch_size and batch.values:
-            closed = self._close(tp, batch)
-            batch = None
-            wake = True
-        if batch is None:
+        if batch is None or (batch.size_bytes + size > self.batch_size and batch.values):
+            if batch is not None:
+                closed = self._close(tp, batch)
             batch = self._open[tp] = ProducerBatch(tp, time.monotonic() if now is None else now)
             self.incomplete.add(batch)
             wake = True
-        index = batch.append(value, key, create_time, headers, size)
+        else:
+            wake = False
+        values = batch.values
+        index = len(values)
+        values.append(value)
+        batch.create_times.append(create_time)
+        if key is not None:
+            if batch.keys is None:
+                batch.keys = [None] * index
+            batch.keys.append(key)
+        elif batch.keys is not None:
+            batch.keys.append(None)
+        if headers:
+            if batch.headers is None:
+                batch.headers = [None] * index
+            batch.headers.append(list(headers))
+        elif batch.headers is not None:
+            batch.headers.append(None)
+        batch.size_bytes += size
         self.buffered_bytes += size
         if batch.size_bytes >= self.batch_size:
             closed = self._close(tp, batch)
