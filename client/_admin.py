@@ -49,7 +49,11 @@ class AsyncAdmin:
 
     async def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                            config: dict | None = None, timeout_ms: int | None = None) -> None:
-        """Create a topic. Raises TopicAlreadyExistsError, InvalidTopicError, InvalidConfigError..."""
+        """Create a topic.
+
+        Raises:
+            TopicAlreadyExistsError, InvalidTopicError, InvalidConfigError, ... (per code).
+        """
         configs = {str(k): str(v) for k, v in (config or {}).items()}
         body = await self._cluster.request(self._controller(), ApiKey.CREATE_TOPICS, {
             "topics": [{"topic": name, "partitions": partitions,

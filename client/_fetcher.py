@@ -139,7 +139,8 @@ def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
     else:
         headers = [list(entry) if entry else [] for entry in columns.headers[start:]]
     count = n - start
-    fields = zip(repeat(tp.topic, count), repeat(tp.partition, count), range(base + start, base + n),
+    fields = zip(repeat(tp.topic, count), repeat(tp.partition, count),
+                 range(base + start, base + n),
                  keys, values, columns.create_time[start:].tolist(),
                  repeat(columns.log_append_time, count), headers)
     return list(map(tuple.__new__, repeat(ConsumerRecord, count), fields))

@@ -27,8 +27,9 @@ def group_by_topic(items: dict[TopicPartition, dict]) -> list[dict]:
     return [{"topic": topic, "partitions": parts} for topic, parts in topics.items()]
 
 
-async def list_offsets(cluster: Cluster, timestamps: dict[TopicPartition, int],
-                       timestamp_type: str = "append") -> dict[TopicPartition, OffsetAndTimestamp | None]:
+async def list_offsets(
+    cluster: Cluster, timestamps: dict[TopicPartition, int], timestamp_type: str = "append",
+) -> dict[TopicPartition, OffsetAndTimestamp | None]:
     """Resolve each ``tp: timestamp`` (ms, or -1 latest / -2 earliest / -3 max timestamp).
 
     Returns:

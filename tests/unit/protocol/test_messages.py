@@ -272,7 +272,8 @@ def test_schema_violations_are_invalid_request(body, where):
     assert info.value.error_code == ErrorCode.INVALID_REQUEST
     assert where in info.value.message
     response = info.value.response_body()
-    assert response["error_code"] == ErrorCode.INVALID_REQUEST and where in response["error_message"]
+    assert response["error_code"] == ErrorCode.INVALID_REQUEST
+    assert where in response["error_message"]
 
 
 @pytest.mark.parametrize("api_key, body", [
