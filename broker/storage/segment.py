@@ -38,7 +38,6 @@ from tslog.protocol.batch_header import (
     BatchHeader,
     check_header,
     parse_header,
-    peek_length,
     verify_crc,
 )
 from tslog.protocol.records import decode_columns
@@ -285,30 +284,30 @@ class Segment:
         """Whole batches from ``position``: as many as fit in ``max_bytes``, but at least one.
 
         ``end_position`` caps the read (the high watermark's position, or the segment end).
+        The cut is found from the index and batch headers first, so the records are read
+        once, by one ``pread`` of exactly the bytes returned.
         """
         limit = min(end_position, self.size) - position
         if limit <= 0:
             return b""
-        data = os.pread(self._fd, min(max_bytes, limit), position)
-        if len(data) == limit:
-            return data
-        cut = self._last_boundary_within(position, data)
-        if cut == 0:  # the first batch alone is larger than max_bytes: send it whole
-            return os.pread(self._fd, self.read_header_at(position).batch_length, position)
-        return data[:cut]
+        if max_bytes >= limit:
+            return os.pread(self._fd, limit, position)
+        length = self._whole_batches_within(position, position + max_bytes)
+        if length == 0:  # the first batch alone is larger than max_bytes: send it whole
+            length = self.read_header_at(position).batch_length
+        return os.pread(self._fd, length, position)
 
-    def _last_boundary_within(self, position: int, data: bytes) -> int:
-        """Length of the longest prefix of ``data`` (read at ``position``) made of whole batches."""
-        end = position + len(data)
+    def _whole_batches_within(self, position: int, end: int) -> int:
+        """Bytes from ``position`` (a batch start) up to the last batch that ends by ``end``."""
         i = self.offset_index.count_positions_at_or_below(end)
         hop = max(position, self.offset_index.entry(i - 1)[1]) if i else position
-        boundary = hop - position
-        while boundary + HEADER_SIZE <= len(data):
-            length = peek_length(data, boundary)
-            if length < HEADER_SIZE or boundary + length > len(data):
+        window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
+        while hop + HEADER_SIZE <= end:
+            length = window.fields_at(hop)[3]
+            if hop + length > end:
                 break
-            boundary += length
-        return boundary
+            hop += length
+        return hop - position
 
     def _region_before(self, index: TimestampIndex, timestamp: int) -> tuple[int, int, int]:
         """(i, start, end): entries [0, i) have a key < ``timestamp``; the first batch at or
