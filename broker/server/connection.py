@@ -71,7 +71,7 @@ class ConnectionRegistry:
             connection.begin_shutdown()
         waits = [connection.closed for connection in connections]
         if waits:
-            done, not_done = await asyncio.wait(waits, timeout=grace_s)
+            await asyncio.wait(waits, timeout=grace_s)
             for connection in connections:
                 if not connection.closed.done():
                     log.warning("%s: in-flight requests still running after the grace "
