@@ -207,6 +207,7 @@ def test_client_that_sends_nothing_is_closed_after_the_idle_timeout(broker_facto
 
 def test_connections_over_the_limit_are_closed_and_others_served(broker_factory):
     broker = broker_factory(env={"TSLOG_MAX_CONNECTIONS": "2"})
+    time.sleep(0.3)  # let the broker see the readiness probe's connection close
     with Wire(broker.host, broker.port) as first, Wire(broker.host, broker.port) as second:
         assert first.api_versions()["error_code"] == 0
         assert second.api_versions()["error_code"] == 0
