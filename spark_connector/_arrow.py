@@ -91,8 +91,11 @@ def _concat_blob(pieces):
             any_null = True
         blobs.append(blob[first:last])
         base += last - first
+    if len(offset_parts) == 1:  # one stored batch: views, no copies
+        offsets = np.ascontiguousarray(offset_parts[0], dtype=np.int32)
+        return offsets, (valid_parts[0] if any_null else None), blobs[0]
     offsets = np.concatenate(offset_parts).astype(np.int32, copy=False)
-    blob = blobs[0] if len(blobs) == 1 else b"".join(blobs)
+    blob = b"".join(blobs)
     valid = np.concatenate(valid_parts) if any_null else None
     return offsets, valid, blob
 

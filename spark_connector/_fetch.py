@@ -19,7 +19,9 @@ yields what survives.
 from __future__ import annotations
 
 import logging
+import queue
 import socket
+import threading
 import time
 from dataclasses import dataclass
 
@@ -166,10 +168,57 @@ def _lost(spec: FetchRange, low: int, high: int, why: str) -> None:
     log.warning("%s; skipping them (failOnDataLoss=false)", message)
 
 
-def fetch_range(spec: FetchRange):
-    """Yield lists of (RecordColumns, lo, hi) covering [start, end): one list per response."""
+_DONE = object()
+
+
+def fetch_range(spec: FetchRange, prefetch: int = 2):
+    """Yield lists of (RecordColumns, lo, hi) covering [start, end): one list per response.
+
+    A thread does the socket work (it releases the GIL while waiting) and keeps up to
+    ``prefetch`` responses ready, so the broker is never idle while this thread decodes or
+    Spark consumes; batches are decoded here, in the caller's thread.
+    """
     if spec.start >= spec.end:
         return
+    ready: queue.Queue = queue.Queue(maxsize=max(prefetch, 1))
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for raw_pieces in _raw_responses(spec):
+                if not put(raw_pieces):
+                    return
+            put(_DONE)
+        except BaseException as exc:  # handed to the consumer, raised there
+            put(exc)
+
+    thread = threading.Thread(target=run, name=f"tslog-fetch-{spec.topic}-{spec.partition}",
+                              daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield [(decode_columns(raw), lo, hi) for raw, lo, hi in item]
+    finally:
+        stop.set()
+        thread.join(timeout=0.5)
+
+
+def _raw_responses(spec: FetchRange):
+    """Yield lists of (raw batch, lo, hi) per Fetch response (runs in the fetch thread)."""
     timeout_s = spec.timeout_ms / 1000
     position = spec.start
     conn = None
@@ -271,10 +320,9 @@ def fetch_range(spec: FetchRange):
                     break
                 if header.base_offset > position:
                     _lost(spec, position, header.base_offset, "missing from the log")
-                columns = decode_columns(raw)
                 lo = max(position - header.base_offset, 0)
                 hi = min(spec.end - header.base_offset, header.record_count)
-                pieces.append((columns, lo, hi))
+                pieces.append((raw, lo, hi))
                 position = header.base_offset + hi
             if pieces:
                 yield pieces

@@ -100,7 +100,9 @@ class TslogPartition(InputPartition):
 
 
 def _read(partition: TslogPartition):
-    spec: FetchRange = partition.value
+    spec = partition.value
+    if not isinstance(spec, FetchRange):  # PySpark's placeholder when nothing was planned
+        return
     schema = arrow_schema(spec.include_headers)
     for pieces in fetch_range(spec):
         yield build_record_batch(pieces, spec.topic, spec.partition, spec.include_headers,

@@ -334,6 +334,10 @@ def test_topic_pattern_and_topics_list(spark, broker, events):
     df = (spark.read.format("tslog").option("bootstrap", broker.bootstrap)
           .option("topics", "pattern-a, pattern-b").load())
     assert df.count() == 11
+    # Nothing to read at all (no topic matches): an empty DataFrame, not an error.
+    df = (spark.read.format("tslog").option("bootstrap", broker.bootstrap)
+          .option("topicPattern", "nothing-matches-.*").load())
+    assert df.count() == 0
 
 
 # ---------------------------------------------------------------------------- data loss
