@@ -33,7 +33,7 @@ class ConsumerRecord(NamedTuple):
     value: bytes | None
     create_time: int
     log_append_time: int
-    headers: list  # list of (str, bytes); empty when the record has none
+    headers: tuple  # a tuple of (str, bytes) pairs; () when the record has none
 
 
 class PartitionInfo(NamedTuple):

@@ -101,8 +101,8 @@ def test_headers_null_values_explicit_partition_and_timestamp(broker):
         assert tombstone.get(10).offset == 1
     records = consume_all(broker.bootstrap, "details", 2)
     assert [(r.partition, r.offset, r.key, r.value, r.create_time, r.headers) for r in records][0] \
-        == (3, 0, None, b"v", now_ms - 5000, [("trace", b"abc"), ("n", b"")])
-    assert (records[1].key, records[1].value, records[1].headers) == (b"gone", None, [])
+        == (3, 0, None, b"v", now_ms - 5000, (("trace", b"abc"), ("n", b"")))
+    assert (records[1].key, records[1].value, records[1].headers) == (b"gone", None, ())
 
 
 def test_producer_refuses_values_that_are_not_bytes(broker):
