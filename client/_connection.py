@@ -10,9 +10,11 @@ mismatch means the stream is out of sync and the connection is closed.
 Limits: ``max_in_flight`` responses may be outstanding (``send`` waits for a slot, and
 ``has_capacity`` lets a sender that must not wait check first); a request that gets no answer
 within its timeout fails with ``RequestTimedOutError`` and closes the connection, because the
-late answer would otherwise be matched to the next request. Closing, for any reason, fails
-every pending future with ``ConnectionLostError``. Reconnecting is the owner's job
-(``_cluster.Cluster``): a closed Connection stays closed.
+late answer would otherwise be matched to the next request. Deadlines are watched by one
+timer per connection, armed at the earliest pending deadline and re-armed when it fires,
+not by a timer per request. Closing, for any reason, fails every pending future with
+``ConnectionLostError``. Reconnecting is the owner's job (``_cluster.Cluster``): a closed
+Connection stays closed.
 
 Produce with acks=0 expects no response: its future resolves once the bytes are handed to the
 transport.
@@ -56,6 +58,8 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._closed_error: BaseException | None = None
         self._slot_waiters: collections.deque = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None  # fires at _timer_at
+        self._timer_at = 0.0
         self._drain_waiter: asyncio.Future | None = None
         self._paused = False
         self.on_close = None  # optional callback(connection), for the owner's bookkeeping
@@ -110,9 +114,7 @@ class Connection(asyncio.Protocol):
             self._fail(ConnectionLostError(
                 f"{self}: response {correlation_id} out of order; connection out of sync"))
             return
-        _, api_key, api_version, future, timer = self._pending.popleft()
-        if timer is not None:
-            timer.cancel()
+        _, api_key, api_version, future, _, _ = self._pending.popleft()
         self._release_slot()
         if self.on_ready is not None:
             self.on_ready()
@@ -182,10 +184,13 @@ class Connection(asyncio.Protocol):
         if not expect_response:
             future.set_result(None)
             return future
-        timer = None
+        deadline = None
         if timeout_ms is not None:
-            timer = loop.call_later(timeout_ms / 1000, self._timed_out, future, timeout_ms)
-        self._pending.append((correlation_id, api_key, api_version, future, timer))
+            deadline = loop.time() + timeout_ms / 1000
+            if self._timer is None or deadline < self._timer_at:
+                self._arm_timer(loop, deadline)
+        self._pending.append((correlation_id, api_key, api_version, future, deadline,
+                              timeout_ms))
         return future
 
     async def send(self, api_key: int, body: dict, *, timeout_ms: int | None = 30_000,
@@ -214,6 +219,29 @@ class Connection(asyncio.Protocol):
 
     # --------------------------------------------------------------------------- private
 
+    def _arm_timer(self, loop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._check_deadlines)
+        self._timer_at = when
+
+    def _check_deadlines(self) -> None:
+        """The timer fired: fail on an expired request, else re-arm for the next deadline."""
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        earliest = None
+        for _, _, _, future, deadline, timeout_ms in self._pending:
+            if deadline is None:
+                continue
+            if deadline <= now:
+                self._timed_out(future, timeout_ms)
+                return
+            if earliest is None or deadline < earliest:
+                earliest = deadline
+        if earliest is not None:
+            self._arm_timer(loop, earliest)
+
     def _timed_out(self, future: asyncio.Future, timeout_ms: int) -> None:
         if not future.done():
             future.set_exception(RequestTimedOutError(
@@ -234,10 +262,11 @@ class Connection(asyncio.Protocol):
         self._closed_error = error
         if self._transport is not None:
             self._transport.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         pending, self._pending = self._pending, collections.deque()
-        for _, _, _, future, timer in pending:
-            if timer is not None:
-                timer.cancel()
+        for _, _, _, future, _, _ in pending:
             if not future.done():
                 future.set_exception(ConnectionLostError(str(error)))
         for waiter in self._slot_waiters:

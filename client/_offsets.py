@@ -45,8 +45,10 @@ async def list_offsets(
     remaining = dict(timestamps)
     attempt = 0
     while remaining:
+        known = cluster.topics
         for topic in {tp.topic for tp in remaining}:
-            await cluster.ensure_topic(topic)
+            if not known.get(topic) or cluster.metadata_stale():
+                await cluster.ensure_topic(topic)
         by_node: dict[int, dict] = collections.defaultdict(dict)
         retry: dict[TopicPartition, int] = {}
         last_error: TslogError | None = None
@@ -57,11 +59,13 @@ async def list_offsets(
                 last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
             else:
                 by_node[leader][tp] = {"timestamp": timestamp}
-        replies = await asyncio.gather(*(
-            cluster.request(node, ApiKey.LIST_OFFSETS, {
-                "replica_id": -1, "timestamp_type": timestamp_type,
-                "topics": group_by_topic(parts)})
-            for node, parts in by_node.items()))
+        requests = [cluster.request(node, ApiKey.LIST_OFFSETS, {
+            "replica_id": -1, "timestamp_type": timestamp_type,
+            "topics": group_by_topic(parts)}) for node, parts in by_node.items()]
+        if len(requests) == 1:  # the usual case: no tasks for gather to create
+            replies = [await requests[0]]
+        else:
+            replies = await asyncio.gather(*requests)
         for body in replies:
             for topic in body["topics"]:
                 for part in topic["partitions"]:
