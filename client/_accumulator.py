@@ -13,6 +13,8 @@ Record futures: a ``RecordFuture`` is (batch, index). The batch owns one
 ``concurrent.futures.Future`` resolved with (base_offset, log_append_time); the record's
 metadata is derived from it (offset = base_offset + index). One future per batch keeps
 ``send`` cheap and works across threads, awaited from asyncio or waited on with ``get()``.
+``send_batch`` skips the per-record work entirely: its lists become a batch as they are
+(``append_batch``), and its ``BatchFuture`` makes metadata only when asked.
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ class ProducerBatch:
     def metadata(self, index: int) -> RecordMetadata:
         base_offset, log_append_time = self.future.result()
         offset = base_offset + index if base_offset >= 0 else -1
+        create_times = self.create_times  # a list, or one int for a whole send_batch
         return RecordMetadata(self.tp.topic, self.tp.partition, offset, log_append_time,
-                              self.create_times[index])
+                              create_times if type(create_times) is int
+                              else create_times[index])
 
 
 class RecordFuture:
@@ -101,6 +105,75 @@ class RecordFuture:
     def add_done_callback(self, callback) -> None:
         """Call ``callback(self)`` when done (possibly on the client's loop thread)."""
         self._batch.future.add_done_callback(lambda _: callback(self))
+
+
+class BatchFuture:
+    """The outcome of one ``send_batch``: a list of ``RecordMetadata`` in the input's order.
+
+    ``parts`` is [(source, positions)]: ``source`` is a ProducerBatch (or a deferred stand-in)
+    with ``future`` and ``metadata(index)``; its record ``i`` is input record
+    ``positions[i]``. Metadata objects are made only when the result is asked for.
+    """
+
+    __slots__ = ("_parts", "_count")
+
+    def __init__(self, parts: list, count: int) -> None:
+        self._parts = parts
+        self._count = count
+
+    def _futures(self) -> list:
+        return [source.future for source, _ in self._parts]
+
+    def _result(self) -> list[RecordMetadata]:
+        out: list = [None] * self._count
+        for source, positions in self._parts:
+            metadata = source.metadata
+            for index, position in enumerate(positions):
+                out[position] = metadata(index)
+        return out
+
+    def __await__(self):
+        for future in self._futures():
+            if not future.done():
+                yield from asyncio.wrap_future(future).__await__()
+        return self._result()
+
+    def get(self, timeout: float | None = None) -> list[RecordMetadata]:
+        """Block until every record is acknowledged; raise the first error if one failed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for future in self._futures():
+            future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return self._result()
+
+    def done(self) -> bool:
+        return all(future.done() for future in self._futures())
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for future in self._futures():
+            error = future.exception(
+                None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if error is not None:
+                return error
+        return None
+
+    def add_done_callback(self, callback) -> None:
+        """Call ``callback(self)`` once every part is done (possibly on the loop thread)."""
+        futures = self._futures()
+        remaining = [len(futures)]
+        lock = threading.Lock()
+
+        def one_done(_) -> None:
+            with lock:
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                callback(self)
+
+        if not futures:
+            callback(self)
+        for future in futures:
+            future.add_done_callback(one_done)
 
 
 class RecordAccumulator:
@@ -160,6 +233,29 @@ class RecordAccumulator:
             closed = self._close(tp, batch)
             wake = True
         return RecordFuture(batch, index), wake, closed
+
+    def append_batch(self, tp: TopicPartition, values: list, keys: list | None, create_times,
+                     headers: list | None, size: int, now: float | None = None
+                     ) -> tuple[ProducerBatch, ProducerBatch | None]:
+        """Queue ready-made record lists as one batch of their own, to be sent at once.
+
+        The partition's open batch (records sent before) is closed first, so order holds.
+        Returns (the new batch, the open batch closed by this call or None).
+        """
+        closed = None
+        open_batch = self._open.get(tp)
+        if open_batch is not None:
+            closed = self._close(tp, open_batch)
+        batch = ProducerBatch(tp, time.monotonic() if now is None else now)
+        batch.values = values
+        batch.keys = keys
+        batch.create_times = create_times
+        batch.headers = headers
+        batch.size_bytes = size
+        self._closed.setdefault(tp, collections.deque()).append(batch)
+        self.incomplete.add(batch)
+        self.buffered_bytes += size
+        return batch, closed
 
     def _close(self, tp: TopicPartition, batch: ProducerBatch) -> ProducerBatch:
         del self._open[tp]

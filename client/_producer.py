@@ -28,7 +28,8 @@ import time
 
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
 
-from ._accumulator import RecordAccumulator, RecordFuture
+from ._accumulator import BatchFuture, RecordAccumulator, RecordFuture
+from ._batching import _BATCH, BatchingMixin
 from ._cluster import Cluster
 from ._partitioner import StickyPartitioner, key_partition
 from ._sender import SenderMixin
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 _ACKS = {"all": -1, -1: -1, 0: 0, 1: 1, "0": 0, "1": 1, "-1": -1}
 _COMPRESSION = {None: COMPRESSION_NONE, "none": COMPRESSION_NONE, "zstd": COMPRESSION_ZSTD}
 _BYTES = (bytes, bytearray, memoryview)
+_time_ns = time.time_ns
 
 
 class _DeferredRecord:
@@ -58,11 +60,12 @@ class _DeferredRecord:
         self.future = concurrent.futures.Future()
         self._metadata: RecordMetadata | None = None
 
-    def metadata(self, _index: int) -> RecordMetadata:
+    def metadata(self, index: int) -> RecordMetadata:
         self.future.result()
-        return self._metadata
+        metadata = self._metadata
+        return metadata[index] if type(metadata) is list else metadata  # list: a send_batch
 
-    def resolve(self, inner: RecordFuture) -> None:
+    def resolve(self, inner: RecordFuture | BatchFuture) -> None:
         exc = inner.exception()
         if exc is not None:
             self.future.set_exception(exc)
@@ -71,7 +74,7 @@ class _DeferredRecord:
             self.future.set_result(None)
 
 
-class AsyncProducer(SenderMixin):
+class AsyncProducer(BatchingMixin, SenderMixin):
     """Publish records; ``async with AsyncProducer("host:port") as producer: ...``.
 
     Args:
@@ -124,7 +127,11 @@ class AsyncProducer(SenderMixin):
         self._sender: asyncio.Task | None = None
         self._metadata_task: asyncio.Task | None = None
         self._connecting_nodes: set[int] = set()
-        self._tps: dict[tuple[str, int], TopicPartition] = {}  # interned: one per partition
+        # topic -> (TopicPartition of partition 0, 1, ...): interned, rebuilt when the
+        # metadata (Cluster.topics, replaced on each refresh) changes.
+        self._tps: dict[str, tuple[TopicPartition, ...]] = {}
+        self._tps_source: dict | None = None
+        self._serializing = key_serializer is not None or value_serializer is not None
         self._closing = False
         self._closed = False
 
@@ -184,74 +191,101 @@ class AsyncProducer(SenderMixin):
             raise ClientClosedError()
         if self._sender is None:
             self._ensure_sender()
-        if self.value_serializer is not None or self.key_serializer is not None:
-            value, key = self._serialize(topic, value, key)
+        if self._serializing:
+            value, key = self._serialize(value, key)
         return self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+
+    def _topic_partitions(self, topic: str) -> tuple[TopicPartition, ...] | None:
+        """The interned TopicPartitions of ``topic`` (None while its metadata is unknown)."""
+        topics = self._cluster.topics
+        if topics is not self._tps_source:  # metadata refreshed: partitions may have changed
+            self._tps = {}
+            self._tps_source = topics
+        tps = self._tps.get(topic)
+        if tps is None:
+            partitions = topics.get(topic)
+            if not partitions:
+                return None
+            tps = self._tps[topic] = tuple(TopicPartition(topic, p)
+                                           for p in range(len(partitions)))
+        return tps
 
     def _send_serialized(self, topic, value, key, partition, timestamp_ms,
                          headers) -> RecordFuture:
-        """The per-record fast path: checks, partition choice and append, few calls."""
-        if (value is not None and type(value) not in _BYTES) or (
-                key is not None and type(key) not in _BYTES):
+        """The per-record fast path: checks, partition choice and append in one frame."""
+        if type(value) is bytes:
+            size = len(value)
+        elif value is None:
+            size = 0
+        elif type(value) in _BYTES:
+            size = len(value)
+        else:
             raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
-        if value is not None and len(value) > self.max_request_size:
-            raise MessageTooLargeError(f"a record of {len(value)} bytes exceeds max_request_size")
+        if key is not None:
+            if type(key) not in _BYTES:
+                raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
+            size += len(key)
+        if size > self.max_request_size:
+            raise MessageTooLargeError(f"a record of {size} bytes exceeds max_request_size")
         if timestamp_ms is None:
-            create_time = time.time_ns() // 1_000_000
+            create_time = _time_ns() // 1_000_000
         elif type(timestamp_ms) is int:
             create_time = timestamp_ms
         else:
             raise TypeError("timestamp_ms must be an int (epoch milliseconds)")
-        partitions = self._cluster.topics.get(topic)
-        if not partitions:
-            return self._defer((topic, value, key, partition, create_time, headers))
-        return self._append(topic, len(partitions), value, key, partition, create_time, headers)
+        tps = self._tps.get(topic) if self._cluster.topics is self._tps_source else None
+        if tps is None:
+            tps = self._topic_partitions(topic)
+            if tps is None:
+                return self._defer((topic, value, key, partition, create_time, headers))
+        accumulator = self._accumulator
+        lock = accumulator.lock
+        lock.acquire()  # cheaper than "with" on the hot path
+        try:
+            if partition is None:
+                if key is not None:
+                    partition = key_partition(key, len(tps))
+                else:
+                    partition = self._sticky.partition(topic, len(tps))
+            elif not 0 <= partition < len(tps):
+                raise UnknownTopicOrPartitionError(
+                    f"{topic} has {len(tps)} partitions, not {partition + 1}")
+            future, wake, closed = accumulator.append(tps[partition], value, key, create_time,
+                                                      headers)
+            if closed is not None:
+                self._sticky.batch_closed(topic, closed.tp.partition, len(tps))
+        finally:
+            lock.release()
+        if wake:
+            self._wake()
+        return future
 
     async def send_and_wait(self, topic: str, value=None, key=None, partition=None,
                             timestamp_ms=None, headers=None) -> RecordMetadata:
         return await self.send(topic, value, key, partition, timestamp_ms, headers)
 
-    def _serialize(self, topic, value, key):
+    def _check_record(self, value, key) -> None:
+        """``send``'s TypeError for a key or value that is not bytes-like (off the hot path)."""
+        if (value is not None and type(value) not in _BYTES) or (
+                key is not None and type(key) not in _BYTES):
+            raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
+
+    def _serialize(self, value, key):
         if self.value_serializer is not None:
             value = self.value_serializer(value)
         if self.key_serializer is not None and key is not None:
             key = self.key_serializer(key)
-        if (value is not None and type(value) not in _BYTES) or (
-                key is not None and type(key) not in _BYTES):
-            raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
-        size = (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
-        if size > self.max_request_size:
-            raise MessageTooLargeError(f"a record of {size} bytes exceeds max_request_size")
         return value, key
 
-    def _append(self, topic, partitions: int, value, key, partition, create_time,
-                headers) -> RecordFuture:
-        accumulator = self._accumulator
-        with accumulator.lock:
-            if partition is None:
-                if key is not None:
-                    partition = key_partition(key, partitions)
-                else:
-                    partition = self._sticky.partition(topic, partitions)
-            elif not 0 <= partition < partitions:
-                raise UnknownTopicOrPartitionError(
-                    f"{topic} has {partitions} partitions, not {partition + 1}")
-            tp = self._tps.get((topic, partition))
-            if tp is None:
-                tp = self._tps[topic, partition] = TopicPartition(topic, partition)
-            future, wake, closed = accumulator.append(tp, value, key, create_time, headers)
-            if closed is not None:
-                self._sticky.batch_closed(topic, closed.tp.partition, partitions)
-        if wake:
-            self._wake()
-        return future
-
     def _defer(self, args: tuple) -> RecordFuture:
+        return RecordFuture(self._defer_record(args), 0)
+
+    def _defer_record(self, args: tuple) -> _DeferredRecord:
         record = _DeferredRecord(args, time.monotonic())
         with self._accumulator.lock:
             self._deferred.append(record)
         self._wake()
-        return RecordFuture(record, 0)
+        return record
 
     def _wake(self) -> None:
         if self._wakeup is None:
@@ -291,12 +325,14 @@ class AsyncProducer(SenderMixin):
         with self._accumulator.lock:
             deferred, self._deferred = self._deferred, []
         for record in deferred:
-            topic, value, key, partition, create_time, headers = record.args
-            partitions = self._cluster.partitions_for(topic)
-            if partitions is not None:
+            topic = record.args[1] if record.args[0] is _BATCH else record.args[0]
+            tps = self._topic_partitions(topic)
+            if tps is not None:
                 try:
-                    inner = self._append(topic, len(partitions), value, key, partition,
-                                         create_time, headers)
+                    if record.args[0] is _BATCH:
+                        inner = self._append_batch(topic, tps, *record.args[2:])
+                    else:  # its create time is an int by now
+                        inner = self._send_serialized(*record.args)
                 except TslogError as exc:
                     record.future.set_exception(exc)
                     continue

@@ -91,8 +91,8 @@ class SenderMixin:
                 if batch is not None:
                     batches.append(batch)
                     size += batch.size_bytes
-                    partitions = self._cluster.partitions_for(tp.topic) or [0]
-                    self._sticky.batch_closed(tp.topic, tp.partition, len(partitions))
+                    self._sticky.batch_closed(tp.topic, tp.partition,
+                                              self._cluster.partition_count(tp.topic) or 1)
         topics: dict[str, list] = collections.defaultdict(list)
         sendable = []
         for batch in batches:

@@ -20,11 +20,17 @@ from ._producer import AsyncProducer
 from .errors import BufferFullError, ClientClosedError
 
 
+try:  # uvloop's loop is several times cheaper per call and per I/O event than asyncio's
+    from uvloop import new_event_loop as _new_event_loop
+except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+    _new_event_loop = asyncio.new_event_loop
+
+
 class _LoopThread:
     """An event loop running forever in a daemon thread, until ``stop``."""
 
     def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
@@ -163,23 +169,47 @@ class Producer(_Facade):
              headers=None):
         """Queue a record; blocks only while the buffer is full or the topic is unknown."""
         core = self._core
-        if self._closed:
+        if self._closed or core._closing:
             raise ClientClosedError()
-        value, key = core._serialize(topic, value, key)
-        if not core._cluster.partition_count(topic):
+        if core._serializing:
+            value, key = core._serialize(value, key)
+        if core._accumulator.buffered_bytes >= core.buffer_memory:
+            self._wait_for_space()
+        if not core._cluster.topics.get(topic):
+            core._check_record(value, key)  # bad input is a TypeError, even for a bad topic
             self._run(core.partitions_for(topic), core.max_block_ms / 1000)
+        return core._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+
+    def send_batch(self, topic, values, keys=None, partition=None, timestamp_ms=None,
+                   headers=None):
+        """Queue many records in one call (see ``AsyncProducer.send_batch``).
+
+        Returns a future whose ``get(timeout)`` gives the list of ``RecordMetadata``.
+        """
+        core = self._core
+        if self._closed or core._closing:
+            raise ClientClosedError()
+        values, keys = core._serialize_batch(values, keys)
+        checked = core._check_batch(values, keys, timestamp_ms, headers)
+        if core._accumulator.buffered_bytes >= core.buffer_memory:
+            self._wait_for_space()
+        if not core._cluster.topics.get(topic):
+            self._run(core.partitions_for(topic), core.max_block_ms / 1000)
+        return core._queue_batch(topic, partition, *checked)
+
+    def _wait_for_space(self) -> None:
+        """Block while the buffer is full: ``BufferFullError`` after ``max_block_ms``."""
+        core = self._core
         accumulator = core._accumulator
-        if accumulator.buffered_bytes >= core.buffer_memory:
-            deadline = time.monotonic() + core.max_block_ms / 1000
-            with accumulator.space:
-                while accumulator.buffered_bytes >= core.buffer_memory:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self._closed:
-                        raise BufferFullError()
-                    accumulator.space.wait(min(left, 0.1))
+        deadline = time.monotonic() + core.max_block_ms / 1000
+        with accumulator.space:
+            while accumulator.buffered_bytes >= core.buffer_memory:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    raise BufferFullError()
+                accumulator.space.wait(min(left, 0.1))
         if core._closing:
             raise ClientClosedError()
-        return core._send_serialized(topic, value, key, partition, timestamp_ms, headers)
 
     def flush(self, timeout_ms: int | None = None) -> None:
         self._run(self._core.flush(timeout_ms))
