@@ -105,13 +105,21 @@ def split_batches(records) -> tuple[list, int | None]:
     return batches, next_offset
 
 
-def _column(blob, offsets: list, valid: list, start: int, n: int, convert):
-    """The values of one binary column from ``start``: bytes or None, converted if asked."""
-    if not any(valid):
+def _column(blob, offsets, valid, start: int, n: int, convert):
+    """The values of one binary column from ``start``: bytes or None, converted if asked.
+
+    ``offsets`` and ``valid`` are the numpy arrays of ``RecordColumns``; they become lists
+    only when the column has a non-null value (an all-null key column costs nothing).
+    """
+    if not valid[start:].any():
         return repeat(None, n - start)
     data = bytes(blob)
-    column = [data[a:b] if ok else None
-              for a, b, ok in zip(offsets[start:], offsets[start + 1:], valid[start:])]
+    bounds = offsets[start:].tolist()
+    if valid[start:].all():
+        column = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    else:
+        column = [data[a:b] if ok else None
+                  for a, b, ok in zip(bounds, bounds[1:], valid[start:].tolist())]
     if convert is not None:
         column = [None if item is None else convert(item) for item in column]
     return column
@@ -131,10 +139,9 @@ def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
     if start >= n:
         return []
     key_of, value_of = deserialize
-    keys = _column(columns.keys, columns.key_offsets.tolist(), columns.key_valid.tolist(),
-                   start, n, key_of)
-    values = _column(columns.values, columns.value_offsets.tolist(),
-                     columns.value_valid.tolist(), start, n, value_of)
+    keys = _column(columns.keys, columns.key_offsets, columns.key_valid, start, n, key_of)
+    values = _column(columns.values, columns.value_offsets, columns.value_valid, start, n,
+                     value_of)
     # Headers are immutable tuples, and records without any share one empty tuple: a record
     # then holds nothing the garbage collector must track (a fresh [] per record doubled
     # the cost of a poll, mostly in GC passes).
