@@ -9,6 +9,7 @@ without ``close()``.
 """
 
 from ._types import (
+    ColumnBatch,
     ConfigEntry,
     ConsumerRecord,
     OffsetAndTimestamp,
@@ -22,6 +23,7 @@ from .sync import Admin, Consumer, Producer
 
 __all__ = [
     "Admin",
+    "ColumnBatch",
     "ConfigEntry",
     "ConnectionLostError",
     "Consumer",

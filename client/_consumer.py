@@ -18,7 +18,7 @@ from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
 from ._cluster import Cluster
 from ._fetcher import Fetcher, PartitionState
 from ._offsets import group_by_topic, list_offsets
-from ._types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from ._types import ColumnBatch, ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from .errors import ClientClosedError, OffsetOutOfRangeError, TslogError, error_for
 
 
@@ -238,6 +238,18 @@ class AsyncConsumer:
         Returns an empty list when nothing arrived in time. Raises the first non-retriable
         fetch error (e.g. ``CorruptMessageError``), once.
         """
+        return await self._poll(timeout_ms, lambda fetcher: self._drain(fetcher, max_records))
+
+    async def poll_batches(self, timeout_ms: int = 0) -> list[ColumnBatch]:
+        """Like ``poll``, but each fetched batch as columns (``ColumnBatch``), not records.
+
+        No Python object is made per record, so this reads several times more records per
+        second than ``poll``; deserializers are not applied. Positions advance past every
+        returned batch, exactly as if ``poll`` had returned its records.
+        """
+        return await self._poll(timeout_ms, self._drain_columns)
+
+    async def _poll(self, timeout_ms: int, drain) -> list:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         fetcher = self._fetch()
@@ -250,7 +262,7 @@ class AsyncConsumer:
             fetcher.ensure_loops()
             if fetcher.errors:
                 raise fetcher.errors.popleft()
-            records = self._drain(fetcher, max_records)
+            records = drain(fetcher)
             if records:
                 return records
             remaining = deadline - loop.time()
@@ -273,6 +285,22 @@ class AsyncConsumer:
             consumed = True
         if consumed:
             fetcher.notify()  # room in the buffer: let the fetch loops run ahead again
+        return out
+
+    def _drain_columns(self, fetcher: Fetcher) -> list[ColumnBatch]:
+        out: list[ColumnBatch] = []
+        consumed = False
+        while fetcher.buffer:
+            completed = fetcher.buffer[0]
+            state = self._states.get(completed.tp)
+            if state is not None and state.epoch == completed.epoch:
+                out.extend(completed.take_columns(state))
+                if not completed.exhausted:
+                    break  # a corrupt batch: the next poll raises
+            fetcher.buffer.popleft()
+            consumed = True
+        if consumed:
+            fetcher.notify()
         return out
 
     # ---------------------------------------------------------------------------- commit

@@ -22,10 +22,10 @@ from itertools import repeat
 
 from tslog.protocol.batch_header import HEADER_SIZE, BatchFormatError, parse_header, peek_length
 from tslog.protocol.messages import ApiKey
-from tslog.protocol.records import decode_columns
+from tslog.protocol.records import RecordColumns, decode_columns
 
 from ._offsets import group_by_topic
-from ._types import ConsumerRecord, TopicPartition
+from ._types import ColumnBatch, ConsumerRecord, TopicPartition
 from .errors import CorruptMessageError, TslogError, error_for
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class PartitionState:
 class CompletedFetch:
     """Batches fetched for one partition, decoded lazily as ``poll`` reaches them."""
 
-    __slots__ = ("tp", "epoch", "batches", "node_id", "_pending", "_next")
+    __slots__ = ("tp", "epoch", "batches", "node_id", "_pending", "_next", "_columns")
 
     def __init__(self, tp: TopicPartition, epoch: int, batches: list, node_id: int) -> None:
         self.tp = tp
@@ -58,6 +58,7 @@ class CompletedFetch:
         self.node_id = node_id
         self._pending: list = []  # decoded records of the current batch
         self._next = 0  # index of the first record of _pending not yet returned
+        self._columns = None  # the RecordColumns _pending was made from
 
     def take(self, state: PartitionState, limit: int | None, deserialize) -> list:
         """Up to ``limit`` records at or after the position; advances the position."""
@@ -68,7 +69,9 @@ class CompletedFetch:
                     break
                 batch = self.batches[0]
                 try:
-                    self._pending = decode_batch(self.tp, batch, state.position, deserialize)
+                    self._columns = decode_columns(batch)
+                    self._pending = decode_batch(self.tp, self._columns, state.position,
+                                                 deserialize)
                 except BatchFormatError as exc:
                     # Keep the batch: every poll raises until the user seeks past it.
                     raise CorruptMessageError(
@@ -82,6 +85,31 @@ class CompletedFetch:
             self._next += len(chunk)
             out += chunk
             state.position = chunk[-1].offset + 1
+        return out
+
+    def take_columns(self, state: PartitionState) -> list[ColumnBatch]:
+        """Every remaining batch as columns (records below the position cut off by ``start``)."""
+        out: list[ColumnBatch] = []
+        if self._next < len(self._pending):  # poll() decoded this batch but left records
+            columns = self._columns
+            start = self._pending[self._next].offset - columns.base_offset
+            out.append(ColumnBatch(self.tp.topic, self.tp.partition, start, columns))
+            state.position = columns.base_offset + columns.record_count
+            self._pending, self._next, self._columns = [], 0, None
+        while self.batches:
+            try:
+                columns = decode_columns(self.batches[0])
+            except BatchFormatError as exc:
+                if out:
+                    break  # hand out what is good; the next call raises
+                raise CorruptMessageError(
+                    f"{self.tp.topic}-{self.tp.partition} at offset {state.position}: {exc}"
+                ) from None
+            self.batches.popleft()
+            start = max(0, state.position - columns.base_offset)
+            if start < columns.record_count:
+                out.append(ColumnBatch(self.tp.topic, self.tp.partition, start, columns))
+                state.position = columns.base_offset + columns.record_count
         return out
 
     @property
@@ -126,13 +154,13 @@ def _column(blob, offsets, valid, start: int, n: int, convert):
 
 
 def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
-    """ConsumerRecords of one batch at offsets >= ``position``, built column by column.
+    """ConsumerRecords of one batch (bytes or its RecordColumns) at offsets >= ``position``.
 
     Records are assembled with ``map(tuple.__new__, ...)`` over zipped columns, so the only
     per-record Python work is slicing keys and values out of their blobs. Every field is an
     int, bytes, None or a tuple of those, so the GC can untrack the records.
     """
-    columns = decode_columns(batch)
+    columns = batch if type(batch) is RecordColumns else decode_columns(batch)
     n = columns.record_count
     base = columns.base_offset
     start = max(0, position - base)

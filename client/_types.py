@@ -36,6 +36,21 @@ class ConsumerRecord(NamedTuple):
     headers: tuple  # a tuple of (str, bytes) pairs; () when the record has none
 
 
+class ColumnBatch(NamedTuple):
+    """One fetched batch as columns (``Consumer.poll_batches``): records ``start`` onwards.
+
+    ``columns`` is a ``tslog.protocol.records.RecordColumns`` (numpy arrays and views of the
+    fetched bytes); record ``i`` has offset ``columns.base_offset + i``. Records before
+    ``start`` were read before (or lie before the position the consumer was sought to).
+    ``tslog.protocol.records.to_arrow(columns).slice(start)`` gives an Arrow RecordBatch.
+    """
+
+    topic: str
+    partition: int
+    start: int
+    columns: object  # tslog.protocol.records.RecordColumns
+
+
 class PartitionInfo(NamedTuple):
     """One partition as the cluster metadata describes it."""
 

@@ -9,6 +9,7 @@ from ._consumer import AsyncConsumer, NoOffsetForPartitionError
 from ._producer import AsyncProducer
 from ._accumulator import RecordFuture
 from ._types import (
+    ColumnBatch,
     ConfigEntry,
     ConsumerRecord,
     OffsetAndTimestamp,
@@ -22,6 +23,7 @@ __all__ = [
     "AsyncAdmin",
     "AsyncConsumer",
     "AsyncProducer",
+    "ColumnBatch",
     "ConfigEntry",
     "ConsumerRecord",
     "NoOffsetForPartitionError",

@@ -268,6 +268,9 @@ class Consumer(_Facade):
     def poll(self, timeout_ms: int = 0, max_records: int | None = None):
         return self._run(self._core.poll(timeout_ms, max_records))
 
+    def poll_batches(self, timeout_ms: int = 0):
+        return self._run(self._core.poll_batches(timeout_ms))
+
     def commit(self, offsets=None) -> None:
         self._run(self._core.commit(offsets))
 

@@ -128,3 +128,38 @@ async def test_async_send_batch_and_a_topic_created_later(broker):
         assert [m.offset for m in await asyncio.wait_for(late, 20)] == [0, 1]
     records = consume_all(broker.bootstrap, "abulk", 3)
     assert [r.value for r in records] == [b"a", b"b", b"c"]
+
+
+def test_poll_batches_returns_columns_from_the_position_on(broker):
+    """The columnar poll: batches as columns, starting where poll() left off."""
+    from tslog.client import ColumnBatch
+    from tslog.protocol.records import to_arrow
+
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("columns", partitions=1)
+    values = [b"r%d" % i for i in range(500)]
+    with Producer(broker.bootstrap) as producer:
+        producer.send_batch("columns", values[:200]).get(10)
+        producer.send_batch("columns", values[200:], keys=[b"k"] * 300).get(10)
+    tp = TopicPartition("columns", 0)
+    with Consumer(broker.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 50)
+        first = []
+        while not first:
+            first = consumer.poll(timeout_ms=2000, max_records=10)
+        assert [r.offset for r in first] == list(range(50, 60))
+        got = []
+        deadline = time.monotonic() + 20
+        while consumer.position(tp) < 500 and time.monotonic() < deadline:
+            got += consumer.poll_batches(timeout_ms=500)
+        assert consumer.position(tp) == 500
+        assert consumer.poll_batches(timeout_ms=100) == []
+    assert all(type(batch) is ColumnBatch and batch.topic == "columns" for batch in got)
+    offsets, read = [], []
+    for batch in got:
+        table = to_arrow(batch.columns).slice(batch.start)
+        offsets += table.column("offset").to_pylist()
+        read += table.column("value").to_pylist()
+    assert offsets == list(range(60, 500))
+    assert read == values[60:]
