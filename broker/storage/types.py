@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
+# The special ListOffsets times are the wire's; storage answers them directly.
+from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+
+__all__ = [
+    "AppendInfo",
+    "DeletedSegment",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "OffsetAndTimestamp",
+]
 
 
 class AppendInfo(NamedTuple):
