@@ -57,24 +57,21 @@ def test_dependency_direction(package):
     assert not offenders, offenders
 
 
-def test_protocol_does_no_io():
-    offenders = [
+def imports_of(folder: str, banned: set[str]) -> list[str]:
+    return [
         f"{path.relative_to(ROOT)} imports {module}"
-        for path in source_files("protocol")
+        for path in source_files(folder)
         for module in imported_modules(path)
-        if module.split(".")[0] in NO_IO_MODULES
+        if module.split(".")[0] in banned
     ]
-    assert not offenders, offenders
+
+
+def test_protocol_does_no_io():
+    assert not imports_of("protocol", NO_IO_MODULES)
 
 
 def test_storage_has_no_asyncio():
-    offenders = [
-        f"{path.relative_to(ROOT)} imports {module}"
-        for path in source_files("broker/storage")
-        for module in imported_modules(path)
-        if module.split(".")[0] in {"asyncio", "uvloop"}
-    ]
-    assert not offenders, offenders
+    assert not imports_of("broker/storage", {"asyncio", "uvloop"})
 
 
 def test_modules_stay_small():
