@@ -28,7 +28,7 @@ import time
 
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
 
-from ._accumulator import BatchFuture, RecordAccumulator, RecordFuture
+from ._accumulator import RECORD_OVERHEAD_BYTES, BatchFuture, RecordAccumulator, RecordFuture
 from ._batching import _BATCH, BatchingMixin
 from ._cluster import Cluster
 from ._partitioner import StickyPartitioner, key_partition
@@ -250,10 +250,27 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             elif not 0 <= partition < len(tps):
                 raise UnknownTopicOrPartitionError(
                     f"{topic} has {len(tps)} partitions, not {partition + 1}")
-            future, wake, closed = accumulator.append(tps[partition], value, key, create_time,
-                                                      headers)
-            if closed is not None:
-                self._sticky.batch_closed(topic, closed.tp.partition, len(tps))
+            tp = tps[partition]
+            batch = accumulator._open.get(tp)
+            size += RECORD_OVERHEAD_BYTES
+            if (batch is not None and not headers and batch.headers is None
+                    and batch.size_bytes + size < accumulator.batch_size
+                    and (key is None or batch.keys is not None)):
+                # The common case inlined: the open batch takes the record and stays open
+                # (``RecordAccumulator.append`` does the same and everything else).
+                values = batch.values
+                future = RecordFuture(batch, len(values))
+                values.append(value)
+                batch.create_times.append(create_time)
+                if batch.keys is not None:
+                    batch.keys.append(key)
+                batch.size_bytes += size
+                accumulator.buffered_bytes += size
+                wake = False
+            else:
+                future, wake, closed = accumulator.append(tp, value, key, create_time, headers)
+                if closed is not None:
+                    self._sticky.batch_closed(topic, closed.tp.partition, len(tps))
         finally:
             lock.release()
         if wake:
