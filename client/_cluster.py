@@ -202,7 +202,10 @@ class Cluster:
         attempt = 0
         while True:
             try:
-                conn = await self.connection(node_id)
+                address = self.brokers.get(node_id) if node_id is not None else None
+                conn = self._connections.get((*address, "default")) if address else None
+                if conn is None or conn.closed or self._closed:
+                    conn = await self.connection(node_id)
                 return await conn.send(api_key, body,
                                        timeout_ms=timeout_ms or self.request_timeout_ms)
             except TslogError as exc:

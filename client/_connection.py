@@ -196,6 +196,9 @@ class Connection(asyncio.Protocol):
     async def send(self, api_key: int, body: dict, *, timeout_ms: int | None = 30_000,
                    expect_response: bool = True) -> dict | None:
         """Wait for an in-flight slot and the transport's buffer, send, await the response."""
+        if len(self._pending) < self.max_in_flight and not self._paused:  # nothing to wait for
+            return await self.send_nowait(api_key, body, timeout_ms=timeout_ms,
+                                          expect_response=expect_response)
         while len(self._pending) >= self.max_in_flight and not self.closed:
             waiter = asyncio.get_running_loop().create_future()
             self._slot_waiters.append(waiter)
