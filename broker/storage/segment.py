@@ -254,8 +254,24 @@ class Segment:
         The lookup and fetch hot path: one plain loop over ``struct`` tuples, with no
         generator or NamedTuple per batch.
         """
+        # Between two index entries there is usually one batch: one small pread, no window.
+        first = os.pread(self._fd, HEADER_SIZE, start) if start < end else b""
+        self.last_scan_bytes = len(first)
+        if not first:
+            return None
+        if len(first) < HEADER_SIZE:
+            raise BatchFormatError(f"torn batch header at position {start}")
+        fields = HEADER_STRUCT.unpack(first)
+        value = fields[0] + fields[7] if field == _LAST_OFFSET else fields[field]
+        if value >= target:
+            return start, fields
+        if fields[3] < HEADER_SIZE:
+            raise BatchFormatError(f"bad batch length {fields[3]} at position {start}")
+        position = start + fields[3]
+        if position >= end:
+            return None
         window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
-        position = start
+        window.want = self.index_interval_bytes + HEADER_SIZE
         try:
             while position < end:
                 fields = window.fields_at(position)
@@ -265,7 +281,7 @@ class Segment:
                 position += fields[3]
             return None
         finally:
-            self.last_scan_bytes = window.bytes_read
+            self.last_scan_bytes += window.bytes_read
 
     def position_of(self, offset: int) -> int | None:
         """File position of the batch holding ``offset``, or None if it is not in this segment."""
