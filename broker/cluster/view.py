@@ -1,0 +1,90 @@
+"""What the data path may know and ask of the cluster, and the single-node answer to it.
+
+Why a narrow interface: replication (follower fetchers, the high watermark, acks=all, ISR
+changes) must not care whether partition state lives in etcd or is implied by being alone.
+Everything it needs is here: the live brokers' addresses, each partition's state, a callback
+on every change, ISR proposals that succeed only against the version they were computed from
+(so a deposed leader can never shrink the ISR or acknowledge after losing its epoch), and
+cluster-unique producer ids for the idempotent producer.
+
+Callbacks run on the broker's event loop, in the order etcd applied the changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+NO_LEADER = -1
+
+
+class StaleStateError(Exception):
+    """A proposal was computed from a partition state that is no longer current."""
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # broker id, NO_LEADER while none is eligible
+    leader_epoch: int  # bumped on every leader change; recorded in the log's epoch checkpoint
+    isr: tuple[int, ...]  # in-sync replicas, leader included
+    replicas: tuple[int, ...]  # assigned replicas, preferred leader first
+    version: int  # the store's version of this record; proposals compare-and-swap on it
+
+
+StateListener = Callable[[PartitionState], None]
+
+
+class ClusterView(Protocol):
+    node_id: int
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        """Live brokers' advertised (host, port), by id."""
+
+    def controller_id(self) -> int:
+        """The broker currently acting as controller, or NO_LEADER."""
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        """The latest known state, or None for an unknown partition."""
+
+    def add_listener(self, listener: StateListener) -> None:
+        """Call ``listener`` with every new or changed partition state from now on."""
+
+    async def propose_isr(self, state: PartitionState, isr: tuple[int, ...]) -> PartitionState:
+        """Replace ``state``'s ISR by ``isr`` if ``state.version`` is still current and this
+        broker leads it in ``state.leader_epoch``; return the new state. Raise
+        ``StaleStateError`` otherwise (the caller then acts on the newer state it will hear)."""
+
+    async def allocate_producer_id(self) -> int:
+        """A producer id no other broker of the cluster will ever hand out."""
+
+
+class LocalClusterView:
+    """A cluster of one: this broker leads every partition in epoch 0, ISR = itself."""
+
+    def __init__(self, node_id: int, address: tuple[str, int]) -> None:
+        self.node_id = node_id
+        self.address = address
+        self._next_producer_id = 0
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        return {self.node_id: self.address}
+
+    def controller_id(self) -> int:
+        return self.node_id
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState:
+        me = (self.node_id,)
+        return PartitionState(topic, partition, self.node_id, 0, me, me, 0)
+
+    def add_listener(self, listener: StateListener) -> None:
+        """States never change when alone, so there is nothing to report."""
+
+    async def propose_isr(self, state: PartitionState, isr: tuple[int, ...]) -> PartitionState:
+        raise StaleStateError("a single-node broker's ISR is always itself")
+
+    async def allocate_producer_id(self) -> int:
+        """Unique within this broker's lifetime; the broker seeds it from the log on start."""
+        self._next_producer_id += 1
+        return self._next_producer_id
