@@ -200,8 +200,8 @@ def build_batch(
         header = HEADER_STRUCT.pack(*fields)
     except struct.error as exc:
         raise ValueError(f"producer id, epoch or sequence out of range: {exc}") from None
-    crc = crc32c(memoryview(header)[CRC_START:])
+    crc = 0
     for part in parts:
         crc = crc32c(part, crc)
-    fields[2] = crc
+    fields[2] = crc32c(memoryview(header)[CRC_START:], crc)  # records first: batch_header.py
     return b"".join([HEADER_STRUCT.pack(*fields), *parts])

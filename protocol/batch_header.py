@@ -10,7 +10,7 @@ Layout (offsets in bytes, all integers little-endian)::
 
      0  int64   base_offset        assigned by the partition leader; 0 from a producer
      8  int32   leader_epoch       stamped by the leader; -1 from a producer
-    12  uint32  crc                CRC32C of bytes [16, batch_length)
+    12  uint32  crc                CRC32C of the records, then of bytes [16, 80)
     16  int32   batch_length       total bytes of the batch, header included
     20  uint8   magic              FORMAT_MAGIC (1)
     21  uint8   attributes         bits 0-1 compression, bit 2 has-headers
@@ -29,8 +29,13 @@ Layout (offsets in bytes, all integers little-endian)::
 
 Why the CRC sits where it does: base offset and leader epoch are assigned by the leader and
 checked by continuity, so they stay outside the checksum; the LogAppendTime is inside it, so
-the leader recomputes the CRC after stamping (about 8 us per 110 KB batch with ``crc32c``)
-and followers and recovery verify exactly what the leader wrote.
+followers and recovery verify exactly what the leader wrote.
+
+Why the records are fed to the CRC before the header fields: the leader must both verify the
+producer's CRC and compute a new one after stamping LogAppendTime. With the records first,
+both CRCs continue from one running value over the records (``records_crc``): the records are
+read once (about 8 us per 110 KB batch with ``crc32c``) and each header costs a 64-byte CRC.
+The coverage is the same bytes as a CRC over ``[16, batch_length)``; only their order differs.
 """
 
 from __future__ import annotations
@@ -136,10 +141,22 @@ def check_header(header: BatchHeader, available: int | None = None) -> None:
         raise BatchFormatError("reserved header fields are not zero")
 
 
+def records_crc(batch) -> int:
+    """The running CRC32C over the records section alone: the part both CRCs share."""
+    with memoryview(batch) as view, view[HEADER_SIZE:] as records:
+        return crc32c(records)
+
+
+def crc_with_header(header_bytes, records_crc_value: int) -> int:
+    """Finish a batch CRC: continue ``records_crc_value`` over header bytes [16, 80)."""
+    with memoryview(header_bytes) as view, view[CRC_START:HEADER_SIZE] as fields:
+        return crc32c(fields, records_crc_value)
+
+
 def compute_crc(batch) -> int:
-    """CRC32C of everything after base offset, leader epoch and the CRC field itself."""
-    with memoryview(batch) as view:
-        return crc32c(view[CRC_START:])
+    """CRC32C of everything after base offset, leader epoch and the CRC field itself
+    (records first, then header bytes [16, 80))."""
+    return crc_with_header(batch, records_crc(batch))
 
 
 def verify_crc(batch, header: BatchHeader | None = None) -> None:
@@ -151,6 +168,12 @@ def verify_crc(batch, header: BatchHeader | None = None) -> None:
 
 def validate_batch(batch) -> BatchHeader:
     """Full check of one complete batch held in ``batch`` (header consistency and CRC)."""
+    return validate_batch_for_stamping(batch)[0]
+
+
+def validate_batch_for_stamping(batch) -> tuple[BatchHeader, int]:
+    """``validate_batch`` that also returns the records' running CRC, so a leader can stamp
+    the batch (``stamped_header``) without reading the records a second time."""
     if len(batch) < HEADER_SIZE:
         raise BatchFormatError(f"{len(batch)} bytes is shorter than a batch header")
     header = parse_header(batch)
@@ -159,8 +182,10 @@ def validate_batch(batch) -> BatchHeader:
         raise BatchFormatError(
             f"batch length field {header.batch_length} != {len(batch)} bytes given"
         )
-    verify_crc(batch, header)
-    return header
+    running = records_crc(batch)
+    if crc_with_header(batch, running) != header.crc:
+        raise BatchFormatError("batch CRC mismatch")
+    return header, running
 
 
 def stamp(batch: bytearray, base_offset: int, leader_epoch: int, log_append_time: int) -> None:
@@ -171,12 +196,17 @@ def stamp(batch: bytearray, base_offset: int, leader_epoch: int, log_append_time
 
 
 def stamped_header(
-    batch, header: BatchHeader, base_offset: int, leader_epoch: int, log_append_time: int
+    batch,
+    header: BatchHeader,
+    base_offset: int,
+    leader_epoch: int,
+    log_append_time: int,
+    records_crc_value: int | None = None,
 ) -> bytes:
     """The header ``batch`` gets from its leader, CRC included, without copying the batch.
 
-    The leader writes this header followed by ``batch[HEADER_SIZE:]`` (one ``pwritev``), so a
-    110 KB batch costs one CRC pass over its records and no copy.
+    The leader writes this header followed by ``batch[HEADER_SIZE:]`` (one ``pwritev``).
+    Given the ``records_crc_value`` that validation computed, the records are not read again.
     """
     new = bytearray(
         HEADER_STRUCT.pack(
@@ -188,9 +218,9 @@ def stamped_header(
             )
         )
     )
-    with memoryview(batch) as view:
-        crc = crc32c(view[HEADER_SIZE : header.batch_length], crc32c(new[CRC_START:]))
-    _CRC.pack_into(new, 12, crc)
+    if records_crc_value is None:
+        records_crc_value = records_crc(memoryview(batch)[: header.batch_length])
+    _CRC.pack_into(new, 12, crc_with_header(new, records_crc_value))
     return bytes(new)
 
 

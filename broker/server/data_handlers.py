@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tslog.protocol.batch_header import BatchFormatError, validate_batch
+from tslog.protocol.batch_header import BatchFormatError, validate_batch_for_stamping
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from tslog.protocol.records import split_batches
@@ -63,19 +63,22 @@ def error_code_for(exc: BaseException, where: str) -> ErrorCode:
 # ------------------------------------------------------------------------------------ produce
 
 
-def _precheck(plog: PartitionLog, batch, now_ms: int) -> None:
+def _precheck(plog: PartitionLog, batch, now_ms: int) -> tuple:
     """The checks ``append`` makes, done for every batch before the first is written, so a
-    bad batch later in a request cannot leave its predecessors behind."""
+    bad batch later in a request cannot leave its predecessors behind. Returns what
+    ``append(validated=...)`` takes, so the records are read once."""
     config = plog.config
     if len(batch) > config.max_message_bytes or len(batch) > config.segment_bytes:
         raise RecordTooLargeError(f"batch of {len(batch)} bytes is too large")
     try:
-        header = validate_batch(batch)
+        validated = validate_batch_for_stamping(batch)
     except BatchFormatError as exc:
         raise CorruptRecordError(str(exc)) from None
-    if (now_ms - header.min_create_time > config.message_timestamp_before_max_ms
-            or header.max_create_time - now_ms > config.message_timestamp_after_max_ms):
-        raise InvalidTimestampError("CreateTime outside the topic's bounds")
+    header = validated[0]
+    problem = config.create_time_problem(header.min_create_time, header.max_create_time, now_ms)
+    if problem:
+        raise InvalidTimestampError(problem)
+    return validated
 
 
 def append_records(plog: PartitionLog, records: bytes, clock: BrokerClock) -> tuple[int, int]:
@@ -94,13 +97,12 @@ def append_records(plog: PartitionLog, records: bytes, clock: BrokerClock) -> tu
         if len(batches) == 1:
             info = plog.append(records)
             return info.base_offset, info.log_append_time
-        for batch in batches:
-            _precheck(plog, batch, now_ms)
+        checked = [_precheck(plog, batch, now_ms) for batch in batches]
         start = plog.log_end_offset
         try:
-            first = plog.append(batches[0])
-            for batch in batches[1:]:
-                last = plog.append(batch)
+            first = last = plog.append(batches[0], validated=checked[0])
+            for batch, validated in zip(batches[1:], checked[1:]):
+                last = plog.append(batch, validated=validated)
         except BaseException:
             if plog.log_end_offset != start:  # only an I/O failure can get here
                 plog.truncate_to(start)

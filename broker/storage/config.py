@@ -85,6 +85,18 @@ class LogConfig:
     def to_mapping(self) -> dict[str, int]:
         return {_dotted(field.name): getattr(self, field.name) for field in dataclasses.fields(self)}
 
+    def create_time_problem(self, min_create_time: int, max_create_time: int, now: int) -> str | None:
+        """Why a batch with these CreateTimes may not be appended at broker time ``now``
+        (``message.timestamp.before/after.max.ms``), or None. One rule for the log and for a
+        broker that checks a whole request before appending any of it."""
+        if now - min_create_time > self.message_timestamp_before_max_ms:
+            return (f"CreateTime {min_create_time} is more than "
+                    f"{self.message_timestamp_before_max_ms} ms before the broker time {now}")
+        if max_create_time - now > self.message_timestamp_after_max_ms:
+            return (f"CreateTime {max_create_time} is more than "
+                    f"{self.message_timestamp_after_max_ms} ms after the broker time {now}")
+        return None
+
     @property
     def max_index_entries(self) -> int:
         """Entries per segment before the time index (the largest entry) is full."""

@@ -37,6 +37,7 @@ from tslog.protocol.batch_header import (
     BatchHeader,
     stamped_header,
     validate_batch,
+    validate_batch_for_stamping,
 )
 
 from . import files, recovery
@@ -138,29 +139,27 @@ class PartitionLog:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, batch: bytes | bytearray, leader_epoch: int = 0) -> AppendInfo:
+    def append(self, batch, leader_epoch: int = 0, validated: tuple | None = None) -> AppendInfo:
         """Leader append: validate, stamp offset/epoch/LAT, write. Nothing is written on error.
 
+        ``validated``: what ``validate_batch_for_stamping`` returned for these very bytes (a
+        caller that checked a whole request first), sparing a second pass over the records.
         Raises CorruptRecordError, RecordTooLargeError or InvalidTimestampError.
         """
         self._check_open()
-        header = self._validate(batch)
+        header, records_crc = validated or self._validate(batch, validate_batch_for_stamping)
         now = self.clock.now_ms()
-        config = self.config
-        if now - header.min_create_time > config.message_timestamp_before_max_ms:
-            raise InvalidTimestampError(
-                f"CreateTime {header.min_create_time} is more than "
-                f"{config.message_timestamp_before_max_ms} ms before the broker time {now}"
-            )
-        if header.max_create_time - now > config.message_timestamp_after_max_ms:
-            raise InvalidTimestampError(
-                f"CreateTime {header.max_create_time} is more than "
-                f"{config.message_timestamp_after_max_ms} ms after the broker time {now}"
-            )
+        problem = self.config.create_time_problem(
+            header.min_create_time, header.max_create_time, now
+        )
+        if problem:
+            raise InvalidTimestampError(problem)
         log_append_time = max(self._last_log_append_time, now)
         with self._lock:
             base_offset = self.log_end_offset
-            new_header = stamped_header(batch, header, base_offset, leader_epoch, log_append_time)
+            new_header = stamped_header(
+                batch, header, base_offset, leader_epoch, log_append_time, records_crc
+            )
             header = header._replace(
                 base_offset=base_offset, leader_epoch=leader_epoch, log_append_time=log_append_time
             )
@@ -189,7 +188,7 @@ class PartitionLog:
             header.base_offset, header.last_offset, header.log_append_time, header.batch_length
         )
 
-    def _validate(self, batch) -> BatchHeader:
+    def _validate(self, batch, validate=validate_batch):
         size = len(batch)
         if size > self.config.max_message_bytes or size > self.config.segment_bytes:
             raise RecordTooLargeError(
@@ -197,7 +196,7 @@ class PartitionLog:
                 f"{self.config.max_message_bytes} or segment.bytes {self.config.segment_bytes}"
             )
         try:
-            return validate_batch(batch)
+            return validate(batch)
         except BatchFormatError as error:
             raise CorruptRecordError(str(error)) from None
 

@@ -120,6 +120,25 @@ def test_corrupted_record_byte_fails_the_crc():
         verify_crc(batch)
 
 
+def test_crc_is_crc32c_of_the_records_then_header_bytes_16_to_80():
+    """The documented definition, checked with crc32c directly rather than our helpers."""
+    from crc32c import crc32c
+
+    batch = make_batch(headers=[None, [("h", b"v")], None])
+    assert field(batch, 12, "<I") == crc32c(bytes(batch[16:80]), crc32c(bytes(batch[80:])))
+
+
+def test_stamping_with_the_validation_crc_equals_stamping_from_scratch():
+    from tslog.protocol.batch_header import stamped_header, validate_batch_for_stamping
+
+    batch = make_batch()
+    header, running = validate_batch_for_stamping(batch)
+    reused = stamped_header(batch, header, 5, 2, 1_700_000_000_000, running)
+    fresh = stamped_header(batch, header, 5, 2, 1_700_000_000_000)
+    assert reused == fresh
+    validate_batch(reused + bytes(batch[HEADER_SIZE:]))
+
+
 def test_base_offset_and_leader_epoch_are_outside_the_crc():
     batch = make_batch()
     struct.pack_into("<qi", batch, 0, 123_456, 42)
