@@ -31,6 +31,11 @@ from tslog.protocol.records import build_batch
 from ._types import RecordMetadata, TopicPartition
 
 RECORD_OVERHEAD_BYTES = 16  # create time + key length + value length per record
+# What a one-batch Produce request carries besides the records' own bytes: the msgpack
+# envelope (a topic name is <= 249 bytes), then the 80-byte batch header and 12-byte section
+# sizes. A batch is capped at max_request_size minus this, so its request fits the frame.
+ENVELOPE_BYTES = 420
+REQUEST_OVERHEAD_BYTES = ENVELOPE_BYTES + 92
 
 
 class ProducerBatch:
@@ -281,6 +286,11 @@ class RecordAccumulator:
             elif next_time is None or due < next_time:
                 next_time = due
         return ready, next_time
+
+    def peek(self, tp: TopicPartition) -> ProducerBatch | None:
+        """The batch ``pop`` would return next, left in place."""
+        queue = self._closed.get(tp)
+        return queue[0] if queue else self._open.get(tp)
 
     def pop(self, tp: TopicPartition) -> ProducerBatch | None:
         """Take the next batch of ``tp`` for sending (closing the open one if it is next)."""

@@ -82,9 +82,9 @@ class BatchingMixin:
                            for length, key in zip(lengths, keys)]
             else:
                 keys = None  # all null: the encoder's fast path
-        if count and max(lengths) > self.max_request_size:
-            raise MessageTooLargeError(
-                f"a record of {max(lengths)} bytes exceeds max_request_size")
+        if count and max(lengths) > self._max_record_bytes:
+            raise MessageTooLargeError(f"a record of {max(lengths)} bytes does not fit in a "
+                                       f"request of max_request_size {self.max_request_size}")
         if timestamp_ms is None:
             create_times = _time_ns() // 1_000_000
         elif type(timestamp_ms) is int:

@@ -28,7 +28,13 @@ import time
 
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
 
-from ._accumulator import RECORD_OVERHEAD_BYTES, BatchFuture, RecordAccumulator, RecordFuture
+from ._accumulator import (
+    RECORD_OVERHEAD_BYTES,
+    REQUEST_OVERHEAD_BYTES,
+    BatchFuture,
+    RecordAccumulator,
+    RecordFuture,
+)
 from ._batching import _BATCH, BatchingMixin
 from ._cluster import Cluster
 from ._partitioner import StickyPartitioner, key_partition
@@ -82,11 +88,14 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         acks: 0 (no response), 1 (leader wrote it), "all"/-1 (fsynced, and replicated to the
             in-sync replicas in a cluster).
         linger_ms: how long a batch waits for more records before it is sent.
-        batch_size: bytes per partition batch before it is sent without waiting.
+        batch_size: bytes per partition batch before it is sent without waiting (capped so
+            one batch fits in one request of ``max_request_size``).
         compression: None or "zstd".
         retries, retry_backoff_ms: attempts and first backoff for retriable errors.
         max_in_flight: unanswered Produce requests per broker connection.
-        max_request_size: bytes of batches per Produce request (a single batch may exceed it).
+        max_request_size: bytes per Produce request, envelope included; keep it at or below
+            the broker's ``max_frame_bytes`` (16 MiB by default), which closes the connection
+            on a larger frame. A record that cannot fit raises ``MessageTooLargeError``.
         max_block_ms: how long the sync producer blocks on a full buffer or missing metadata.
         delivery_timeout_ms: no retry starts after a batch is this old; it fails instead.
         buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
@@ -102,6 +111,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                  value_serializer=None) -> None:
         if acks not in _ACKS:
             raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
+        if max_request_size <= REQUEST_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES:
+            raise ValueError(f"max_request_size must exceed {REQUEST_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES}")
         if compression not in _COMPRESSION:
             raise ValueError(f"compression must be None or 'zstd', not {compression!r}")
         self.acks = _ACKS[acks]
@@ -118,7 +129,10 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
                                 max_in_flight=max_in_flight)
-        self._accumulator = RecordAccumulator(batch_size, linger_ms)
+        # Record bytes one batch may hold: past this its request would not fit in a frame.
+        self._max_record_bytes = max_request_size - REQUEST_OVERHEAD_BYTES - RECORD_OVERHEAD_BYTES
+        self._accumulator = RecordAccumulator(
+            min(batch_size, max_request_size - REQUEST_OVERHEAD_BYTES), linger_ms)
         self._sticky = StickyPartitioner()
         self._deferred: list[_DeferredRecord] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -225,8 +239,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             if type(key) not in _BYTES:
                 raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
             size += len(key)
-        if size > self.max_request_size:
-            raise MessageTooLargeError(f"a record of {size} bytes exceeds max_request_size")
+        if size > self._max_record_bytes:
+            raise MessageTooLargeError(f"a record of {size} bytes does not fit in a request "
+                                       f"of max_request_size {self.max_request_size}")
         if timestamp_ms is None:
             create_time = _time_ns() // 1_000_000
         elif type(timestamp_ms) is int:

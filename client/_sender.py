@@ -14,9 +14,9 @@ import time
 
 from tslog.protocol.messages import ApiKey
 
-from ._accumulator import ProducerBatch
+from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
 from ._types import TopicPartition
-from .errors import InvalidResponseError, TslogError, error_for
+from .errors import InvalidResponseError, MessageTooLargeError, TslogError, error_for
 
 log = logging.getLogger("tslog.client._producer")
 
@@ -84,15 +84,18 @@ class SenderMixin:
         batches: list[ProducerBatch] = []
         size = 0
         with accumulator.lock:
-            for tp in tps:
-                if batches and size >= self.max_request_size:
+            for tp in tps:  # as many batches as one request of max_request_size carries
+                head = accumulator.peek(tp)
+                if head is None:
+                    continue
+                if (batches and size + head.size_bytes + REQUEST_OVERHEAD_BYTES
+                        > self.max_request_size):
                     break
                 batch = accumulator.pop(tp)
-                if batch is not None:
-                    batches.append(batch)
-                    size += batch.size_bytes
-                    self._sticky.batch_closed(tp.topic, tp.partition,
-                                              self._cluster.partition_count(tp.topic) or 1)
+                batches.append(batch)
+                size += batch.size_bytes + REQUEST_OVERHEAD_BYTES
+                self._sticky.batch_closed(tp.topic, tp.partition,
+                                          self._cluster.partition_count(tp.topic) or 1)
         topics: dict[str, list] = collections.defaultdict(list)
         sendable = []
         for batch in batches:
@@ -100,6 +103,12 @@ class SenderMixin:
                 records = batch.build(self.compression)
             except (TypeError, ValueError) as exc:
                 self._finish(batch, error=exc)
+                continue
+            if len(records) + ENVELOPE_BYTES > self.max_request_size:
+                # Headers can outgrow their estimate; the broker would close the connection.
+                self._finish(batch, error=MessageTooLargeError(
+                    f"a batch of {len(records)} bytes does not fit in a request of "
+                    f"max_request_size {self.max_request_size}"))
                 continue
             topics[batch.tp.topic].append({"partition": batch.tp.partition, "records": records})
             sendable.append(batch)
