@@ -28,9 +28,11 @@ import itertools
 import logging
 import socket
 
+from tslog.protocol.chunked import encode_request_chunks
 from tslog.protocol.errors import ProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES, FrameDecoder
 from tslog.protocol.messages import (
+    ApiKey,
     InvalidResponseError as WireInvalidResponseError,
     RequestHeader,
     check_response_body,
@@ -177,10 +179,11 @@ class Connection(asyncio.Protocol):
             future.set_exception(ConnectionLostError(str(self._closed_error)))
             return future
         correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
-        frame = encode_request(
-            RequestHeader(api_key, api_version, correlation_id, self.client_id), body,
-            validate=False)
-        self._transport.write(frame)
+        header = RequestHeader(api_key, api_version, correlation_id, self.client_id)
+        if api_key == ApiKey.PRODUCE:  # the batches go out from their own buffers, uncopied
+            self._transport.writelines(encode_request_chunks(header, body))
+        else:
+            self._transport.write(encode_request(header, body, validate=False))
         if not expect_response:
             future.set_result(None)
             return future

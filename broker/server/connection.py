@@ -20,9 +20,16 @@ import asyncio
 import collections
 import logging
 
+from tslog.protocol.chunked import encode_response_chunks
 from tslog.protocol.errors import ErrorCode, LocalProtocolError
 from tslog.protocol.frames import FrameDecoder, FrameTooLargeError
-from tslog.protocol.messages import MalformedRequestError, RequestError, decode_request, encode_response
+from tslog.protocol.messages import (
+    ApiKey,
+    MalformedRequestError,
+    RequestError,
+    decode_request,
+    encode_response,
+)
 
 from .handlers import HANDLERS
 from .state import Broker
@@ -33,20 +40,25 @@ _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 
 
 class _Slot:
-    __slots__ = ("correlation_id", "frame", "task")
+    __slots__ = ("correlation_id", "frame", "task", "chunked")
 
-    def __init__(self, correlation_id: int, frame: bytes | None = None) -> None:
+    def __init__(self, correlation_id: int, frame: list | None = None,
+                 chunked: bool = False) -> None:
         self.correlation_id = correlation_id
-        self.frame = frame  # the encoded response, once known
+        self.frame = frame  # the encoded response (a list of buffers), once known
         self.task: asyncio.Task | None = None
+        self.chunked = chunked  # a Fetch: records are written from their own buffers
 
 
-def _encode(correlation_id: int, body: dict) -> bytes:
+def _encode(correlation_id: int, body: dict, chunked: bool = False) -> list:
+    """The response frame as buffers for ``writelines``; a Fetch's records are not copied."""
     try:
-        return encode_response(correlation_id, body)
+        if chunked:
+            return encode_response_chunks(correlation_id, body)
+        return [encode_response(correlation_id, body)]
     except LocalProtocolError:
         log.exception("response to correlation id %d cannot be encoded", correlation_id)
-        return encode_response(correlation_id, _SERVER_ERROR)
+        return [encode_response(correlation_id, _SERVER_ERROR)]
 
 
 class ConnectionRegistry:
@@ -179,9 +191,9 @@ class BrokerConnection(asyncio.Protocol):
             result = _SERVER_ERROR
         if result is None:  # Produce with acks = 0: no response at all
             return
-        slot = _Slot(header.correlation_id)
+        slot = _Slot(header.correlation_id, chunked=header.api_key == ApiKey.FETCH)
         if type(result) is dict:
-            slot.frame = _encode(header.correlation_id, result)
+            slot.frame = _encode(header.correlation_id, result, slot.chunked)
         else:
             slot.task = self._loop.create_task(result)
             slot.task.add_done_callback(lambda task, slot=slot: self._on_done(slot, task))
@@ -196,7 +208,7 @@ class BrokerConnection(asyncio.Protocol):
             log.error("%s: handler failed", self.peer, exc_info=error)
             slot.frame = _encode(slot.correlation_id, _SERVER_ERROR)
         else:
-            slot.frame = _encode(slot.correlation_id, task.result())
+            slot.frame = _encode(slot.correlation_id, task.result(), slot.chunked)
         self._write_ready()
 
     def _write_ready(self) -> None:
@@ -204,7 +216,7 @@ class BrokerConnection(asyncio.Protocol):
         pending = self._pending
         frames = []
         while pending and pending[0].frame is not None:
-            frames.append(pending.popleft().frame)
+            frames += pending.popleft().frame
         if frames and not self._closing:
             self._transport.writelines(frames)
         if self._shutting_down and not pending:
