@@ -18,6 +18,7 @@ from ._types import (
     TopicDescription,
     TopicPartition,
 )
+from ._cluster import parse_bootstrap
 from .errors import ConnectionLostError, RequestTimedOutError, TslogError
 from .sync import Admin, Consumer, Producer
 
@@ -36,4 +37,5 @@ __all__ = [
     "TopicDescription",
     "TopicPartition",
     "TslogError",
+    "parse_bootstrap",
 ]

@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from tslog.client import parse_bootstrap
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
@@ -53,16 +54,6 @@ class DataLossError(TslogReadError):
 
 class _TopicGone(Exception):
     pass
-
-
-def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
-    addresses = []
-    for item in bootstrap.split(","):
-        host, sep, port = item.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"bootstrap address {item.strip()!r} is not host:port")
-        addresses.append((host.strip("[]"), int(port)))
-    return addresses
 
 
 class BrokerSocket:
