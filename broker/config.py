@@ -6,6 +6,10 @@ from field name to value; the ``[log]`` TOML table (environment: ``TSLOG_LOG_<NA
 ``TSLOG_LOG_RETENTION_MS``) holds broker-wide topic defaults under Kafka's dotted names
 (``retention.ms``), which every topic inherits unless it overrides them.
 
+Ports: clients on ``listen`` (127.0.0.1:9092). Prometheus metrics are off unless
+``metrics_listen`` is given (``--metrics-listen HOST:PORT``, ``TSLOG_METRICS_LISTEN`` or
+``metrics_listen`` in the file); then ``http://HOST:PORT/metrics`` serves them.
+
 Why so strict: a typo in a config file that silently becomes a default is a production
 incident found weeks later. Unknown keys and bad values are collected and raised together in
 one ``ConfigError``, so an operator fixes everything in one pass. Environment variables are the
@@ -42,7 +46,7 @@ class BrokerConfig:
     data_dir: str = "./tslog-data"  # partition directories and __meta live here
     listen: str = "127.0.0.1:9092"  # HOST:PORT to accept clients on (port 0 = any free port)
     advertised_listen: str | None = None  # HOST:PORT put in Metadata; None = the bound address
-    metrics_listen: str | None = None  # HOST:PORT for Prometheus (served by a later release)
+    metrics_listen: str | None = None  # HOST:PORT serving /metrics to Prometheus; None = off
     node_id: int = 0  # this broker's id in Metadata
     max_frame_bytes: int = 16 * _MIB  # largest request frame body accepted
     max_connections: int = 1000  # further connections are closed at once

@@ -64,6 +64,12 @@ class GroupOffsetStore:
         """The group's committed offsets (empty for an unknown group)."""
         return self._groups.get(group_id, {})
 
+    def all_groups(self) -> dict[str, Offsets]:
+        """Every group's committed offsets: a copy of the map, taken in one step, so a
+        ``write`` finishing in its thread meanwhile cannot disturb the caller's iteration
+        (``write`` replaces a group's map, it never changes one in place)."""
+        return dict(self._groups)
+
     def merged(self, group_id: str, offsets: Offsets) -> Offsets:
         """The group's committed offsets with ``offsets`` laid over them (nothing stored)."""
         current = dict(self._groups.get(group_id, {}))

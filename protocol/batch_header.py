@@ -114,6 +114,43 @@ def peek_length(buffer, position: int = 0) -> int:
     return _LENGTH.unpack_from(buffer, position + _LENGTH_POSITION)[0]
 
 
+_MAX_CREATE_TIME = struct.Struct("<q")
+_MAX_CREATE_TIME_POSITION = struct.calcsize("<qiIiBBHiiqq")  # fields before max_create_time
+_LENGTH_AND_COUNT = struct.Struct("<i8xi")  # batch_length, then record_count 8 bytes on
+
+
+def newest_create_time(batches) -> int:
+    """The largest CreateTime in whole, checked batches stored back to back: one hop per
+    batch, nothing decoded (the end-to-end latency metric's CreateTime)."""
+    newest = _MAX_CREATE_TIME.unpack_from(batches, _MAX_CREATE_TIME_POSITION)[0]
+    position = peek_length(batches)
+    end = len(batches) - HEADER_SIZE
+    while position <= end:
+        newest = max(newest, _MAX_CREATE_TIME.unpack_from(
+            batches, position + _MAX_CREATE_TIME_POSITION)[0])
+        length = peek_length(batches, position)
+        if length < HEADER_SIZE:
+            break
+        position += length
+    return newest
+
+
+def count_records(batches) -> int:
+    """Records in whole batches stored back to back (a Fetch's ``records``): one hop per batch
+    on its length field, nothing decoded. Stops at a length too small to be a batch."""
+    total = 0
+    position = 0
+    end = len(batches) - HEADER_SIZE
+    unpack = _LENGTH_AND_COUNT.unpack_from
+    while position <= end:
+        length, count = unpack(batches, position + _LENGTH_POSITION)
+        if length < HEADER_SIZE:
+            break
+        total += count
+        position += length
+    return total
+
+
 def check_header(header: BatchHeader, available: int | None = None) -> None:
     """Raise BatchFormatError unless the header is self-consistent.
 

@@ -19,18 +19,23 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 
 from tslog.protocol.chunked import encode_response_chunks
 from tslog.protocol.errors import ErrorCode, LocalProtocolError
 from tslog.protocol.frames import FrameDecoder, FrameTooLargeError
 from tslog.protocol.messages import (
     ApiKey,
+    InvalidRequestError,
     MalformedRequestError,
     RequestError,
+    UnknownApiKeyError,
     decode_request,
     encode_response,
 )
 
+from ..metrics.definitions import API, OPEN_CONNECTIONS, REFUSED
+from ..metrics.observe import finish_request
 from .handlers import HANDLERS
 from .state import Broker
 
@@ -40,7 +45,7 @@ _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 
 
 class _Slot:
-    __slots__ = ("correlation_id", "frame", "task", "chunked")
+    __slots__ = ("correlation_id", "frame", "task", "chunked", "api", "started")
 
     def __init__(self, correlation_id: int, frame: list | None = None,
                  chunked: bool = False) -> None:
@@ -48,6 +53,16 @@ class _Slot:
         self.frame = frame  # the encoded response (a list of buffers), once known
         self.task: asyncio.Task | None = None
         self.chunked = chunked  # a Fetch: records are written from their own buffers
+        self.api = None  # the request's ApiMetrics, while a task answers it
+        self.started = 0.0
+
+
+def _refusal_reason(exc: RequestError) -> str:
+    if isinstance(exc, UnknownApiKeyError):
+        return "unknown_api"
+    if isinstance(exc, InvalidRequestError):
+        return "invalid_request"
+    return "unsupported_version"
 
 
 def _encode(correlation_id: int, body: dict, chunked: bool = False) -> list:
@@ -72,9 +87,16 @@ class ConnectionRegistry:
     def admit(self, connection: BrokerConnection) -> bool:
         if len(self.connections) >= self.max_connections:
             self.refused += 1
+            REFUSED["too_many_connections"].inc()
             return False
         self.connections.add(connection)
+        OPEN_CONNECTIONS.inc()
         return True
+
+    def release(self, connection: BrokerConnection) -> None:
+        if connection in self.connections:
+            self.connections.remove(connection)
+            OPEN_CONNECTIONS.dec()
 
     async def drain(self, grace_s: float) -> None:
         """Stop reading everywhere, let in-flight requests finish for ``grace_s``, then close."""
@@ -133,6 +155,7 @@ class BrokerConnection(asyncio.Protocol):
         try:
             frames = self._decoder.feed(data)
         except FrameTooLargeError as exc:
+            REFUSED["oversize_frame"].inc()
             self._close_bad(str(exc))
             return
         for frame in frames:
@@ -143,7 +166,7 @@ class BrokerConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
-        self.registry.connections.discard(self)
+        self.registry.release(self)
         if self._idle_handle is not None:
             self._idle_handle.cancel()
         if self._decoder.buffered_bytes:
@@ -177,24 +200,31 @@ class BrokerConnection(asyncio.Protocol):
         try:
             header, body = decode_request(frame)
         except MalformedRequestError as exc:
+            REFUSED["bad_frame"].inc()
             self._close_bad(str(exc))
             return
         except RequestError as exc:
+            REFUSED[_refusal_reason(exc)].inc()
             log.warning("%s: refused request %d: %s", self.peer, exc.correlation_id, exc)
             self._pending.append(_Slot(exc.correlation_id,
                                        _encode(exc.correlation_id, exc.response_body())))
             return
+        started = time.perf_counter()
         try:
             result = HANDLERS[header.api_key](self.broker, body)
         except Exception:
             log.exception("%s: %s handler failed", self.peer, header.api_key.name)
             result = _SERVER_ERROR
         if result is None:  # Produce with acks = 0: no response at all
+            finish_request(API[header.api_key], None, started)
             return
         slot = _Slot(header.correlation_id, chunked=header.api_key == ApiKey.FETCH)
         if type(result) is dict:
             slot.frame = _encode(header.correlation_id, result, slot.chunked)
+            finish_request(API[header.api_key], result, started)
         else:
+            slot.api = API[header.api_key]
+            slot.started = started
             slot.task = self._loop.create_task(result)
             slot.task.add_done_callback(lambda task, slot=slot: self._on_done(slot, task))
         self._pending.append(slot)
@@ -206,9 +236,11 @@ class BrokerConnection(asyncio.Protocol):
         error = task.exception()
         if error is not None:
             log.error("%s: handler failed", self.peer, exc_info=error)
-            slot.frame = _encode(slot.correlation_id, _SERVER_ERROR)
+            body = _SERVER_ERROR
         else:
-            slot.frame = _encode(slot.correlation_id, task.result(), slot.chunked)
+            body = task.result()
+        slot.frame = _encode(slot.correlation_id, body, slot.chunked)
+        finish_request(slot.api, body, slot.started)
         self._write_ready()
 
     def _write_ready(self) -> None:
@@ -244,6 +276,7 @@ class BrokerConnection(asyncio.Protocol):
         idle_for = now - self._last_activity
         if idle_for >= self.idle_s and not self._pending:
             log.warning("%s: idle for %.0f ms; closing", self.peer, idle_for * 1000)
+            REFUSED["idle_timeout"].inc()
             self._close()
             return
         delay = self.idle_s if self._pending else self.idle_s - idle_for

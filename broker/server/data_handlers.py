@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
-from tslog.protocol.batch_header import BatchFormatError, validate_batch_for_stamping
+from tslog.protocol.batch_header import (
+    BatchFormatError,
+    newest_create_time,
+    validate_batch_for_stamping,
+)
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from tslog.protocol.records import split_batches
 
+from ..metrics.observe import observe_fetch, observe_lookup, observe_produce
 from ..storage import (
     CorruptRecordError,
     InvalidTimestampError,
@@ -127,9 +133,13 @@ def handle_produce(broker: Broker, body: dict):
                 log.info("produce %s-%d refused: no such topic-partition", topic, partition)
             else:
                 try:
+                    records = entry["records"]
                     result["base_offset"], result["log_append_time"] = append_records(
-                        plog, entry["records"], broker.clock)
+                        plog, records, broker.clock)
                     broker.notifier.notify(plog)
+                    observe_produce(topic, plog.log_end_offset - result["base_offset"],
+                                    len(records), result["log_append_time"],
+                                    newest_create_time(records))
                     if acks == -1:
                         durable.append(plog)
                         result["_log"] = plog
@@ -213,6 +223,8 @@ def handle_fetch(broker: Broker, body: dict):
     plan = _fetch_plan(broker, body)
     response, total, errors = _read_plan(broker, body, plan)
     if total >= body["min_bytes"] or errors or body["max_wait_ms"] == 0:
+        if total and body["replica_id"] < 0:  # consumers' reads, not followers'
+            observe_fetch(response)
         return response
     return _long_poll(broker, body, plan)
 
@@ -230,6 +242,8 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
             response, total, errors = _read_plan(broker, body, plan)
             remaining = deadline - loop.time()
             if total >= body["min_bytes"] or errors or remaining <= 0 or broker.stopping:
+                if total and body["replica_id"] < 0:
+                    observe_fetch(response)
                 return response
             try:
                 await asyncio.wait_for(woken, remaining)
@@ -248,7 +262,10 @@ def _list_one(plog: PartitionLog, timestamp: int, timestamp_type: str) -> tuple[
         return 0, plog.log_end_offset, -1  # the high watermark, single-node
     if timestamp < 0 and timestamp not in (EARLIEST_TIMESTAMP, MAX_TIMESTAMP):
         return ErrorCode.INVALID_REQUEST, -1, -1
+    scanned = plog.lookup_bytes_read
+    started = time.perf_counter()
     found = plog.offset_for_time(timestamp, timestamp_type)
+    observe_lookup(time.perf_counter() - started, plog.lookup_bytes_read - scanned)
     if found is None:
         return 0, -1, -1
     return 0, found.offset, found.timestamp

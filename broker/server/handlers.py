@@ -17,6 +17,7 @@ from tslog.protocol.messages import ApiKey, api_versions_list
 
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
+from ..metrics.definitions import forget_topic
 from ..topics import TopicError
 from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
 from .state import Broker
@@ -76,6 +77,7 @@ def handle_delete_topics(broker: Broker, body: dict) -> dict:
         try:
             for plog in broker.topics.delete_topic(name):
                 broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
+            forget_topic(name)
         except TopicError as exc:
             code = exc.error_code
         results.append({"topic": name, "error_code": code})

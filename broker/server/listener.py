@@ -1,13 +1,15 @@
 """``serve``: open the data directory, listen, run periodic work, shut down gracefully.
 
 Order at startup: signal handlers first (a SIGTERM during a long recovery still exits
-cleanly), then the logs are opened (recovery) in a thread, and only then does the broker
-listen, so a client that can connect is talking to a broker whose logs are ready. The
-readiness line ``tslog-broker listening on HOST:PORT`` is logged once the socket is bound.
+cleanly), then the logs are opened (recovery) in a thread, then the metrics endpoint starts
+(if ``metrics_listen`` is set), and only then does the broker listen, so a client that can
+connect is talking to a broker whose logs are ready. The readiness line
+``tslog-broker listening on HOST:PORT`` is logged once the socket is bound.
 
 Shutdown (the trigger fires: SIGTERM, SIGINT, or the test's awaitable): stop accepting, stop
 reading requests, give in-flight ones ``shutdown_grace_ms`` to be answered, stop the periodic
-tasks, then flush and close every log in a thread, which leaves the clean-shutdown markers.
+tasks, stop the metrics endpoint, then flush and close every log in a thread, which leaves
+the clean-shutdown markers.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import asyncio
 import json
 import logging
 import signal
+import time
 from typing import Awaitable, Callable
 
-from ..config import BrokerConfig
+from ..config import BrokerConfig, parse_host_port
+from ..metrics import MetricsServer
+from ..metrics.observe import record_recovery
 from .connection import BrokerConnection, ConnectionRegistry
 from .state import Broker
 
@@ -73,11 +78,19 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
     try:
+        started = time.monotonic()
         broker = await asyncio.to_thread(Broker.open, config)
+        record_recovery(time.monotonic() - started, broker.topics.logs.values())
+        metrics = None
         try:
+            if config.metrics_listen is not None:
+                metrics = MetricsServer(broker, loop, *parse_host_port(config.metrics_listen))
             await _serve_opened(broker, config, stop.wait() if shutdown_trigger is None
                                 else shutdown_trigger, ready)
         finally:
+            if metrics is not None:
+                await asyncio.to_thread(metrics.stop)
+            broker.closing = True  # a scrape still under way reads no log from here on
             await asyncio.to_thread(broker.close)
             log.info("tslog-broker stopped")
     finally:

@@ -63,6 +63,7 @@ class Broker:
         self.notifier = AppendNotifier()
         self.group_locks: dict[str, asyncio.Lock] = {}  # serializes each group's commits
         self.stopping = False  # set at shutdown: long polls answer at once
+        self.closing = False  # set on the loop before the logs close: scrapes stop reading them
         host, port = parse_host_port(config.advertised_listen or config.listen)
         self.advertised_host = host
         self.advertised_port = port

@@ -1,0 +1,164 @@
+"""Every tslog metric the broker updates as it works, in one registry of its own.
+
+Why one module of definitions: other engineers name these metrics in alert rules, dashboards
+and the replication code, so the names, types, labels and buckets live in one place. Why a
+registry of our own (not prometheus_client's global one): what ``/metrics`` serves is exactly
+this list plus the process, platform and GC collectors, whatever else a process imports.
+
+Why pre-bound children: ``Counter.labels(...)`` costs a lock and a dict lookup keyed on a
+tuple; the data path instead looks up one small object per API (``API``) or per topic
+(``topic_metrics``) and calls ``inc``/``observe`` on children bound once. Nothing here runs
+per record. Scrape-time state (offsets, sizes, lag) is not here: see ``collectors.py``.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.messages import ApiKey
+
+# ``*_created`` series would double every counter's and histogram's output for a timestamp
+# Prometheus does not need (it detects resets itself): off, for the whole broker process.
+disable_created_metrics()
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
+
+# Buckets, in base units. Requests: 100 us (a lookup over loopback) to 30 s (request timeout).
+REQUEST_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                   0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# A time lookup is a bisect plus at most one index interval of headers: microseconds.
+LOOKUP_BUCKETS = (0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1)
+# Log bytes one lookup read: one header (80 B) up to a few index intervals (4 KiB each).
+SCANNED_BYTES_BUCKETS = (80.0, 512.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0)
+# LAT - CreateTime: a millisecond (same host) up to an hour (a backlog being replayed).
+END_TO_END_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                      10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
+
+REQUESTS = Counter("tslog_requests_total", "Requests answered (or, acks=0, handled), per API.",
+                   ["api"], registry=REGISTRY)
+REQUEST_ERRORS = Counter(
+    "tslog_request_errors_total",
+    "Error codes sent in responses, per API and ErrorCode name (one per top-level, topic or "
+    "partition error in a response).", ["api", "error"], registry=REGISTRY)
+REQUEST_DURATION = Histogram(
+    "tslog_request_duration_seconds",
+    "Time from a request's decoding to its response being ready (long polls and durable "
+    "acks included), per API.", ["api"], buckets=REQUEST_BUCKETS, registry=REGISTRY)
+
+PRODUCED_RECORDS = Counter("tslog_produced_records_total", "Records appended by Produce.",
+                           ["topic"], registry=REGISTRY)
+PRODUCED_BYTES = Counter("tslog_produced_bytes_total",
+                         "Record-batch bytes appended by Produce.", ["topic"], registry=REGISTRY)
+FETCHED_RECORDS = Counter(
+    "tslog_fetched_records_total",
+    "Records sent to consumers in Fetch responses (whole batches; follower fetches excluded).",
+    ["topic"], registry=REGISTRY)
+FETCHED_BYTES = Counter(
+    "tslog_fetched_bytes_total",
+    "Record-batch bytes sent to consumers in Fetch responses (follower fetches excluded).",
+    ["topic"], registry=REGISTRY)
+END_TO_END_LATENCY = Histogram(
+    "tslog_end_to_end_latency_seconds",
+    "LogAppendTime minus the largest CreateTime of the batches a Produce appended to one "
+    "partition (the newest record's CreateTime: linger excluded; negative counts as 0).",
+    ["topic"], buckets=END_TO_END_BUCKETS, registry=REGISTRY)
+
+TIME_LOOKUP_DURATION = Histogram(
+    "tslog_time_lookup_duration_seconds",
+    "Duration of one ListOffsets lookup by time in a partition log (index bisect plus scan).",
+    buckets=LOOKUP_BUCKETS, registry=REGISTRY)
+TIME_LOOKUP_SCANNED_BYTES = Histogram(
+    "tslog_time_lookup_scanned_bytes", "Log bytes read by one ListOffsets lookup by time.",
+    buckets=SCANNED_BYTES_BUCKETS, registry=REGISTRY)
+
+RECOVERY_DURATION = Gauge(
+    "tslog_recovery_duration_seconds",
+    "Seconds the broker spent opening its logs at startup (recovering them after a crash).",
+    registry=REGISTRY)
+RECOVERY_TRUNCATED_BYTES = Gauge(
+    "tslog_recovery_truncated_bytes",
+    "Bytes of torn or invalid log tail cut off by recovery at startup.", registry=REGISTRY)
+
+OPEN_CONNECTIONS = Gauge("tslog_open_connections", "Client connections open now.",
+                         registry=REGISTRY)
+REFUSED_REQUESTS = Counter(
+    "tslog_refused_requests_total",
+    "Requests or connections refused before a handler ran, per reason.", ["reason"],
+    registry=REGISTRY)
+REFUSAL_REASONS = ("bad_frame", "oversize_frame", "unknown_api", "unsupported_version",
+                   "invalid_request", "too_many_connections", "idle_timeout")
+REFUSED = {reason: REFUSED_REQUESTS.labels(reason) for reason in REFUSAL_REASONS}
+
+
+def error_label(code: int) -> str:
+    """The ``error`` label: the ErrorCode's name in lower case (bounded: the enum's size)."""
+    try:
+        return ErrorCode(code).name.lower()
+    except ValueError:
+        return "unknown_server_error"
+
+
+class ApiMetrics:
+    """One API's request counter, duration histogram and error children, bound once."""
+
+    __slots__ = ("name", "requests", "duration", "_errors")
+
+    def __init__(self, api: ApiKey) -> None:
+        self.name = api.name.lower()
+        self.requests = REQUESTS.labels(self.name)
+        self.duration = REQUEST_DURATION.labels(self.name)
+        self._errors: dict[int, Counter] = {}
+
+    def error(self, code: int) -> Counter:
+        child = self._errors.get(code)
+        if child is None:
+            child = self._errors[code] = REQUEST_ERRORS.labels(self.name, error_label(code))
+        return child
+
+
+API = {api: ApiMetrics(api) for api in ApiKey}
+
+
+class TopicMetrics:
+    """One topic's produce/fetch counters and latency histogram, bound once."""
+
+    __slots__ = ("produced_records", "produced_bytes", "fetched_records", "fetched_bytes",
+                 "end_to_end")
+
+    def __init__(self, topic: str) -> None:
+        self.produced_records = PRODUCED_RECORDS.labels(topic)
+        self.produced_bytes = PRODUCED_BYTES.labels(topic)
+        self.fetched_records = FETCHED_RECORDS.labels(topic)
+        self.fetched_bytes = FETCHED_BYTES.labels(topic)
+        self.end_to_end = END_TO_END_LATENCY.labels(topic)
+
+
+_TOPICS: dict[str, TopicMetrics] = {}
+_PER_TOPIC = (PRODUCED_RECORDS, PRODUCED_BYTES, FETCHED_RECORDS, FETCHED_BYTES,
+              END_TO_END_LATENCY)
+
+
+def topic_metrics(topic: str) -> TopicMetrics:
+    """The bound children of ``topic`` (created on first use; call only for existing topics,
+    so the label stays bounded by the topics that exist)."""
+    found = _TOPICS.get(topic)
+    if found is None:
+        found = _TOPICS[topic] = TopicMetrics(topic)
+    return found
+
+
+def forget_topic(topic: str) -> None:
+    """Drop a deleted topic's series, so deleted topics do not pile up in every scrape."""
+    if _TOPICS.pop(topic, None) is None:
+        return
+    for metric in _PER_TOPIC:
+        try:
+            metric.remove(topic)
+        except KeyError:
+            pass

@@ -1,0 +1,90 @@
+"""What the server calls as it works: constant Python per request, per partition or per batch.
+
+Why here and not inline in the handlers: the handlers say what happened (a produce appended
+these bytes, a fetch answered this body), and this module decides how it is counted, with
+children bound once (``definitions.API``, ``topic_metrics``). Nothing here decodes a record:
+record counts come from offsets or batch headers, CreateTime from the header.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tslog.protocol.batch_header import count_records
+
+from .definitions import (
+    RECOVERY_DURATION,
+    RECOVERY_TRUNCATED_BYTES,
+    TIME_LOOKUP_DURATION,
+    TIME_LOOKUP_SCANNED_BYTES,
+    ApiMetrics,
+    topic_metrics,
+)
+
+_NESTED = ("topics", "resources")
+
+
+def finish_request(api: ApiMetrics, body: dict | None, started: float) -> None:
+    """Count one answered request: its duration and every error code in its response."""
+    api.requests.inc()
+    api.duration.observe(time.perf_counter() - started)
+    if body is not None:
+        count_errors(api, body)
+
+
+def count_errors(api: ApiMetrics, body: dict) -> None:
+    """One increment per nonzero ``error_code`` at the top level, per topic/resource and per
+    partition: the places responses carry codes (docs/protocol.md)."""
+    code = body.get("error_code")
+    if code:
+        api.error(code).inc()
+    for key in _NESTED:
+        entries = body.get(key)
+        if not entries:
+            continue
+        for entry in entries:
+            code = entry.get("error_code")
+            if code:
+                api.error(code).inc()
+            partitions = entry.get("partitions")
+            if partitions:
+                for result in partitions:
+                    if type(result) is dict:
+                        code = result.get("error_code")
+                        if code:
+                            api.error(code).inc()
+
+
+def observe_produce(topic: str, records: int, size: int, log_append_time: int,
+                    max_create_time: int) -> None:
+    """One partition's successful append: ``records`` records in ``size`` bytes, stamped
+    ``log_append_time``; ``max_create_time`` is the largest CreateTime among its batches."""
+    metrics = topic_metrics(topic)
+    metrics.produced_records.inc(records)
+    metrics.produced_bytes.inc(size)
+    metrics.end_to_end.observe(max(0, log_append_time - max_create_time) / 1000)
+
+
+def observe_fetch(response: dict) -> None:
+    """Count the records and bytes of a consumer's Fetch response (one hop per batch)."""
+    for group in response["topics"]:
+        metrics = None
+        for result in group["partitions"]:
+            records = result["records"]
+            if records:
+                if metrics is None:
+                    metrics = topic_metrics(group["topic"])
+                metrics.fetched_bytes.inc(len(records))
+                metrics.fetched_records.inc(count_records(records))
+
+
+def observe_lookup(duration_s: float, scanned_bytes: int) -> None:
+    """One lookup by time in one partition log."""
+    TIME_LOOKUP_DURATION.observe(duration_s)
+    TIME_LOOKUP_SCANNED_BYTES.observe(scanned_bytes)
+
+
+def record_recovery(duration_s: float, logs) -> None:
+    """Startup: how long opening the logs took and how many bytes recovery cut off."""
+    RECOVERY_DURATION.set(duration_s)
+    RECOVERY_TRUNCATED_BYTES.set(sum(plog.recovery_report.bytes_truncated for plog in logs))

@@ -1,0 +1,68 @@
+"""Replication metrics, and the calls the replication code makes to keep them.
+
+Why functions and not the metric objects: the replication code should say what happened
+(``isr_shrunk()``), not how it is counted, so names and labels stay in this package. All of
+them are cheap (a lock and an add), safe from any thread, and called on state changes or once
+per follower fetch round, never per record. A single-node broker never calls them: the
+counters stay 0, the gauge of under-replicated partitions 0, and ``tslog_follower_fetch_lag
+_records`` has no series, which is the truth for a broker with no followers.
+
+    from tslog.broker.metrics import replication as replication_metrics
+    replication_metrics.set_under_replicated(count)       # after every ISR or assignment change
+    replication_metrics.isr_shrunk(); replication_metrics.isr_expanded()
+    replication_metrics.leader_elected()                  # this broker became a leader
+    replication_metrics.set_follower_fetch_lag(topic, partition, records)
+    replication_metrics.forget_follower(topic, partition) # stopped following it
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+from .definitions import REGISTRY
+
+UNDER_REPLICATED_PARTITIONS = Gauge(
+    "tslog_under_replicated_partitions",
+    "Partitions this broker leads whose ISR is smaller than their replica set.",
+    registry=REGISTRY)
+ISR_SHRINKS = Counter("tslog_isr_shrinks_total",
+                      "ISR shrinks proposed by this broker as leader and accepted.",
+                      registry=REGISTRY)
+ISR_EXPANDS = Counter("tslog_isr_expands_total",
+                      "ISR expansions proposed by this broker as leader and accepted.",
+                      registry=REGISTRY)
+LEADER_ELECTIONS = Counter("tslog_leader_elections_total",
+                           "Times this broker became the leader of a partition.",
+                           registry=REGISTRY)
+FOLLOWER_FETCH_LAG = Gauge(
+    "tslog_follower_fetch_lag_records",
+    "On a follower: the leader's log end offset minus this replica's, per partition, as of "
+    "the last fetch response.", ["topic", "partition"], registry=REGISTRY)
+
+
+def set_under_replicated(count: int) -> None:
+    UNDER_REPLICATED_PARTITIONS.set(count)
+
+
+def isr_shrunk() -> None:
+    ISR_SHRINKS.inc()
+
+
+def isr_expanded() -> None:
+    ISR_EXPANDS.inc()
+
+
+def leader_elected() -> None:
+    LEADER_ELECTIONS.inc()
+
+
+def set_follower_fetch_lag(topic: str, partition: int, records: int) -> None:
+    FOLLOWER_FETCH_LAG.labels(topic, str(partition)).set(max(0, records))
+
+
+def forget_follower(topic: str, partition: int) -> None:
+    """Drop the series of a partition this broker no longer follows (led, moved, deleted)."""
+    try:
+        FOLLOWER_FETCH_LAG.remove(topic, str(partition))
+    except KeyError:
+        pass

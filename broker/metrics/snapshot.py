@@ -1,0 +1,141 @@
+"""Per-partition and per-group state, copied on the event loop for a scrape to read.
+
+Why a snapshot on the loop: the logs and the group offsets belong to the event loop (storage
+allows only ``flush`` beside its owner), while Prometheus scrapes arrive on the exposition
+server's thread. Reading a segment list while retention deletes from it, or an index while an
+append writes it, could give torn values or exceptions. So a scrape hands the reading to the
+loop (``snapshot_from_thread``) and formats plain numbers afterwards in its own thread.
+
+The loop yields every ``_CHUNK`` partitions, so a broker with many partitions keeps serving
+requests while a scrape is taken; every partition's row and lag are consistent in themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..storage import PartitionLog
+from .lag import partition_lag
+
+log = logging.getLogger("tslog.broker.metrics")
+
+_CHUNK = 256
+
+
+class PartitionRow(NamedTuple):
+    topic: str
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    size_bytes: int
+    segments: int
+
+
+class LagRow(NamedTuple):
+    group: str
+    topic: str
+    partition: int
+    records: int
+    seconds: float
+
+
+@dataclass
+class Snapshot:
+    partitions: list[PartitionRow] = field(default_factory=list)
+    lags: list[LagRow] = field(default_factory=list)
+    index_bytes: dict[str, int] = field(
+        default_factory=lambda: {"offset": 0, "time": 0, "create_time": 0})
+
+
+def high_watermark(plog: PartitionLog) -> int:
+    """The offset below which records are committed and served to consumers. Alone, every
+    appended record is: the log end offset (the same value Fetch reports)."""
+    return plog.log_end_offset
+
+
+def partition_row(topic: str, partition: int, plog: PartitionLog, snapshot: Snapshot) -> None:
+    """Add one partition's row and its index bytes to ``snapshot``."""
+    segments = plog.segments
+    snapshot.partitions.append(PartitionRow(
+        topic, partition, plog.log_start_offset, plog.log_end_offset, high_watermark(plog),
+        sum(segment.size for segment in segments), len(segments)))
+    totals = snapshot.index_bytes
+    for kind, size in plog.index_bytes().items():
+        totals[kind] += size
+
+
+def group_lags(broker, group: str, offsets: dict, snapshot: Snapshot) -> None:
+    """Add the lag of every partition ``group`` committed an offset for (deleted topics and
+    negative "no position" offsets have none)."""
+    for (topic, partition), (committed, _metadata) in offsets.items():
+        plog = broker.topics.get_log(topic, partition)
+        if plog is None or committed < 0:
+            continue
+        records, seconds = partition_lag(plog, committed, high_watermark(plog))
+        snapshot.lags.append(LagRow(group, topic, partition, records, seconds))
+
+
+def take_snapshot(broker) -> Snapshot:
+    """All of it at once: for callers that own the logs (tests, the loop between yields)."""
+    snapshot = Snapshot()
+    for (topic, partition), plog in list(broker.topics.logs.items()):
+        partition_row(topic, partition, plog, snapshot)
+    for group, offsets in broker.groups.all_groups().items():
+        group_lags(broker, group, offsets, snapshot)
+    return snapshot
+
+
+async def take_snapshot_async(broker) -> Snapshot | None:
+    """``take_snapshot`` on the loop, yielding between chunks of partitions and groups.
+    Returns None once the broker is closing its logs (checked after every yield)."""
+    snapshot = Snapshot()
+    work = 0
+    if broker.closing:
+        return None
+    for (topic, partition), plog in list(broker.topics.logs.items()):
+        if broker.closing:
+            return None
+        if broker.topics.logs.get((topic, partition)) is not plog:  # deleted meanwhile
+            continue
+        partition_row(topic, partition, plog, snapshot)
+        work += 1
+        if work % _CHUNK == 0:
+            await asyncio.sleep(0)
+    for group, offsets in broker.groups.all_groups().items():
+        group_lags(broker, group, offsets, snapshot)
+        work += len(offsets)
+        if work >= _CHUNK:
+            work = 0
+            await asyncio.sleep(0)
+            if broker.closing:
+                return None
+    return snapshot
+
+
+def snapshot_from_thread(broker, loop: asyncio.AbstractEventLoop,
+                         timeout_s: float) -> Snapshot | None:
+    """Take a snapshot on ``loop`` from another thread; None if the loop cannot answer in
+    ``timeout_s`` (busy or stopping): the scrape then goes without these series."""
+    try:
+        if asyncio.get_running_loop() is loop:  # called on the loop itself: no hand-off
+            return None if broker.closing else take_snapshot(broker)
+    except RuntimeError:
+        pass
+    try:
+        future = asyncio.run_coroutine_threadsafe(take_snapshot_async(broker), loop)
+    except RuntimeError:  # the loop is closed
+        return None
+    try:
+        return future.result(timeout_s)
+    except FutureTimeoutError:
+        future.cancel()
+        log.warning("metrics snapshot took longer than %.1f s; scrape without partition state",
+                    timeout_s)
+    except Exception:
+        log.exception("metrics snapshot failed")
+    return None
