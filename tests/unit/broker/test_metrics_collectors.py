@@ -1,0 +1,127 @@
+"""Scrape-time metrics over a real Broker (temporary directory, handlers called directly),
+and the /metrics endpoint scraped from another thread while the loop owns the logs."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+import pytest
+
+from tests.helpers.wire import batch
+from tests.unit.broker.test_handlers import call, create, produce
+from tslog.broker.metrics import REGISTRY, MetricsServer
+from tslog.broker.metrics.collectors import lag_families, partition_families
+from tslog.broker.metrics.definitions import API
+from tslog.broker.metrics.observe import count_errors
+from tslog.broker.metrics.snapshot import take_snapshot
+from tslog.protocol.messages import ApiKey
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def samples(families) -> dict:
+    """{(name, labels as a sorted tuple): value} of every sample in ``families``."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in families for s in family.samples}
+
+
+async def commit(broker, group, topic, partition, offset):
+    body = {"group_id": group, "topics": [{"topic": topic, "partitions": [
+        {"partition": partition, "offset": offset, "metadata": ""}]}]}
+    response = await call(broker, ApiKey.OFFSET_COMMIT, body)
+    assert response["topics"][0]["partitions"][0]["error_code"] == 0
+
+
+async def produce_at(broker, topic, values, clock_offset_ms):
+    broker.clock.offset_ms = clock_offset_ms
+    result = await produce(broker, topic, 0, batch(values))
+    assert result["error_code"] == 0
+    return result
+
+
+def lag(families, group, topic, partition=0):
+    values = samples(families)
+    key = (("group", group), ("partition", str(partition)), ("topic", topic))
+    return (values.get(("tslog_consumer_group_lag_records", key)),
+            values.get(("tslog_consumer_group_lag_seconds", key)))
+
+
+async def test_partition_state_and_group_lag(broker):
+    create(broker, "t")
+    first = await produce_at(broker, "t", [b"a", b"b"], 0)
+    second = await produce_at(broker, "t", [b"c"], 2_000)
+    third = await produce_at(broker, "t", [b"d", b"e", b"f"], 5_500)
+    await commit(broker, "behind", "t", 0, 2)    # at the second batch
+    await commit(broker, "done", "t", 0, 6)      # at the high watermark
+    await commit(broker, "ahead", "t", 0, 50)    # past the end
+    await commit(broker, "unset", "t", 0, -1)    # no position: no lag series
+    snapshot = take_snapshot(broker)
+    values = samples(partition_families(snapshot))
+    key = (("partition", "0"), ("topic", "t"))
+    assert values["tslog_log_start_offset", key] == 0
+    assert values["tslog_log_end_offset", key] == 6
+    assert values["tslog_high_watermark", key] == 6
+    assert values["tslog_log_segments", key] == 1
+    assert values["tslog_log_size_bytes", key] == (broker.topics.get_log("t", 0).size_bytes)
+    assert values["tslog_index_bytes", (("kind", "time"),)] > 0
+    families = lag_families(snapshot)
+    expected_s = (third["log_append_time"] - second["log_append_time"]) / 1000
+    assert expected_s >= 3.0
+    assert lag(families, "behind", "t") == (4, expected_s)
+    assert lag(families, "done", "t") == (0, 0.0)
+    assert lag(families, "ahead", "t") == (0, 0.0)
+    assert lag(families, "unset", "t") == (None, None)
+    assert first["base_offset"] == 0
+
+
+async def test_deleted_topic_leaves_no_series(broker):
+    create(broker, "gone")
+    await produce_at(broker, "gone", [b"x"], 0)
+    await commit(broker, "g", "gone", 0, 0)
+    response = await call(broker, ApiKey.DELETE_TOPICS, {"topics": ["gone"], "timeout_ms": 1000})
+    assert response["topics"][0]["error_code"] == 0
+    snapshot = take_snapshot(broker)
+    assert snapshot.partitions == [] and snapshot.lags == []
+    assert REGISTRY.get_sample_value("tslog_produced_records_total", {"topic": "gone"}) is None
+
+
+async def test_requests_errors_and_produced_records_are_counted(broker):
+    create(broker, "c")
+
+    def value(name, labels):
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before_records = value("tslog_produced_records_total", {"topic": "c"})
+    before_errors = value("tslog_request_errors_total",
+                          {"api": "produce", "error": "unknown_topic_or_partition"})
+    await produce_at(broker, "c", [b"1", b"2", b"3"], 0)
+    missing = await produce(broker, "no-such-topic", 0, batch([b"x"]))
+    assert missing["error_code"] != 0
+    assert value("tslog_produced_records_total", {"topic": "c"}) == before_records + 3
+    # Handlers called directly are not requests on a connection: hand the response to the
+    # walker the connection calls.
+    count_errors(API[ApiKey.PRODUCE], {"topics": [{"topic": "no-such-topic",
+                                                   "partitions": [missing]}]})
+    assert value("tslog_request_errors_total", {"api": "produce",
+                 "error": "unknown_topic_or_partition"}) == before_errors + 1
+
+
+async def test_scrape_from_another_thread_sees_the_latest_append(broker):
+    loop = asyncio.get_running_loop()
+    create(broker, "s")
+    server = MetricsServer(broker, loop, "127.0.0.1", 0)
+    try:
+        await produce_at(broker, "s", [b"a", b"b"], 0)
+        await produce_at(broker, "s", [b"c"], 1_250)
+        await commit(broker, "g", "s", 0, 0)
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read())
+    finally:
+        await asyncio.to_thread(server.stop)
+    lines = text.decode().splitlines()
+    assert 'tslog_log_end_offset{partition="0",topic="s"} 3.0' in lines
+    assert 'tslog_consumer_group_lag_records{group="g",partition="0",topic="s"} 3.0' in lines
+    seconds = [line for line in lines if line.startswith("tslog_consumer_group_lag_seconds{")]
+    assert len(seconds) == 1 and float(seconds[0].split()[-1]) >= 1.25
+    assert any(line.startswith("process_cpu_seconds_total ") for line in lines)
