@@ -20,6 +20,8 @@ exception: ``TSLOG_`` is shared with the client CLI (``TSLOG_BOOTSTRAP``), so an
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import re
 import tomllib
 import types
 from dataclasses import dataclass, field
@@ -59,6 +61,10 @@ class BrokerConfig:
     shutdown_grace_ms: int = 10_000  # in-flight requests get this long to finish on SIGTERM
     test_clock_offset_ms: int = 0  # TESTS ONLY: shift the broker's wall clock by this (ms)
     num_partitions: int = 1  # partitions of a topic created with partitions = -1
+    etcd_endpoints: str = ""  # "host:port,host:port" of etcd; empty = single node, no etcd
+    cluster_name: str = "tslog"  # the cluster's key prefix in etcd (/<cluster_name>/...)
+    broker_session_timeout_ms: int = 10_000  # etcd lease TTL: how long a dead broker stays
+    unclean_leader_election_enable: bool = False  # elect an out-of-sync replica if none is in
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -77,6 +83,15 @@ class BrokerConfig:
     @property
     def listen_address(self) -> tuple[str, int]:
         return parse_host_port(self.listen)
+
+    @property
+    def etcd_addresses(self) -> list[tuple[str, int]]:
+        """``etcd_endpoints`` parsed; empty in single-node mode."""
+        return [parse_host_port(e.strip()) for e in self.etcd_endpoints.split(",") if e.strip()]
+
+    @property
+    def clustered(self) -> bool:
+        return bool(self.etcd_endpoints.strip())
 
     def describe(self) -> dict[str, Any]:
         """The effective configuration as plain values, for the startup log line."""
@@ -98,11 +113,14 @@ def parse_host_port(text: str) -> tuple[str, int]:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
 _OPTIONAL_STR = {"advertised_listen", "metrics_listen"}
-_STR = {"data_dir", "listen"}
+_STR = {"data_dir", "listen", "cluster_name"}
+_MAYBE_EMPTY_STR = {"etcd_endpoints"}
+_BOOL = {"unclean_leader_election_enable"}
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _POSITIVE = {
     "max_frame_bytes", "max_connections", "max_in_flight_requests", "connections_max_idle_ms",
     "request_timeout_ms", "fetch_max_bytes", "log_retention_check_interval_ms",
-    "log_checkpoint_interval_ms", "num_partitions",
+    "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
 }
 
 
@@ -116,6 +134,10 @@ def _type_problems(config: BrokerConfig) -> list[str]:
             ok = isinstance(value, str) and value != ""
         elif name in _OPTIONAL_STR:
             ok = value is None or isinstance(value, str)
+        elif name in _MAYBE_EMPTY_STR:
+            ok = isinstance(value, str)
+        elif name in _BOOL:
+            ok = isinstance(value, bool)
         else:
             ok = isinstance(value, int) and not isinstance(value, bool)
         if not ok:
@@ -140,7 +162,33 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         LogConfig.from_mapping(config.log)
     except LogConfigError as exc:
         problems.append(f"[log]: {exc}")
+    return problems + _cluster_problems(config)
+
+
+def _cluster_problems(config: BrokerConfig) -> list[str]:
+    """Cluster settings matter only with etcd, but a bad one is reported either way."""
+    problems = []
+    if not _CLUSTER_NAME.fullmatch(config.cluster_name):
+        problems.append("cluster_name must be 1-100 characters of [A-Za-z0-9._-]")
+    try:
+        addresses = config.etcd_addresses
+    except ValueError as exc:
+        problems.append(f"etcd_endpoints: {exc}")
+        addresses = []
+    if len(addresses) > 1 and not all(_is_ip(host) for host, _ in addresses):
+        problems.append("etcd_endpoints: with several endpoints each host must be an IP address")
+    if addresses and not config.advertised_listen and config.listen.endswith(":0"):
+        problems.append("a clustered broker needs a fixed listen port or advertised_listen "
+                        "(other brokers and clients find it through etcd)")
     return problems
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 # -------------------------------------------------------------------------------- layering
@@ -148,8 +196,16 @@ def _value_problems(config: BrokerConfig) -> list[str]:
 
 def _coerce(name: str, value: Any, problems: list[str]) -> Any:
     """Turn a string from the environment or a flag into the field's type."""
-    if not isinstance(value, str) or name in _STR:
+    if not isinstance(value, str) or name in _STR or name in _MAYBE_EMPTY_STR:
         return value
+    if name in _BOOL:
+        word = value.strip().lower()
+        if word in ("true", "1", "yes"):
+            return True
+        if word in ("false", "0", "no"):
+            return False
+        problems.append(f"{name} must be true or false, got {value!r}")
+        return None
     if name in _OPTIONAL_STR:
         return None if value.strip().lower() in ("", "none") else value
     try:

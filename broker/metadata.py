@@ -37,6 +37,7 @@ class TopicMetadata(NamedTuple):
     name: str
     partitions: int
     configs: dict[str, str]  # the topic's own overrides (dotted names), not the defaults
+    replication_factor: int = 1  # copies of each partition (always 1 on a single node)
 
 
 class MetadataStore(Protocol):

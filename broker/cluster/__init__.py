@@ -5,6 +5,12 @@ in-sync replicas.
 the data path (``broker/replication``): the data path reads partition states, hears about
 changes, and proposes ISR changes as compare-and-swap on a version. A single-node broker uses
 ``view.LocalClusterView`` and needs no etcd at all.
+
+The etcd side: ``etcd.py`` (the only module that speaks to etcd), ``records.py`` (key layout,
+values, the watched cache), ``etcd_view.py`` (``EtcdClusterView``: registration, controller
+election, watch, ISR compare-and-swap, producer ids), ``controller.py`` (failover rules and
+replica assignment), ``topic_store.py`` (``EtcdMetadataStore``: topics in etcd).
+docs/cluster.md describes the keys and the rules.
 """
 
 from .view import ClusterView, LocalClusterView, PartitionState, StaleStateError

@@ -105,3 +105,38 @@ def test_broker_fields_starting_with_log_are_not_mistaken_for_topic_defaults():
     assert config.log_retention_check_interval_ms == 1000
     assert config.log_checkpoint_interval_ms == 2000
     assert config.log_config.message_timestamp_after_max_ms == 5
+
+
+def test_cluster_settings_default_to_single_node():
+    config = load()
+    assert config.etcd_endpoints == "" and not config.clustered
+    assert config.cluster_name == "tslog"
+    assert config.broker_session_timeout_ms == 10_000
+    assert config.unclean_leader_election_enable is False
+
+
+def test_cluster_settings_from_environment_and_file(tmp_path):
+    env = {"TSLOG_ETCD_ENDPOINTS": "127.0.0.1:2379,127.0.0.1:22379",
+           "TSLOG_BROKER_SESSION_TIMEOUT_MS": "2000",
+           "TSLOG_UNCLEAN_LEADER_ELECTION_ENABLE": "true"}
+    config = load(toml='cluster_name = "prod-eu"\n', env=env, tmp_path=tmp_path)
+    assert config.etcd_addresses == [("127.0.0.1", 2379), ("127.0.0.1", 22379)]
+    assert config.clustered and config.cluster_name == "prod-eu"
+    assert config.broker_session_timeout_ms == 2000
+    assert config.unclean_leader_election_enable is True
+
+
+def test_bad_cluster_settings_are_all_reported():
+    env = {"TSLOG_ETCD_ENDPOINTS": "etcd-a:2379,etcd-b:2379", "TSLOG_CLUSTER_NAME": "a/b",
+           "TSLOG_LISTEN": "127.0.0.1:0", "TSLOG_BROKER_SESSION_TIMEOUT_MS": "0"}
+    with pytest.raises(ConfigError) as error:
+        load(env=env)
+    text = str(error.value)
+    assert "cluster_name" in text
+    assert "each host must be an IP address" in text
+    assert "fixed listen port" in text
+    assert "broker_session_timeout_ms must be > 0" in text
+    with pytest.raises(ConfigError, match="true or false"):
+        load(env={"TSLOG_UNCLEAN_LEADER_ELECTION_ENABLE": "maybe"})
+    with pytest.raises(ConfigError, match="etcd_endpoints"):
+        load(env={"TSLOG_ETCD_ENDPOINTS": "no-port"})

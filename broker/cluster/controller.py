@@ -1,0 +1,197 @@
+"""The controller's work: keep every partition led by a live in-sync replica.
+
+One broker at a time is the controller (whoever holds the lease-bound ``controller`` key).
+Its job is a sweep, run whenever brokers, partitions or topics change: for each partition,
+``decide`` what its state should be given the live brokers, and write the difference as a
+compare-and-swap on the partition key's mod_revision, fenced on the controller key's
+create_revision, so a deposed controller's late writes fail instead of overwriting its
+successor's. Sweeping everything (rather than reacting to one event) makes a new controller
+repair whatever happened while nobody was in charge, and makes a failed CAS harmless: the
+next sweep recomputes from the newer state.
+
+Failover rules (docs/cluster.md):
+- leader alive: drop dead brokers from the ISR (the leader stays, same epoch);
+- leader dead: the first replica (assignment order) that is alive and in the ISR leads, epoch
+  + 1, ISR = its live members;
+- no live ISR member: leader NO_LEADER, epoch + 1, the ISR is kept so its members can lead
+  again when they return; with ``unclean_leader_election_enable`` the first live replica
+  leads instead (ISR = itself), accepting the loss of what only the ISR had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .etcd import EtcdError
+from .records import encode_state
+from .view import NO_LEADER, PartitionState
+
+if TYPE_CHECKING:
+    from .etcd_view import EtcdClusterView
+
+log = logging.getLogger("tslog.broker.cluster.controller")
+
+RETRY_DELAY_S = 0.05  # after a failed CAS: let the watch deliver the newer state first
+ETCD_RETRY_DELAY_S = 0.5
+
+
+def decide(state: PartitionState, live: set[int], unclean: bool
+           ) -> tuple[int, int, tuple[int, ...]] | None:
+    """The (leader, leader_epoch, isr) ``state`` should have, or None if it is right."""
+    live_isr = tuple(b for b in state.isr if b in live)
+    if state.leader != NO_LEADER and state.leader in live:
+        if live_isr != state.isr and state.leader in live_isr:
+            return state.leader, state.leader_epoch, live_isr
+        return None
+    candidates = [b for b in state.replicas if b in live_isr]
+    if candidates:
+        leader = candidates[0]
+        return leader, state.leader_epoch + 1, live_isr
+    if unclean:
+        alive = [b for b in state.replicas if b in live]
+        if alive:
+            return alive[0], state.leader_epoch + 1, (alive[0],)
+    if state.leader == NO_LEADER:
+        return None
+    return NO_LEADER, state.leader_epoch + 1, state.isr
+
+
+def assign_replicas(topic: str, partitions: int, replication_factor: int,
+                    brokers: list[int]) -> list[tuple[int, ...]]:
+    """Round-robin replica lists, preferred leader first and rotating over the brokers.
+
+    The starting broker depends on the topic name, so leaders of many small topics spread
+    over the cluster instead of all landing on the lowest id.
+    """
+    ordered = sorted(brokers)
+    count = len(ordered)
+    start = sum(topic.encode()) % count
+    return [tuple(ordered[(start + p + i) % count] for i in range(replication_factor))
+            for p in range(partitions)]
+
+
+class Controller:
+    """Runs sweeps while this broker holds the controller key."""
+
+    def __init__(self, view: "EtcdClusterView") -> None:
+        self.view = view
+        self.epoch = 0  # create_revision of our controller key while we hold it, else 0
+        self.elections = 0  # leader changes this broker made as controller
+        self._dirty = False
+        self._task: asyncio.Task | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.epoch != 0
+
+    def on_changes(self, brokers_or_states_changed: bool) -> None:
+        """Called by the view after every applied batch of watch events."""
+        cache = self.view.cache
+        mine = cache.controller_id == self.view.node_id and cache.controller_revision != 0
+        if not mine:
+            if self.active:
+                log.info("broker %d is no longer the controller", self.view.node_id)
+            self.epoch = 0
+            return
+        if self.epoch != cache.controller_revision:
+            self.epoch = cache.controller_revision
+            log.info("broker %d is the controller (controller epoch %d)", self.view.node_id,
+                     self.epoch)
+            self.kick()
+        elif brokers_or_states_changed:
+            self.kick()
+
+    def kick(self) -> None:
+        self._dirty = True
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        self.epoch = 0
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while self._dirty and self.active:
+            self._dirty = False
+            try:
+                if not await self._sweep():
+                    self._dirty = True
+                    await asyncio.sleep(RETRY_DELAY_S)
+            except EtcdError as exc:
+                log.warning("controller sweep failed, retrying: %s", exc)
+                self._dirty = True
+                await asyncio.sleep(ETCD_RETRY_DELAY_S)
+            except Exception:
+                log.exception("controller sweep failed")
+                self._dirty = True
+                await asyncio.sleep(ETCD_RETRY_DELAY_S)
+
+    async def _sweep(self) -> bool:
+        """One pass over every partition; False if some write lost a race (sweep again)."""
+        view = self.view
+        unclean = view.config.unclean_leader_election_enable
+        all_written = await self._create_missing_states()
+        for state in list(view.cache.partitions.values()):
+            if not self.active:
+                return True
+            live = set(view.cache.brokers)
+            decision = decide(state, live, unclean)
+            if decision is None:
+                continue
+            leader, epoch, isr = decision
+            if not await self._write(replace(state, leader=leader, leader_epoch=epoch, isr=isr),
+                                     state):
+                all_written = False
+        return all_written
+
+    async def _create_missing_states(self) -> bool:
+        """Give partitions of a topic whose creation was cut short (a topic too big for one
+        transaction, written in several) their initial state."""
+        view = self.view
+        etcd, keys = view.etcd, view.keys
+        all_written = True
+        for record in list(view.cache.topics.values()):
+            topic = record.metadata
+            missing = [p for p in range(topic.partitions)
+                       if (topic.name, p) not in view.cache.partitions]
+            live = sorted(view.cache.brokers)
+            if not missing or len(live) < topic.replication_factor or not self.active:
+                continue
+            assignment = assign_replicas(topic.name, topic.partitions,
+                                         topic.replication_factor, live)
+            for p in missing:
+                replicas = assignment[p]
+                state = PartitionState(topic.name, p, replicas[0], 0, replicas, replicas, 0)
+                key = keys.partition(topic.name, p)
+                ok, _ = await etcd.txn(
+                    [etcd.absent(key), etcd.mod_is(keys.topic(topic.name), record.version),
+                     etcd.created_at(keys.controller, self.epoch)],
+                    [etcd.put(key, encode_state(state))])
+                all_written = all_written and ok
+        return all_written
+
+    async def _write(self, new: PartitionState, old: PartitionState) -> bool:
+        view = self.view
+        etcd, keys = view.etcd, view.keys
+        key = keys.partition(new.topic, new.partition)
+        ok, revision = await etcd.txn(
+            [etcd.mod_is(key, old.version), etcd.created_at(keys.controller, self.epoch)],
+            [etcd.put(key, encode_state(new))])
+        if not ok:
+            return False
+        new = replace(new, version=revision)
+        if new.leader != old.leader:
+            self.elections += 1
+            view.count_election()
+            log.info("%s-%d: leader %d -> %d, epoch %d, isr %s", new.topic, new.partition,
+                     old.leader, new.leader, new.leader_epoch, list(new.isr))
+        else:
+            log.info("%s-%d: isr %s -> %s (dead brokers removed)", new.topic, new.partition,
+                     list(old.isr), list(new.isr))
+        view.note_state(new)
+        return True
