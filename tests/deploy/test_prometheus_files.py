@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import pytest
+
 from tests.deploy.deployfiles import DEPLOY, yaml_documents
 
 PROMETHEUS = DEPLOY / "prometheus"
@@ -23,9 +25,10 @@ def promtool(*args: str) -> str:
     return output
 
 
-def test_scrape_config_is_valid_and_loads_the_alert_rules():
-    output = promtool("check", "config", "prometheus.yml")
-    assert "SUCCESS: 1 rule files found" in output
+@pytest.mark.parametrize("config", ["prometheus.yml", "../cluster/prometheus.yml"])
+def test_scrape_configs_are_valid_and_load_the_alert_rules(config):
+    output = promtool("check", "config", config)
+    assert "SUCCESS: 1 rule files found" in output and "SUCCESS: 4 rules found" in output
 
 
 def test_alert_rules_are_valid():
