@@ -9,6 +9,7 @@ the event loop for a scrape), ``collectors`` (that state as metric families), ``
 replication code makes). The README's "Metrics" section lists every metric.
 """
 
+from . import replication  # registers the replication series: 0 on a single node, not absent
 from .definitions import REGISTRY
 from .server import MetricsServer
 
