@@ -1,6 +1,7 @@
 """The image's install, done for real: build the wheel from the Docker build context, install
 it into a fresh venv with the Dockerfile's own pip commands, start ``tslog-broker`` from that
-venv configured by ``TSLOG_*`` variables only, and use it with the installed ``tslog`` CLI.
+venv configured by ``TSLOG_*`` variables only, use it with the installed ``tslog`` CLI, and
+scrape its metrics (every metric the alerting rules use must be there).
 
 This machine kind has no Docker engine, so this is how CI shows the image would work: the
 commands are lifted out of the Dockerfile (not retyped here), the build sees only what
@@ -12,17 +13,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.deploy.deployfiles import (
-    DOCKERFILE, copy_build_context, dockerfile_instructions, env_values, final_stage,
-    pip_command, run_commands,
+    DEPLOY, DOCKERFILE, copy_build_context, dockerfile_instructions, env_values, final_stage,
+    pip_command, run_commands, yaml_documents,
 )
 from tests.helpers.broker_process import free_port, probe
 
@@ -41,6 +45,21 @@ def clean_environment(**extra: str) -> dict[str, str]:
                    if k not in dropped and not k.startswith("TSLOG_")}
     environment.update(extra)
     return environment
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """{(sample name, sorted labels): value} from a Prometheus text exposition."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def alert_metrics() -> set[str]:
+    """The tslog_* metric names the alerting rules are written against."""
+    groups = yaml_documents(DEPLOY / "prometheus" / "alerts.yml")[0]["groups"]
+    return {name for group in groups for rule in group["rules"]
+            for name in re.findall(r"\btslog_[a-z_]+", rule["expr"])}
 
 
 def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -91,9 +110,10 @@ def test_broker_from_the_wheel_serves_the_cli_and_passes_the_health_check(instal
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     bin_dir = installed / "bin"
+    metrics_url = f"http://127.0.0.1:{free_port()}/metrics"
     broker_env = clean_environment(TSLOG_DATA_DIR=str(tmp_path / "data"),
                                    TSLOG_LISTEN=bootstrap,
-                                   TSLOG_METRICS_LISTEN=f"127.0.0.1:{free_port()}")
+                                   TSLOG_METRICS_LISTEN=metrics_url[7:-8])
     log_path = tmp_path / "broker.log"
     with open(log_path, "wb") as log_file:
         broker = subprocess.Popen([str(bin_dir / "tslog-broker")], cwd=tmp_path, env=broker_env,
@@ -117,9 +137,14 @@ def test_broker_from_the_wheel_serves_the_cli_and_passes_the_health_check(instal
         tslog("produce", "events", stdin="".join(f"{line}\n" for line in lines).encode())
         consumed = [json.loads(row) for row in tslog(
             "consume", "events", "--from-time", "earliest", "--to-time", "now",
-            "--format", "json").splitlines()]
+            "--format", "json", "--group", "replay").splitlines()]
         assert sorted(r["value"] for r in consumed) == sorted(lines)
         assert (tmp_path / "data" / "events-0").is_dir()  # TSLOG_DATA_DIR was obeyed
+
+        samples = scrape(metrics_url)
+        assert samples[("tslog_produced_records_total", (("topic", "events"),))] == 50
+        exported = {name for name, _ in samples}
+        assert alert_metrics() <= exported, alert_metrics() - exported
 
         health = next(i.arguments for i in FINAL if i.keyword == "HEALTHCHECK")
         health_command = health.partition(" CMD ")[2]
