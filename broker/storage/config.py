@@ -35,6 +35,8 @@ class LogConfig:
     message_timestamp_after_max_ms: int = 3600 * 1000  # refuse CreateTime newer than now + this
     flush_messages: int = NEVER  # fsync after this many records (1 = every batch)
     flush_ms: int = NEVER  # fsync when the last fsync is this old at an append
+    min_insync_replicas: int = 1  # acks=all is refused (NOT_ENOUGH_REPLICAS) with a smaller ISR
+    replica_lag_time_max_ms: int = 30_000  # a follower not caught up this long leaves the ISR
 
     def __post_init__(self) -> None:
         problems = []
@@ -56,6 +58,8 @@ class LogConfig:
             (self.message_timestamp_after_max_ms >= 0, "message.timestamp.after.max.ms must be >= 0"),
             (self.flush_messages >= 1, "flush.messages must be >= 1"),
             (self.flush_ms >= 0, "flush.ms must be >= 0"),
+            (self.min_insync_replicas >= 1, "min.insync.replicas must be >= 1"),
+            (self.replica_lag_time_max_ms >= 1, "replica.lag.time.max.ms must be >= 1"),
         ]
         problems = [message for ok, message in checks if not ok]
         if problems:

@@ -1,0 +1,117 @@
+"""The leader-epoch checkpoint: which leader epoch started at which offset of a partition.
+
+Why it exists (Kafka's KIP-101): a follower that truncated to its high watermark after a
+leader change could lose acknowledged records or fork offsets from the new leader. Instead,
+a follower of a new leader asks "where does my latest epoch end in *your* log?" and truncates
+to that answer, so the replicas' logs agree batch for batch below it and divergent,
+never-committed tails go away.
+
+The file ``leader-epoch-checkpoint`` in the partition directory is text, replaced atomically::
+
+    0                 format version
+    2                 number of entries
+    3 0               epoch 3 starts at offset 0
+    5 1200            epoch 5 starts at offset 1200
+
+Entries are strictly increasing in both epoch and start offset. A leader adds one when it
+takes over (its epoch, at its log end offset); a follower adds one when a copied batch carries
+an epoch newer than its latest (O(1) per batch: one comparison). Truncating the log removes
+the entries that start at or after the cut; deleting old segments moves the first entry's
+start up. Opening drops entries past the log end (the file may be newer than a torn tail).
+"""
+
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+
+from . import files
+
+CHECKPOINT_FILE = "leader-epoch-checkpoint"
+UNDEFINED = -1
+_VERSION = 0
+
+
+class LeaderEpochCache:
+    """The (epoch, start offset) entries of one partition, mirrored to its checkpoint file."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.path = Path(directory) / CHECKPOINT_FILE
+        self.entries: list[tuple[int, int]] = self._read()
+
+    def _read(self) -> list[tuple[int, int]]:
+        try:
+            lines = self.path.read_text().split("\n")
+        except FileNotFoundError:
+            return []
+        try:
+            if int(lines[0]) != _VERSION:
+                raise ValueError(f"unknown version {lines[0]!r}")
+            count = int(lines[1])
+            entries = [tuple(int(x) for x in line.split()) for line in lines[2 : 2 + count]]
+        except (ValueError, IndexError) as exc:
+            raise ValueError(f"{self.path}: unreadable leader-epoch checkpoint: {exc}") from None
+        if len(entries) != count or any(len(e) != 2 for e in entries):
+            raise ValueError(f"{self.path}: leader-epoch checkpoint has a torn entry list")
+        return [(e[0], e[1]) for e in entries]
+
+    def _write(self) -> None:
+        lines = [str(_VERSION), str(len(self.entries))]
+        lines += [f"{epoch} {start}" for epoch, start in self.entries]
+        files.write_atomically(self.path, ("\n".join(lines) + "\n").encode())
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.entries[-1][0] if self.entries else UNDEFINED
+
+    def start_offset_of_latest(self) -> int:
+        return self.entries[-1][1] if self.entries else UNDEFINED
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset`` unless an epoch >= it is known.
+
+        Returns True when an entry was added (the file was rewritten).
+        """
+        if self.entries and epoch <= self.entries[-1][0]:
+            return False
+        if self.entries and start_offset < self.entries[-1][1]:
+            # A newer epoch cannot start before an older one: the older one never got data
+            # past this point, so it ends here.
+            self.entries = [e for e in self.entries if e[1] < start_offset]
+        self.entries.append((epoch, start_offset))
+        self._write()
+        return True
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """Kafka's OffsetForLeaderEpoch answer: (largest known epoch <= ``epoch``, the offset
+        where that epoch ends in this log), or (UNDEFINED, UNDEFINED) if ``epoch`` predates
+        every entry.
+
+        The latest epoch ends at the log end; any other ends where the next known epoch
+        starts.
+        """
+        if not self.entries or epoch < self.entries[0][0]:
+            return UNDEFINED, UNDEFINED
+        if epoch >= self.entries[-1][0]:
+            return self.entries[-1][0], log_end_offset
+        i = bisect.bisect_right(self.entries, epoch, key=lambda e: e[0])
+        return self.entries[i - 1][0], self.entries[i][1]
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """The log was cut at ``end_offset``: forget epochs that start at or after it."""
+        kept = [e for e in self.entries if e[1] < end_offset]
+        if len(kept) != len(self.entries):
+            self.entries = kept
+            self._write()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Old segments were deleted up to ``start_offset``: entries that ended before it go,
+        and the epoch holding it now starts there."""
+        i = bisect.bisect_right(self.entries, start_offset, key=lambda e: e[1])
+        if i == 0:
+            return
+        kept = [(self.entries[i - 1][0], max(self.entries[i - 1][1], start_offset))]
+        kept += self.entries[i:]
+        if kept != self.entries:
+            self.entries = kept
+            self._write()

@@ -1,0 +1,126 @@
+"""``ReplicaLog``: a partition log plus what replication keeps beside it on disk.
+
+Why a separate object: the leader-epoch checkpoint, the producer state and the high
+watermark are all functions of the log's batch headers and must move with the log: appended
+to on every append, cut on every truncation, rebuilt from headers when their files are stale.
+Keeping them in one place means a truncation can never cut the log and forget an epoch.
+
+Files beside the segments (see ``docs/storage-format.md``):
+
+``leader-epoch-checkpoint``  ``epochs.LeaderEpochCache``
+``producer-state``           ``producers.ProducerStateTable`` snapshot (msgpack)
+``high-watermark``           text ``"<offset>\\n"``: the last high watermark known to be
+                             committed, so a restarted replica never exposes a tail that
+                             was not (it is capped by the log end on open)
+
+Work per batch is constant: one header parse, one comparison for the epoch, one dict update
+for the producer. Opening reads headers only from the producer snapshot's offset on (every
+header when there is no snapshot); recovery already validated them.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from tslog.protocol.batch_header import BatchHeader, parse_header
+
+from . import files
+from .epochs import LeaderEpochCache
+from .log import PartitionLog
+from .producers import ProducerStateTable
+from .types import AppendInfo
+
+HIGH_WATERMARK_FILE = "high-watermark"
+
+
+def iter_headers(plog: PartitionLog, from_offset: int) -> Iterator[BatchHeader]:
+    """Headers of the batches holding offsets >= ``from_offset``, in order."""
+    for segment in plog.segments:
+        if segment.next_offset <= from_offset or segment.is_empty:
+            continue
+        start = segment.position_of(from_offset) if from_offset > segment.base_offset else 0
+        for _, header in segment.scan_headers(start, segment.size):
+            yield header
+
+
+class ReplicaLog:
+    """A ``PartitionLog`` with its leader epochs, producer state and high watermark."""
+
+    def __init__(self, plog: PartitionLog) -> None:
+        self.log = plog
+        self.directory = plog.directory
+        end = plog.log_end_offset
+        self.epochs = LeaderEpochCache(plog.directory)
+        self.epochs.truncate_from_end(end)
+        self.epochs.truncate_from_start(plog.log_start_offset)
+        producers = ProducerStateTable.read_snapshot(plog.directory)
+        if not plog.log_start_offset <= producers.covered_offset <= end:
+            producers = ProducerStateTable()
+        rebuild_epochs = not self.epochs.entries and end > plog.log_start_offset
+        scan_from = plog.log_start_offset if rebuild_epochs else max(
+            producers.covered_offset, plog.log_start_offset)
+        for header in iter_headers(plog, scan_from):
+            if header.leader_epoch > self.epochs.latest_epoch:
+                self.epochs.assign(header.leader_epoch, header.base_offset)
+            if header.base_offset >= producers.covered_offset:
+                producers.update(header)
+        self.producers = producers
+        self.high_watermark = min(self._read_high_watermark(), end)
+
+    def _read_high_watermark(self) -> int:
+        try:
+            return int((self.directory / HIGH_WATERMARK_FILE).read_text())
+        except (OSError, ValueError):
+            return 0
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    # -- appends ---------------------------------------------------------------------------
+
+    def append_as_leader(self, batch, leader_epoch: int) -> AppendInfo:
+        """Stamp and append one batch (see ``PartitionLog.append``); track its producer."""
+        info = self.log.append(batch, leader_epoch)
+        header = parse_header(batch)
+        if header.producer_id >= 0:
+            self.producers.update(header._replace(
+                base_offset=info.base_offset, log_append_time=info.log_append_time))
+        else:
+            self.producers.covered_offset = info.last_offset + 1
+        return info
+
+    def append_as_follower(self, batch) -> AppendInfo:
+        """Append the leader's bytes as they are; learn its epochs and producers from them."""
+        info = self.log.append_as_follower(batch)
+        header = parse_header(batch)
+        if header.leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(header.leader_epoch, header.base_offset)
+        self.producers.update(header)
+        return info
+
+    def become_leader(self, leader_epoch: int) -> None:
+        """This replica leads from its log end in ``leader_epoch`` (KIP-101's epoch entry)."""
+        self.epochs.assign(leader_epoch, self.log.log_end_offset)
+
+    # -- truncation, checkpoints -----------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Cut the log at ``offset`` (a batch boundary) with everything derived from it."""
+        if offset >= self.log.log_end_offset:
+            return 0
+        removed = self.log.truncate_to(offset)
+        self.epochs.truncate_from_end(offset)
+        if not self.producers.truncate_to(offset):
+            self.producers = ProducerStateTable()
+            for header in iter_headers(self.log, self.log.log_start_offset):
+                self.producers.update(header)
+        self.high_watermark = min(self.high_watermark, offset)
+        return removed
+
+    def checkpoint(self) -> None:
+        """Persist the high watermark and the producer snapshot; follow retention's cuts."""
+        self.epochs.truncate_from_start(self.log.log_start_offset)
+        files.write_atomically(self.directory / HIGH_WATERMARK_FILE,
+                               f"{self.high_watermark}\n".encode())
+        self.producers.write_snapshot(self.directory)

@@ -1,0 +1,59 @@
+"""ReplicaLog: epochs, producers and the high watermark move with the log."""
+
+from tests.helpers.storage import START_MS, make_batch, open_log
+from tslog.broker.storage.replica import ReplicaLog
+from tslog.protocol.batch_header import parse_header
+from tslog.protocol.records import build_batch
+
+
+def idempotent(seq, count=2, pid=9):
+    return build_batch([b"v"] * count, producer_id=pid, producer_epoch=0, base_sequence=seq,
+                       create_times=START_MS)
+
+
+def test_a_follower_copy_learns_epochs_and_producers_from_the_headers(tmp_path):
+    leader = ReplicaLog(open_log(tmp_path / "leader"))
+    follower = ReplicaLog(open_log(tmp_path / "follower"))
+    leader.become_leader(3)
+    copies = []
+    for seq in (0, 2):
+        info = leader.append_as_leader(idempotent(seq), 3)
+        copies.append(leader.log.read(info.base_offset))
+    leader.become_leader(5)
+    info = leader.append_as_leader(make_batch(1), 5)
+    copies.append(leader.log.read(info.base_offset))
+    for batch in copies:
+        follower.append_as_follower(batch)
+    assert follower.epochs.entries == leader.epochs.entries == [(3, 0), (5, 4)]
+    assert follower.producers.check(parse_header(idempotent(2))) == (2, START_MS)
+
+
+def test_reopening_rebuilds_what_has_no_file(tmp_path):
+    directory = tmp_path / "p"
+    replica = ReplicaLog(open_log(directory))
+    replica.become_leader(2)
+    replica.append_as_leader(idempotent(0), 2)
+    replica.append_as_leader(idempotent(2), 2)
+    replica.log.close()
+    (directory / "leader-epoch-checkpoint").unlink()
+    reopened = ReplicaLog(open_log(directory))
+    assert reopened.epochs.entries == [(2, 0)]
+    assert reopened.producers.check(parse_header(idempotent(2))) == (2, START_MS)
+    assert reopened.high_watermark == 0  # never checkpointed: nothing is known committed
+
+
+def test_truncation_cuts_epochs_producers_and_the_high_watermark(tmp_path):
+    replica = ReplicaLog(open_log(tmp_path / "p"))
+    replica.become_leader(1)
+    replica.append_as_leader(idempotent(0), 1)
+    replica.become_leader(2)
+    replica.append_as_leader(idempotent(2), 2)
+    replica.high_watermark = 4
+    replica.checkpoint()
+    replica.truncate_to(2)
+    assert replica.log.log_end_offset == 2
+    assert replica.epochs.entries == [(1, 0)]
+    assert replica.high_watermark == 2
+    assert replica.producers.check(parse_header(idempotent(2))) is None
+    replica.log.close()
+    assert ReplicaLog(open_log(tmp_path / "p")).high_watermark == 2  # capped by the log end
