@@ -61,6 +61,8 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
 
@@ -194,6 +196,11 @@ REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
         "group_id": STR,
         "topics": Nullable(_tp_groups(PARTITION)),
     }),
+    (ApiKey.INIT_PRODUCER_ID, 0): Struct({}),
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 0): Struct({
+        "replica_id": INT32,
+        "topics": _tp_groups(Struct({"partition": PARTITION, "leader_epoch": INT32})),
+    }),
 }
 
 RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
@@ -250,6 +257,13 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
     (ApiKey.OFFSET_FETCH, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64,
                                      "metadata": STR, "error_code": ERROR_CODE})),
+    }),
+    (ApiKey.INIT_PRODUCER_ID, 0): Struct({
+        "error_code": ERROR_CODE, "producer_id": INT64, "producer_epoch": INT32,
+    }),
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                                     "leader_epoch": INT32, "end_offset": INT64})),
     }),
 }
 

@@ -84,6 +84,10 @@ class LocalClusterView:
     async def propose_isr(self, state: PartitionState, isr: tuple[int, ...]) -> PartitionState:
         raise StaleStateError("a single-node broker's ISR is always itself")
 
+    def seed_producer_ids(self, used: int) -> None:
+        """Never hand out ``used`` or below again (the largest id found in the logs)."""
+        self._next_producer_id = max(self._next_producer_id, used)
+
     async def allocate_producer_id(self) -> int:
         """Unique within this broker's lifetime; the broker seeds it from the log on start."""
         self._next_producer_id += 1

@@ -18,6 +18,7 @@ import time
 from tslog.protocol.batch_header import (
     BatchFormatError,
     newest_create_time,
+    parse_header,
     validate_batch_for_stamping,
 )
 from tslog.protocol.errors import ErrorCode
@@ -25,6 +26,7 @@ from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TI
 from tslog.protocol.records import split_batches
 
 from ..metrics.observe import observe_fetch, observe_lookup, observe_produce
+from ..replication.partition import LEADER, NotLeaderError, Partition
 from ..storage import (
     CorruptRecordError,
     InvalidTimestampError,
@@ -33,21 +35,33 @@ from ..storage import (
     PartitionLog,
     RecordTooLargeError,
 )
+from ..storage.producers import InvalidProducerEpochError, OutOfOrderSequenceError
 from .state import Broker, BrokerClock
 
 log = logging.getLogger("tslog.broker.handlers")
+
+class IdempotentBatchesError(CorruptRecordError):
+    """More than one batch for a partition in one request, one of them idempotent: the
+    sequence check is per batch, so (as in Kafka) such a batch must travel alone."""
+
 
 _CODES = {
     CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,
     InvalidTimestampError: ErrorCode.INVALID_TIMESTAMP,
     RecordTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
     OffsetOutOfRangeError: ErrorCode.OFFSET_OUT_OF_RANGE,
+    IdempotentBatchesError: ErrorCode.INVALID_RECORD,
     LogClosedError: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # deleted while the request ran
+    OutOfOrderSequenceError: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    InvalidProducerEpochError: ErrorCode.INVALID_PRODUCER_EPOCH,
+    NotLeaderError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
 }
 
 
+
 # Codes a healthy client meets in normal operation (stale metadata, a consumer at the end).
-_ROUTINE = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_OUT_OF_RANGE})
+_ROUTINE = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_OUT_OF_RANGE,
+                      ErrorCode.NOT_LEADER_OR_FOLLOWER})
 
 
 def error_code_for(exc: BaseException, where: str) -> ErrorCode:
@@ -87,11 +101,14 @@ def _precheck(plog: PartitionLog, batch, now_ms: int) -> tuple:
     return validated
 
 
-def append_records(plog: PartitionLog, records: bytes, clock: BrokerClock) -> tuple[int, int]:
-    """Append every batch in ``records``, all or nothing; return (first offset, LAT).
+def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple[int, int, int]:
+    """Append every batch in ``records``, all or nothing; return (first offset, LAT, end
+    offset). A retried idempotent batch already in the log answers its original offsets
+    without being written again.
 
     Raises:
-        StorageError subclasses (nothing written), OSError (rolled back if possible).
+        StorageError subclasses, OutOfOrderSequenceError, InvalidProducerEpochError (nothing
+        written), OSError (rolled back if possible).
     """
     try:
         batches = split_batches(records)
@@ -99,21 +116,45 @@ def append_records(plog: PartitionLog, records: bytes, clock: BrokerClock) -> tu
         raise CorruptRecordError(str(exc)) from None
     if not batches:
         raise CorruptRecordError("records holds no batch")
+    replica, plog, epoch = part.replica, part.log, part.leader_epoch
     with clock.frozen() as now_ms:
         if len(batches) == 1:
-            info = plog.append(records)
-            return info.base_offset, info.log_append_time
+            validated = None
+            if parse_header(records).producer_id >= 0:
+                try:
+                    validated = validate_batch_for_stamping(records)
+                except BatchFormatError as exc:
+                    raise CorruptRecordError(str(exc)) from None
+                header = validated[0]
+                duplicate = replica.producers.check(header)
+                if duplicate is not None:
+                    return duplicate[0], duplicate[1], duplicate[0] + header.record_count
+            info = replica.append_as_leader(records, epoch, validated)
+            return info.base_offset, info.log_append_time, info.last_offset + 1
         checked = [_precheck(plog, batch, now_ms) for batch in batches]
+        if any(validated[0].producer_id >= 0 for validated in checked):
+            raise IdempotentBatchesError("an idempotent batch must be alone in its partition")
         start = plog.log_end_offset
         try:
-            first = last = plog.append(batches[0], validated=checked[0])
+            first = last = replica.append_as_leader(batches[0], epoch, checked[0])
             for batch, validated in zip(batches[1:], checked[1:]):
-                last = plog.append(batch, validated=validated)
+                last = replica.append_as_leader(batch, epoch, validated)
         except BaseException:
             if plog.log_end_offset != start:  # only an I/O failure can get here
-                plog.truncate_to(start)
+                replica.truncate_to(start)
             raise
-        return first.base_offset, last.log_append_time
+        return first.base_offset, last.log_append_time, last.last_offset + 1
+
+
+def _refusal(part: Partition | None, acks: int) -> ErrorCode | None:
+    """Why this broker must not take a produce for ``part`` now, or None."""
+    if part is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if part.role != LEADER:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if acks == -1 and len(part.isr) < part.log.config.min_insync_replicas:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return None
 
 
 def handle_produce(broker: Broker, body: dict):
@@ -125,17 +166,19 @@ def handle_produce(broker: Broker, body: dict):
         parts_out = []
         for entry in group["partitions"]:
             partition = entry["partition"]
-            plog = broker.topics.get_log(topic, partition)
+            part = broker.replicas.get(topic, partition)
             result = {"partition": partition, "error_code": 0, "base_offset": -1,
                       "log_append_time": -1, "log_start_offset": -1}
-            if plog is None:
-                result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                log.info("produce %s-%d refused: no such topic-partition", topic, partition)
+            refusal = _refusal(part, acks)
+            if refusal is not None:
+                result["error_code"] = refusal
+                log.info("produce %s-%d refused: %s", topic, partition, refusal.name)
             else:
+                plog = part.log
                 try:
                     records = entry["records"]
-                    result["base_offset"], result["log_append_time"] = append_records(
-                        plog, records, broker.clock)
+                    result["base_offset"], result["log_append_time"], end = append_records(
+                        part, records, broker.clock)
                     broker.notifier.notify(plog)
                     observe_produce(topic, plog.log_end_offset - result["base_offset"],
                                     len(records), result["log_append_time"],
@@ -143,6 +186,8 @@ def handle_produce(broker: Broker, body: dict):
                     if acks == -1:
                         durable.append(plog)
                         result["_log"] = plog
+                        if not part.alone:
+                            result["_wait"] = (part, end)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a code
                     result["error_code"] = error_code_for(exc, f"produce {topic}-{partition}")
                 result["log_start_offset"] = plog.log_start_offset
@@ -158,9 +203,12 @@ def handle_produce(broker: Broker, body: dict):
 
 async def _after_fsync(broker: Broker, response: dict, logs: list[PartitionLog],
                        timeout_ms: int) -> dict:
-    """Answer an acks = -1 produce once its logs are fsynced (or time out trying)."""
+    """Answer an acks = -1 produce once its logs are fsynced and, for replicated partitions,
+    once the high watermark has passed the appended batches (or time out trying)."""
     timeout_ms = min(timeout_ms or broker.config.request_timeout_ms,
                      broker.config.request_timeout_ms)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
     waiting = asyncio.ensure_future(broker.committer.wait_durable(logs))
     try:
         failed = await asyncio.wait_for(asyncio.shield(waiting), timeout_ms / 1000)
@@ -170,46 +218,79 @@ async def _after_fsync(broker: Broker, response: dict, logs: list[PartitionLog],
     for group in response["topics"]:
         for result in group["partitions"]:
             plog = result.pop("_log", None)
+            wait = result.pop("_wait", None)
             if plog is None:
                 continue
             if timed_out:
                 result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             elif plog in failed:
                 result["error_code"] = error_code_for(failed[plog], f"flush {plog.directory.name}")
+            elif wait is not None:
+                result["error_code"] = await _until_committed(*wait, deadline - loop.time())
     return response
+
+
+async def _until_committed(part: Partition, end_offset: int, timeout_s: float) -> int:
+    """Wait until the HW reaches ``end_offset``: 0, REQUEST_TIMED_OUT or NOT_LEADER."""
+    try:
+        await asyncio.wait_for(part.wait_for_high_watermark(end_offset), max(timeout_s, 0))
+        return 0
+    except TimeoutError:
+        return ErrorCode.REQUEST_TIMED_OUT
+    except NotLeaderError:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 # -------------------------------------------------------------------------------------- fetch
 
 
 def _fetch_plan(broker: Broker, body: dict) -> list:
-    return [(group["topic"], [(p, broker.topics.get_log(group["topic"], p["partition"]))
+    """[(topic, [(entry, partition or None)])]; a follower's fetch offsets are recorded once
+    here (they are its log end offsets, which move the leader's high watermark)."""
+    replicas = broker.replicas
+    plan = [(group["topic"], [(p, replicas.get(group["topic"], p["partition"]))
                               for p in group["partitions"]])
             for group in body["topics"]]
+    replica_id = body["replica_id"]
+    if replica_id >= 0:
+        for _, parts in plan:
+            for entry, part in parts:
+                if part is not None and part.role == LEADER:
+                    replicas.follower_fetched(part, replica_id, entry["fetch_offset"])
+    return plan
 
 
 def _read_plan(broker: Broker, body: dict, plan: list) -> tuple[dict, int, bool]:
-    """One pass over the requested partitions: (response, record bytes, any error)."""
+    """One pass over the requested partitions: (response, record bytes, any error).
+
+    Consumers read below the high watermark; followers (replica_id >= 0) up to the log end.
+    """
     budget = min(body["max_bytes"], broker.config.fetch_max_bytes)
+    follower = body["replica_id"] >= 0
     total = 0
     errors = False
     topics_out = []
     for topic, parts in plan:
         parts_out = []
-        for entry, plog in parts:
+        for entry, part in parts:
             result = {"partition": entry["partition"], "error_code": 0, "high_watermark": -1,
                       "log_start_offset": -1, "records": b""}
-            if plog is None:
+            if part is None:
                 result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 errors = True
+            elif part.role != LEADER:
+                result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                errors = True
             else:
+                plog = part.log
                 try:
-                    result["high_watermark"] = high_watermark = plog.log_end_offset
+                    result["high_watermark"] = high_watermark = part.high_watermark
                     result["log_start_offset"] = plog.log_start_offset
                     limit = min(entry["max_bytes"], budget - total)
                     if limit > 0 or total == 0:  # the first data is sent even if oversized
                         result["records"] = records = plog.read(
-                            entry["fetch_offset"], max(limit, 1), high_watermark)
+                            entry["fetch_offset"], max(limit, 1),
+                            None if follower else high_watermark)
                         total += len(records)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a code
                     result["error_code"] = error_code_for(exc, f"fetch {topic}-{entry['partition']}")
@@ -234,7 +315,7 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
     loop = asyncio.get_running_loop()
     wait_ms = min(body["max_wait_ms"], broker.config.request_timeout_ms)
     deadline = loop.time() + wait_ms / 1000
-    logs = [plog for _, parts in plan for _, plog in parts if plog is not None]
+    logs = [part.log for _, parts in plan for _, part in parts if part is not None]
     while True:
         woken = loop.create_future()
         broker.notifier.register(logs, woken)
@@ -256,35 +337,46 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
 # ------------------------------------------------------------------------------- list offsets
 
 
-def _list_one(plog: PartitionLog, timestamp: int, timestamp_type: str) -> tuple[int, int, int]:
-    """(error code, offset, timestamp) for one partition."""
+def _list_one(part: Partition, timestamp: int, timestamp_type: str,
+              replica_id: int) -> tuple[int, int, int]:
+    """(error code, offset, timestamp) for one partition. Consumers see only what is below
+    the high watermark (an uncommitted match answers "none", as Kafka does); replicas see
+    the log end."""
+    plog = part.log
+    limit = plog.log_end_offset if replica_id >= 0 else part.high_watermark
     if timestamp == LATEST_TIMESTAMP:
-        return 0, plog.log_end_offset, -1  # the high watermark, single-node
-    if timestamp < 0 and timestamp not in (EARLIEST_TIMESTAMP, MAX_TIMESTAMP):
+        return 0, limit, -1
+    if timestamp == EARLIEST_TIMESTAMP:
+        return 0, plog.log_start_offset, -1
+    if timestamp < 0 and timestamp != MAX_TIMESTAMP:
         return ErrorCode.INVALID_REQUEST, -1, -1
     scanned = plog.lookup_bytes_read
     started = time.perf_counter()
     found = plog.offset_for_time(timestamp, timestamp_type)
     observe_lookup(time.perf_counter() - started, plog.lookup_bytes_read - scanned)
-    if found is None:
+    if found is None or found.offset >= limit:
         return 0, -1, -1
     return 0, found.offset, found.timestamp
 
 
 def handle_list_offsets(broker: Broker, body: dict) -> dict:
     timestamp_type = body["timestamp_type"]
+    replica_id = body["replica_id"]
     topics_out = []
     for group in body["topics"]:
         topic = group["topic"]
         parts_out = []
         for entry in group["partitions"]:
             partition = entry["partition"]
-            plog = broker.topics.get_log(topic, partition)
-            if plog is None:
+            part = broker.replicas.get(topic, partition)
+            if part is None:
                 code, offset, timestamp = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+            elif part.role != LEADER:
+                code, offset, timestamp = ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
             else:
                 try:
-                    code, offset, timestamp = _list_one(plog, entry["timestamp"], timestamp_type)
+                    code, offset, timestamp = _list_one(part, entry["timestamp"],
+                                                        timestamp_type, replica_id)
                 except Exception as exc:  # noqa: BLE001
                     code = error_code_for(exc, f"list offsets {topic}-{partition}")
                     offset = timestamp = -1

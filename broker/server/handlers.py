@@ -20,6 +20,7 @@ from ..metadata import topic_name_problem
 from ..metrics.definitions import forget_topic
 from ..topics import TopicError
 from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
+from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .state import Broker
 
 log = logging.getLogger("tslog.broker.handlers")
@@ -195,4 +196,6 @@ HANDLERS = {
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
 }

@@ -61,6 +61,9 @@ async def _checkpoints(broker: Broker) -> None:
     files from the loop, and two writers of one file must never overlap."""
     for key, plog in list(broker.topics.logs.items()):
         broker.topics.checkpoint(key, plog)
+        part = broker.replicas.partitions.get(key)
+        if part is not None and part.log is plog:
+            broker.replicas.checkpoint(part)
         await asyncio.sleep(0)
 
 
@@ -113,6 +116,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         asyncio.create_task(_periodically(config.log_checkpoint_interval_ms,
                                           lambda: _checkpoints(broker), "checkpoint")),
     }
+    broker.replicas.start()
     log.info("tslog-broker listening on %s:%d", host, bound_port)
     if ready is not None:
         ready(host, bound_port)
@@ -127,4 +131,5 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await broker.replicas.stop()
         await server.wait_closed()

@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from ..cluster.view import ClusterView, LocalClusterView
 from ..config import BrokerConfig, parse_host_port
 from ..group_offsets import GroupOffsetStore
 from ..metadata import LocalMetadataStore, MetadataStore
+from ..replication.manager import ReplicaManager
 from ..topics import TopicManager
 from .durability import AppendNotifier, GroupCommitter
 
@@ -54,7 +56,7 @@ class Broker:
     """Everything the handlers need. Build with ``Broker.open`` (slow: run it in a thread)."""
 
     def __init__(self, config: BrokerConfig, topics: TopicManager, groups: GroupOffsetStore,
-                 clock: BrokerClock) -> None:
+                 clock: BrokerClock, cluster: ClusterView | None = None) -> None:
         self.config = config
         self.topics = topics
         self.groups = groups
@@ -67,6 +69,8 @@ class Broker:
         host, port = parse_host_port(config.advertised_listen or config.listen)
         self.advertised_host = host
         self.advertised_port = port
+        self.cluster = cluster or LocalClusterView(config.node_id, (host, port))
+        self.replicas = ReplicaManager(self, self.cluster)
 
     @classmethod
     def open(cls, config: BrokerConfig, store: MetadataStore | None = None) -> "Broker":
@@ -77,14 +81,20 @@ class Broker:
         clock = BrokerClock(config.test_clock_offset_ms)
         topics = TopicManager(config, store or LocalMetadataStore(data_dir), clock)
         topics.open_all()
-        return cls(config, topics, GroupOffsetStore(data_dir), clock)
+        broker = cls(config, topics, GroupOffsetStore(data_dir), clock)
+        broker.replicas.open_all()
+        return broker
 
     def set_bound_port(self, port: int) -> None:
         """Advertise the port actually bound (``listen`` may say port 0)."""
         if self.config.advertised_listen is None:
             self.advertised_port = port
+            if isinstance(self.cluster, LocalClusterView):
+                self.cluster.address = (self.advertised_host, port)
 
     def close(self) -> None:
-        """Flush and close every log (clean-shutdown markers); stop the fsync thread."""
+        """Checkpoint replication state, flush and close every log (clean-shutdown markers);
+        stop the fsync thread."""
+        self.replicas.checkpoint_all()
         self.topics.close_all()
         self.committer.shutdown()

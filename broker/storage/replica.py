@@ -79,9 +79,10 @@ class ReplicaLog:
 
     # -- appends ---------------------------------------------------------------------------
 
-    def append_as_leader(self, batch, leader_epoch: int) -> AppendInfo:
+    def append_as_leader(self, batch, leader_epoch: int,
+                         validated: tuple | None = None) -> AppendInfo:
         """Stamp and append one batch (see ``PartitionLog.append``); track its producer."""
-        info = self.log.append(batch, leader_epoch)
+        info = self.log.append(batch, leader_epoch, validated)
         header = parse_header(batch)
         if header.producer_id >= 0:
             self.producers.update(header._replace(
@@ -106,9 +107,11 @@ class ReplicaLog:
     # -- truncation, checkpoints -----------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
-        """Cut the log at ``offset`` (a batch boundary) with everything derived from it."""
+        """Cut the log at ``offset`` with everything derived from it. An offset inside a
+        batch cuts at that batch's start (a batch is never split)."""
         if offset >= self.log.log_end_offset:
             return 0
+        offset = next(iter_headers(self.log, offset)).base_offset
         removed = self.log.truncate_to(offset)
         self.epochs.truncate_from_end(offset)
         if not self.producers.truncate_to(offset):

@@ -1,0 +1,221 @@
+"""Follower fetching: one task per source leader copies its partitions' batches byte for byte.
+
+Theory of operation
+-------------------
+For every partition this broker follows, the ``ReplicaManager`` hands the partition to the
+``LeaderFetcher`` of its leader. The fetcher keeps one connection to that broker (a small
+request/response channel of its own: the broker never imports the client) and loops:
+
+1. Partitions that just got a new leader first ask ``OffsetForLeaderEpoch`` for the end, in
+   the leader's log, of the latest epoch this replica knows, and truncate there (KIP-101):
+   everything below it is identical on both sides, everything above it never committed.
+   When the leader does not know that epoch it answers the largest epoch it does know; the
+   replica then also caps the cut at its own end of that epoch (KIP-279).
+2. One Fetch with ``replica_id = node_id`` for all of them (each at its log end offset), long
+   polling at the leader. The leader reads a follower's fetch offset as its log end offset.
+3. Each returned batch goes to ``ReplicaLog.append_as_follower`` as it is (no re-stamping:
+   the follower's segments and indexes come out identical), and the follower takes the
+   leader's high watermark, capped by its own log end.
+
+Errors back off and retry; a partition whose leader says it does not lead waits for the view
+to say who does (the manager then moves it to another fetcher).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.records import split_batches
+
+from ..storage.epochs import UNDEFINED
+from .partition import Partition
+
+if TYPE_CHECKING:
+    from .manager import ReplicaManager
+
+log = logging.getLogger("tslog.broker.replication")
+
+FETCH_MAX_WAIT_MS = 500
+PARTITION_MAX_BYTES = 4 << 20
+FETCH_MAX_BYTES = 16 << 20
+RETRY_BACKOFF_S = 0.1
+_MAX_FRAME_BYTES = FETCH_MAX_BYTES + (8 << 20)
+
+
+class LeaderChannel:
+    """One connection to a leader: request, then await its response (no pipelining)."""
+
+    def __init__(self, host: str, port: int, client_id: str) -> None:
+        self.host, self.port, self.client_id = host, port, client_id
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._decoder = FrameDecoder(_MAX_FRAME_BYTES)
+        self._correlation_id = 0
+
+    async def request(self, api_key: ApiKey, body: dict, timeout_s: float) -> dict:
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout_s)
+            self._decoder = FrameDecoder(_MAX_FRAME_BYTES)
+        self._correlation_id = (self._correlation_id + 1) % (2**31)
+        header = RequestHeader(api_key, 0, self._correlation_id, self.client_id)
+        self._writer.write(encode_request(header, body))
+        frames: list = []
+        async with asyncio.timeout(timeout_s):
+            while not frames:
+                data = await self._reader.read(1 << 20)
+                if not data:
+                    raise ConnectionError(f"leader {self.host}:{self.port} closed the connection")
+                frames = self._decoder.feed(data)
+        correlation_id, response = decode_response(frames[0], api_key)
+        if correlation_id != self._correlation_id:
+            raise ConnectionError("response out of order")
+        if "topics" not in response:
+            raise ConnectionError(f"leader answered {api_key.name} with {response}")
+        return response
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+
+class LeaderFetcher:
+    """Replicates every partition this broker follows from one leader."""
+
+    def __init__(self, manager: "ReplicaManager", leader_id: int) -> None:
+        self.manager = manager
+        self.leader_id = leader_id
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.unsure: set[tuple[str, int]] = set()  # must truncate before fetching
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self.channel: LeaderChannel | None = None
+
+    def add(self, part: Partition) -> None:
+        self.partitions[part.key] = part
+        self.unsure.add(part.key)
+        self._changed.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"tslog-fetcher-{self.leader_id}")
+
+    def remove(self, key: tuple[str, int]) -> None:
+        self.partitions.pop(key, None)
+        self.unsure.discard(key)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self.channel is not None:
+            self.channel.close()
+
+    async def _run(self) -> None:
+        while self.partitions:
+            try:
+                address = self.manager.broker_address(self.leader_id)
+                if address is None:
+                    raise ConnectionError(f"broker {self.leader_id} is not live")
+                if self.channel is None or (self.channel.host, self.channel.port) != address:
+                    if self.channel is not None:
+                        self.channel.close()
+                    self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}")
+                if self.unsure:
+                    await self._truncate()
+                await self._fetch_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a leader gone or garbled: retry
+                log.info("fetching from broker %d: %r; retrying", self.leader_id, exc)
+                if self.channel is not None:
+                    self.channel.close()
+                await asyncio.sleep(RETRY_BACKOFF_S)
+        self._task = None
+
+    async def _truncate(self) -> None:
+        keys = list(self.unsure)
+        by_topic: dict[str, list] = {}
+        for key in keys:
+            part = self.partitions.get(key)
+            if part is not None:
+                by_topic.setdefault(key[0], []).append(
+                    {"partition": key[1], "leader_epoch": part.replica.epochs.latest_epoch})
+        body = {"replica_id": self.manager.node_id,
+                "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
+        response = await self.channel.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, body, 10.0)
+        for group in response["topics"]:
+            for answer in group["partitions"]:
+                key = (group["topic"], answer["partition"])
+                part = self.partitions.get(key)
+                if part is None or answer["error_code"]:
+                    continue
+                truncate_for_leader(part, answer["leader_epoch"], answer["end_offset"])
+                self.unsure.discard(key)
+
+    async def _fetch_once(self) -> None:
+        ready = {k: p for k, p in self.partitions.items() if k not in self.unsure}
+        if not ready:
+            self._changed.clear()
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            return
+        by_topic: dict[str, list] = {}
+        for (topic, partition), part in ready.items():
+            by_topic.setdefault(topic, []).append(
+                {"partition": partition, "fetch_offset": part.log.log_end_offset,
+                 "max_bytes": PARTITION_MAX_BYTES})
+        body = {"replica_id": self.manager.node_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
+                "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
+                "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
+        response = await self.channel.request(ApiKey.FETCH, body,
+                                              FETCH_MAX_WAIT_MS / 1000 + 10.0)
+        errors = False
+        for group in response["topics"]:
+            for answer in group["partitions"]:
+                key = (group["topic"], answer["partition"])
+                part = ready.get(key)
+                if part is None or self.partitions.get(key) is not part:
+                    continue  # moved to another leader while the fetch ran
+                if answer["error_code"]:
+                    errors = True
+                    self._on_error(part, ErrorCode.from_wire(answer["error_code"]))
+                    continue
+                self._append(part, answer["records"], answer["high_watermark"])
+        if errors:
+            await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _append(self, part: Partition, records: bytes, leader_high_watermark: int) -> None:
+        if records:
+            for batch in split_batches(records):
+                part.replica.append_as_follower(batch)
+        part.follower_high_watermark(leader_high_watermark)
+
+    def _on_error(self, part: Partition, code: ErrorCode) -> None:
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self.unsure.add(part.key)  # diverged or behind the leader's log start: re-ask
+        log.info("%s-%d: leader %d answered %s", part.topic, part.partition, self.leader_id,
+                 code.name)
+
+
+def truncate_for_leader(part: Partition, leader_epoch: int, end_offset: int) -> None:
+    """Cut ``part``'s log where it stops agreeing with the leader's (KIP-101, KIP-279)."""
+    replica = part.replica
+    leo = replica.log_end_offset
+    if leader_epoch == UNDEFINED or end_offset == UNDEFINED:
+        target = min(replica.high_watermark, leo)  # the leader knows none of our epochs
+    else:
+        target = end_offset
+        if leader_epoch < replica.epochs.latest_epoch:
+            target = min(target, replica.epochs.end_offset_for(leader_epoch, leo)[1])
+    if target < leo:
+        if target < replica.log.log_start_offset:
+            target = replica.log.log_start_offset
+        removed = replica.truncate_to(target)
+        log.warning("%s-%d: truncated to %d (%d bytes) to match the leader's epoch %d",
+                    part.topic, part.partition, target, removed, leader_epoch)

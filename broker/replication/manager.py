@@ -1,0 +1,218 @@
+"""``ReplicaManager``: applies the cluster view's partition states to this broker's logs.
+
+Why one owner: leadership, follower fetchers, ISR proposals and high-watermark checkpoints
+all change together when a partition state changes, and all of them must agree with the view
+or the broker acknowledges writes it should not. The manager hears every state from the view
+(``add_listener``), turns each into a transition of the partition's ``Partition`` (leader,
+follower, or not a replica), moves the partition between per-leader fetchers, and runs one
+periodic task that shrinks the ISR of partitions it leads when followers lag.
+
+Single node (``LocalClusterView``): every partition is led here in epoch 0 with ISR = {self};
+``Partition.alone`` makes the high watermark the log end, so the produce and fetch paths do
+one dict lookup more than before and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..cluster.view import ClusterView, LocalClusterView, PartitionState, StaleStateError
+from ..storage.replica import ReplicaLog
+from .fetcher import LeaderFetcher
+from .partition import FOLLOWER, LEADER, Partition
+
+if TYPE_CHECKING:
+    from ..server.state import Broker
+
+log = logging.getLogger("tslog.broker.replication")
+
+ISR_CHECK_MAX_INTERVAL_S = 1.0
+
+
+class ReplicaManager:
+    def __init__(self, broker: "Broker", view: ClusterView) -> None:
+        self.broker = broker
+        self.view = view
+        self.node_id = view.node_id
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.fetchers: dict[int, LeaderFetcher] = {}
+        self._proposing: set[tuple[str, int]] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._started = False
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> Partition | None:
+        """The partition's state here, or None when this broker holds no log for it."""
+        plog = self.broker.topics.get_log(topic, partition)
+        part = self.partitions.get((topic, partition))
+        if part is not None and part.log is plog:
+            return part
+        if plog is None:
+            self.partitions.pop((topic, partition), None)
+            return None
+        part = Partition(topic, partition, ReplicaLog(plog), self.node_id)
+        self.partitions[topic, partition] = part
+        state = self.view.partition_state(topic, partition)
+        if state is not None:
+            self._apply(part, state)
+        return part
+
+    def broker_address(self, node_id: int) -> tuple[str, int] | None:
+        return self.view.brokers().get(node_id)
+
+    def now_ms(self) -> int:
+        return self.broker.clock.now_ms()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open_all(self) -> None:
+        """Open the replication state of every log (reads headers: run it in a thread)."""
+        for (topic, partition), plog in self.broker.topics.logs.items():
+            self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog),
+                                                          self.node_id)
+        if isinstance(self.view, LocalClusterView):  # a cluster allocates ids in its store
+            self.view.seed_producer_ids(max(
+                (pid for part in self.partitions.values()
+                 for pid in part.replica.producers.producers), default=0))
+
+    def start(self) -> None:
+        """Apply the current states and follow the view's changes (on the event loop)."""
+        self._started = True
+        self.view.add_listener(self.on_state)
+        for key in list(self.broker.topics.logs):
+            self.get(*key)
+            part = self.partitions.get(key)
+            state = self.view.partition_state(*key)
+            if part is not None and state is not None:
+                self._apply(part, state)
+        self._spawn(self._isr_loop(), "tslog-isr-check")
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for fetcher in list(self.fetchers.values()):
+            await fetcher.stop()
+        self.fetchers.clear()
+        for part in self.partitions.values():
+            part.fail_waiters()
+
+    def checkpoint_all(self) -> None:
+        """Persist every partition's high watermark and producer snapshot."""
+        for part in list(self.partitions.values()):
+            self.checkpoint(part)
+
+    def checkpoint(self, part: Partition) -> None:
+        if part.alone:
+            part.replica.high_watermark = part.log.log_end_offset
+        try:
+            part.replica.checkpoint()
+        except Exception:
+            log.exception("replication checkpoint of %s-%d failed", *part.key)
+
+    # -- state changes ---------------------------------------------------------------------
+
+    def on_state(self, state: PartitionState) -> None:
+        """The view's listener: a new or changed partition state."""
+        part = self.get(state.topic, state.partition)
+        if part is not None:
+            self._apply(part, state)
+
+    def _apply(self, part: Partition, state: PartitionState) -> None:
+        current = part.state
+        if current is not None and state.version < current.version and (
+                state.leader_epoch <= current.leader_epoch):
+            return  # an older state delivered late
+        if state.leader == self.node_id:
+            self._stop_following(part)
+            part.become_leader(state, self.now_ms())
+            self.broker.notifier.notify(part.log)  # the HW may have moved
+        elif self.node_id in state.replicas:
+            leader_changed = (part.role != FOLLOWER or current is None
+                              or current.leader != state.leader
+                              or current.leader_epoch != state.leader_epoch)
+            part.become_follower(state)
+            if leader_changed:
+                self._stop_following(part)
+                if state.leader >= 0 and self._started:
+                    self._fetcher(state.leader).add(part)
+        else:
+            self._stop_following(part)
+            part.become_follower(state)
+
+    def _stop_following(self, part: Partition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(part.key)
+
+    def _fetcher(self, leader_id: int) -> LeaderFetcher:
+        fetcher = self.fetchers.get(leader_id)
+        if fetcher is None:
+            fetcher = self.fetchers[leader_id] = LeaderFetcher(self, leader_id)
+        return fetcher
+
+    # -- ISR -------------------------------------------------------------------------------
+
+    def follower_fetched(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
+        """Leader side of a follower's Fetch: its LEO, maybe the HW, maybe an ISR rejoin."""
+        high_watermark = part.high_watermark
+        if part.record_follower_fetch(replica_id, fetch_offset, self.now_ms()):
+            self._propose(part, part.isr | {replica_id}, f"replica {replica_id} caught up")
+        if part.high_watermark != high_watermark:
+            self.broker.notifier.notify(part.log)
+
+    def _propose(self, part: Partition, isr: frozenset[int], why: str) -> None:
+        if part.key in self._proposing or part.state is None or part.role != LEADER:
+            return
+        self._proposing.add(part.key)
+        state = part.state
+        ordered = tuple(r for r in state.replicas if r in isr)
+        self._spawn(self._send_proposal(part, state, ordered, why), "tslog-isr-proposal")
+
+    async def _send_proposal(self, part: Partition, state: PartitionState,
+                             isr: tuple[int, ...], why: str) -> None:
+        try:
+            new_state = await self.view.propose_isr(state, isr)
+        except StaleStateError as exc:
+            log.warning("%s-%d: ISR change to %s refused (%s): fenced", *part.key, isr, exc)
+            if part.state is state:
+                part.fence()
+            return
+        except Exception:
+            log.exception("%s-%d: ISR proposal failed", *part.key)
+            return
+        finally:
+            self._proposing.discard(part.key)
+        log.info("%s-%d: ISR %s -> %s (%s)", *part.key, state.isr, new_state.isr, why)
+        if self.partitions.get(part.key) is part:
+            self._apply(part, new_state)
+
+    def check_isr(self, now_ms: int) -> float:
+        """Propose removing lagging followers from the ISR of every partition led here;
+        return how soon (s) the next check is due."""
+        interval = ISR_CHECK_MAX_INTERVAL_S
+        for part in list(self.partitions.values()):
+            if part.role != LEADER or part.alone:
+                continue
+            max_lag_ms = part.log.config.replica_lag_time_max_ms
+            interval = min(interval, max_lag_ms / 4000)
+            lagging = part.lagging_followers(now_ms, max_lag_ms)
+            if lagging:
+                self._propose(part, part.isr - set(lagging),
+                              f"replicas {lagging} behind for over {max_lag_ms} ms")
+        return max(interval, 0.02)
+
+    async def _isr_loop(self) -> None:
+        while True:
+            interval = self.check_isr(self.now_ms())
+            for key in list(self.broker.topics.logs):  # logs created since: pick them up
+                if key not in self.partitions:
+                    self.get(*key)
+            await asyncio.sleep(interval)
+
+    def _spawn(self, coroutine, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
