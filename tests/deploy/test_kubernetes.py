@@ -1,0 +1,142 @@
+"""deploy/kubernetes/ parses as YAML and its names point at things that exist: Services select
+the broker pods and target ports the containers declare, the ports are the ones the broker's
+config listens on, the data volume is mounted where data_dir points, probes and the scrape
+annotations and ServiceMonitor hit declared ports, and the command runs the broker's console
+script with the mounted config file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from tslog.broker.config import parse_host_port
+
+from tests.deploy.deployfiles import ROOT, broker_config_from_toml, kubernetes_objects
+
+OBJECTS = kubernetes_objects()
+
+
+def find(kind: str, name: str) -> dict:
+    matches = [o for o in OBJECTS if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(matches) == 1, (kind, name)
+    return matches[0]
+
+
+def of_kind(kind: str) -> list[dict]:
+    return [o for o in OBJECTS if o["kind"] == kind]
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def container_ports(workload: dict) -> dict[str, int]:
+    return {p["name"]: p["containerPort"]
+            for c in workload["spec"]["template"]["spec"]["containers"] for p in c["ports"]}
+
+
+BROKERS = find("StatefulSet", "tslog")
+POD = BROKERS["spec"]["template"]
+CONTAINER = POD["spec"]["containers"][0]
+PORTS = container_ports(BROKERS)
+
+
+def broker_toml() -> tuple[str, dict]:
+    """(path the broker reads its config from, the TOML document the ConfigMap mounts there)."""
+    command = " ".join(CONTAINER["command"])
+    config_path = Path(re.search(r"--config (\S+)", command).group(1))
+    mount = next(m for m in CONTAINER["volumeMounts"]
+                 if config_path.is_relative_to(m["mountPath"]))
+    volume = next(v for v in POD["spec"]["volumes"] if v["name"] == mount["name"])
+    config_map = find("ConfigMap", volume["configMap"]["name"])
+    text = config_map["data"][str(config_path.relative_to(mount["mountPath"]))]
+    return str(config_path), text
+
+
+def test_every_object_is_complete_and_uniquely_named():
+    seen = set()
+    for obj in OBJECTS:
+        assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"]
+        key = (obj["kind"], obj["metadata"]["name"])
+        assert key not in seen, key
+        seen.add(key)
+    kinds = {o["kind"] for o in OBJECTS}
+    assert {"StatefulSet", "Service", "ConfigMap", "PodDisruptionBudget",
+            "ServiceMonitor"} <= kinds
+
+
+def test_the_config_map_holds_a_valid_broker_config_matching_the_pod():
+    _, text = broker_toml()
+    config = broker_config_from_toml(text)
+    assert parse_host_port(config.listen) == ("0.0.0.0", PORTS["client"])
+    assert parse_host_port(config.metrics_listen) == ("0.0.0.0", PORTS["metrics"])
+    data_mount = next(m for m in CONTAINER["volumeMounts"] if m["name"] == "data")
+    assert data_mount["mountPath"] == config.data_dir
+    claims = [t["metadata"]["name"] for t in BROKERS["spec"]["volumeClaimTemplates"]]
+    assert claims == ["data"]
+
+
+def test_the_command_runs_the_console_script_with_a_node_id_per_pod():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    command = CONTAINER["command"]
+    assert command[:2] == ["/bin/sh", "-c"]
+    assert "exec env TSLOG_NODE_ID=" in command[2]
+    assert re.search(r"\btslog-broker\b", command[2]) and "tslog-broker" in scripts
+    env = {e["name"]: e for e in CONTAINER["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["TSLOG_ADVERTISED_LISTEN"]["value"].endswith(
+        f".{BROKERS['spec']['serviceName']}.$(POD_NAMESPACE).svc.cluster.local:{PORTS['client']}")
+
+
+def test_services_select_broker_pods_and_target_declared_ports():
+    headless = find("Service", BROKERS["spec"]["serviceName"])
+    assert headless["spec"]["clusterIP"] == "None"
+    labels = POD["metadata"]["labels"]
+    assert BROKERS["spec"]["selector"]["matchLabels"] == labels
+    for name in ("tslog-headless", "tslog"):
+        service = find("Service", name)
+        assert selects(service["spec"]["selector"], labels)
+        for port in service["spec"]["ports"]:
+            assert PORTS[port["targetPort"]] == port["port"]
+
+
+def test_probes_scrape_annotations_and_service_monitor_use_declared_ports():
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert CONTAINER[probe]["tcpSocket"]["port"] in PORTS
+    annotations = POD["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == PORTS["metrics"]
+    monitor = find("ServiceMonitor", "tslog")
+    scraped = [s for s in of_kind("Service")
+               if selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"]["labels"])]
+    assert [s["metadata"]["name"] for s in scraped] == ["tslog-headless"]
+    service_ports = {p["name"] for p in scraped[0]["spec"]["ports"]}
+    for endpoint in monitor["spec"]["endpoints"]:
+        assert endpoint["port"] in service_ports
+        assert endpoint["path"] == annotations["prometheus.io/path"]
+
+
+def test_disruption_budget_covers_the_brokers_and_leaves_a_quorum():
+    budget = find("PodDisruptionBudget", "tslog")
+    assert selects(budget["spec"]["selector"]["matchLabels"], POD["metadata"]["labels"])
+    assert budget["spec"]["maxUnavailable"] == 1 < BROKERS["spec"]["replicas"]
+
+
+def test_brokers_find_etcd_at_its_service_and_client_port():
+    _, text = broker_toml()
+    endpoints = broker_config_from_toml(text).etcd_endpoints.split(",")
+    etcd = find("StatefulSet", "tslog-etcd")
+    etcd_ports = container_ports(etcd)
+    for endpoint in endpoints:
+        host, port = parse_host_port(endpoint)
+        service = find("Service", host)
+        assert selects(service["spec"]["selector"], etcd["spec"]["template"]["metadata"]["labels"])
+        assert any(p["port"] == port and etcd_ports[p["targetPort"]] == port
+                   for p in service["spec"]["ports"])
+    assert etcd["spec"]["serviceName"] == "tslog-etcd"
+    mounts = {m["name"]: m["mountPath"] for m in etcd["spec"]["template"]["spec"]
+              ["containers"][0]["volumeMounts"]}
+    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert f"--data-dir={mounts['data']}" in command
