@@ -7,13 +7,20 @@ script with the mounted config file.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
 from tslog.broker.config import parse_host_port
+from tslog.client import Admin
 
 from tests.deploy.deployfiles import ROOT, broker_config_from_toml, kubernetes_objects
+from tests.helpers.broker_process import free_port, probe
 
 OBJECTS = kubernetes_objects()
 
@@ -140,3 +147,40 @@ def test_brokers_find_etcd_at_its_service_and_client_port():
               ["containers"][0]["volumeMounts"]}
     command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
     assert f"--data-dir={mounts['data']}" in command
+
+
+def test_the_pod_command_runs_one_broker_process_with_the_ordinal_plus_one_as_node_id(tmp_path):
+    """The container command, run by /bin/sh as Kubernetes runs it, for pod ``tslog-2``: the
+    broker gets node_id 3, takes the rest from the ConfigMap's file, and is the process that
+    receives SIGTERM (``exec``), so a pod stop is a clean broker shutdown."""
+    config_path, text = broker_toml()
+    local_config = tmp_path / "broker.toml"
+    local_config.write_text(text)
+    script = CONTAINER["command"][2].replace(config_path, str(local_config))
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
+    environment.update(
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", POD_NAME="tslog-2",
+        TSLOG_DATA_DIR=str(tmp_path / "data"), TSLOG_LISTEN=f"127.0.0.1:{port}",
+        TSLOG_METRICS_LISTEN=f"127.0.0.1:{free_port()}", TSLOG_ETCD_ENDPOINTS="")
+    log_path = tmp_path / "broker.log"
+    with open(log_path, "wb") as log_file:
+        pod = subprocess.Popen(["/bin/sh", "-c", script], env=environment, cwd=tmp_path,
+                               stdout=log_file, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not probe("127.0.0.1", port):
+            assert pod.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        with Admin(f"127.0.0.1:{port}") as admin:
+            admin.create_topic("events", partitions=1)
+            assert admin.describe_topic("events").partitions[0].leader == 3
+        pod.send_signal(signal.SIGTERM)
+        assert pod.wait(30) == 0, log_path.read_text()
+    finally:
+        try:  # a broker the shell left behind (no exec) must not outlive the test
+            os.killpg(pod.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        pod.wait(30)
