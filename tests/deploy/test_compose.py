@@ -26,7 +26,10 @@ def flag(command: list[str], name: str) -> str:
 
 
 def broker_config(service: dict):
-    return load_config({}, None, {k: str(v) for k, v in service["environment"].items()})[0]
+    """The config the service's TSLOG_* environment gives the broker (every variable used)."""
+    config, ignored = load_config({}, None, {k: str(v) for k, v in service["environment"].items()})
+    assert ignored == [], f"variables the broker does not read: {ignored}"
+    return config
 
 
 def test_three_brokers_built_from_the_repository_dockerfile():
@@ -60,8 +63,9 @@ def test_brokers_reach_etcd_where_etcd_listens():
     advertised = urlsplit(flag(etcd["command"], "advertise-client-urls"))
     assert (advertised.hostname, advertised.port) == ("etcd", client_port)
     for service in BROKERS.values():
-        endpoints = service["environment"]["TSLOG_ETCD_ENDPOINTS"].split(",")
-        assert [parse_host_port(e) for e in endpoints] == [("etcd", client_port)]
+        config = broker_config(service)
+        assert config.etcd_addresses == [("etcd", client_port)]
+        assert config.cluster_name == "tslog"
         assert "etcd" in service["depends_on"]
     data_dir = flag(etcd["command"], "data-dir")
     assert any(v.split(":")[1] == data_dir for v in etcd["volumes"])
