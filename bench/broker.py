@@ -119,6 +119,7 @@ class Broker:
         self.data_dir = root / "broker-data"
         self.log_path = root / "broker.log"
         self.port = free_port()
+        self.metrics_port = free_port()  # /metrics, scraped only by section_scrape
         self.process: subprocess.Popen | None = None
 
     @property
@@ -128,7 +129,8 @@ class Broker:
     def start(self) -> "Broker":
         environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
         command = broker_command() + ["--data-dir", str(self.data_dir),
-                                      "--listen", self.bootstrap, "--log-level", "WARNING"]
+                                      "--listen", self.bootstrap, "--log-level", "WARNING",
+                                      "--metrics-listen", f"{HOST}:{self.metrics_port}"]
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(command, env=environment, stdout=log_file,
                                             stderr=subprocess.STDOUT)
@@ -908,6 +910,84 @@ def section_lookups(setup: Setup) -> None:
                "client's own connection."])
 
 
+# ------------------------------------------------------------------------ metrics scraping
+
+SCRAPER = r"""
+import signal, sys, time, urllib.request
+url, interval, stop = sys.argv[1], float(sys.argv[2]), []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+durations, began = [], time.monotonic()
+next_at = began
+while not stop:
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=5) as response:
+        size = len(response.read())
+    durations.append(time.perf_counter() - started)
+    if len(durations) == 1:
+        print("ready", flush=True)
+    next_at += interval
+    time.sleep(max(0.0, next_at - time.monotonic()))
+durations.sort()
+print(len(durations) / (time.monotonic() - began), durations[len(durations) // 2], size, flush=True)
+"""
+
+
+class Scraper:
+    """A Prometheus-speed scraper in its own process (as Prometheus is): GET /metrics every
+    ``interval_s``; stopped by pid with SIGTERM, it reports scrapes/s, median ms and bytes."""
+
+    def __init__(self, port: int, interval_s: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SCRAPER, f"http://{HOST}:{port}/metrics", str(interval_s)],
+            stdout=subprocess.PIPE, text=True)
+        if self.process.stdout.readline().strip() != "ready":
+            self.process.kill()
+            raise RuntimeError("the /metrics scraper did not start")
+
+    def stop(self) -> tuple[float, float, int]:
+        os.kill(self.process.pid, signal.SIGTERM)
+        out, _ = self.process.communicate(timeout=30)
+        per_s, median_s, size = out.split()
+        return float(per_s), float(median_s), int(size)
+
+
+def section_scrape(setup: Setup, interval_s: float = 0.1) -> None:
+    """Produce throughput (raw, acks=1: the broker's capacity) with a scraper fetching
+    /metrics every 100 ms beside the same without, alternating the order run by run."""
+    batches = max(2000, 10 * setup.produce_batches)  # ~1 s a run here: ~10 scrapes in it
+    rates: dict[str, list[float]] = {"without": [], "with": []}
+    scrapes = []
+    with Raw(setup.broker.port) as admin:
+        for run in range(setup.runs):
+            for mode in (("without", "with") if run % 2 == 0 else ("with", "without")):
+                topic = f"scrape-{mode}-{run}"
+                admin.create_topic(topic)
+                scraper = Scraper(setup.broker.metrics_port, interval_s) if mode == "with" else None
+                try:
+                    elapsed, _ = produce_raw(setup.broker.port, topic, batches, 1, setup.window)
+                finally:
+                    if scraper is not None:
+                        scrapes.append(scraper.stop())
+                rates[mode].append(batches * BATCH_RECORDS / elapsed)
+                admin.delete_topic(topic)
+    without, with_scraper = median(rates["without"]), median(rates["with"])
+    rows = [["no scraper", spread(rates["without"]), "-", "-", "-", "1.00x"],
+            [f"GET /metrics every {interval_s * 1000:.0f} ms (own process)",
+             spread(rates["with"]), f"{median([s[0] for s in scrapes]):.1f}",
+             f"{median([s[1] for s in scrapes]) * 1000:.1f}", f"{scrapes[-1][2]:,}",
+             f"{ratio(with_scraper, without)} ({verdict(with_scraper >= 0.95 * without)} "
+             ">= 0.95x)"]]
+    print_table(
+        f"Produce while Prometheus-speed scraping: raw socket, acks=1, {batches:,} batches of "
+        f"{BATCH_RECORDS} per run",
+        ["scraper", "records/s (min-max)", "scrapes/s", "scrape ms (median)", "scrape bytes",
+         "with/without (target)"],
+        rows,
+        notes=["each scrape snapshots partition and group state on the broker's event loop "
+               "and formats the text in the broker's metrics thread; the scraper runs in its "
+               "own process, like Prometheus."])
+
+
 def describe_redis(redis_server: Redis) -> str:
     import redis
 
@@ -968,6 +1048,7 @@ def main(argv=None) -> int:
         section_fill(setup)
         section_consume(setup)
         section_lookups(setup)
+        section_scrape(setup)
         print("\n  load average after the run: %.2f %.2f %.2f" % os.getloadavg())
     except BaseException:
         if setup.broker.process is not None:

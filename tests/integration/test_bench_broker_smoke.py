@@ -21,7 +21,8 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
     out = result.stdout
     for title in ("Produce, one producer, one partition",
                   "Consume from a timestamp to the end",
-                  "Lookup by time: ListOffsets round trip"):
+                  "Lookup by time: ListOffsets round trip",
+                  "Produce while Prometheus-speed scraping"):
         assert title in out, out
     for header in ("| acks", "records/s (min-max)", "tslog/Redis XADD c=1", "target?",
                    "p50 us", "p99 us (min-max)", "p99.9 us"):
