@@ -1,0 +1,105 @@
+"""/metrics of a real broker configured through ``TSLOG_METRICS_LISTEN``: refusals by reason,
+open connections, error codes per API and the time-lookup histograms, as an operator reads
+them; and no metrics port at all when the setting is absent."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+import urllib.request
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from tests.helpers.broker_process import free_port
+from tests.helpers.wire import Wire, batch, raw_frame
+from tslog.protocol.messages import ApiKey
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def scrape(port: int) -> dict[str, float]:
+    """{sample line's name and labels: value} of one scrape."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+def test_refusals_connections_and_errors_are_counted(broker_factory):
+    port = free_port()
+    broker = broker_factory(env={"TSLOG_METRICS_LISTEN": f"127.0.0.1:{port}"})
+    before = scrape(port)
+    for reason in ("bad_frame", "oversize_frame", "unknown_api", "invalid_request",
+                   "too_many_connections", "idle_timeout"):
+        assert before[f'tslog_refused_requests_total{{reason="{reason}"}}'] == 0
+    with Wire(broker.host, broker.port) as wire:
+        wire.send_raw(raw_frame(b"\xc1\xc1 not msgpack"))
+        assert wire.is_closed_by_peer()
+    with Wire(broker.host, broker.port) as wire:
+        wire.send_raw(struct.pack(">I", 16 * 1024 * 1024 + 1) + b"\x00" * 100)
+        assert wire.is_closed_by_peer()
+    with Wire(broker.host, broker.port) as wire:
+        wire.send_raw(raw_frame(msgpack.packb([999, 0, 1, "bad", {}])))
+        wire.send_raw(raw_frame(msgpack.packb([int(ApiKey.METADATA), 0, 2, "bad",
+                                                {"topics": 7}])))
+        assert wire.read_frame() is not None and wire.read_frame() is not None  # answered
+        assert wire.create_topic("t") == 0
+        assert wire.produce("missing", 0, batch([b"x"]))["error_code"] != 0
+        assert wire.list_offset("t", 0, 0)["error_code"] == 0  # a lookup by time
+        idle = socket.create_connection((broker.host, broker.port))
+        try:
+            deadline = time.monotonic() + 10
+            while True:  # the readiness probe's connection may still be closing
+                during = scrape(port)
+                if during["tslog_open_connections"] == 2 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        finally:
+            idle.close()
+    assert during["tslog_open_connections"] == 2
+    refused = 'tslog_refused_requests_total{reason="%s"}'
+    assert during[refused % "bad_frame"] == 1
+    assert during[refused % "oversize_frame"] == 1
+    assert during[refused % "unknown_api"] == 1
+    assert during[refused % "invalid_request"] == 1
+    assert during['tslog_request_errors_total{api="produce",error="unknown_topic_or_partition"}'] == 1
+    assert during['tslog_requests_total{api="create_topics"}'] == 1
+    assert during["tslog_time_lookup_duration_seconds_count"] == 1
+    assert during["tslog_time_lookup_scanned_bytes_count"] == 1
+    assert during["tslog_data_dir_capacity_bytes"] > during["tslog_data_dir_available_bytes"] > 0
+
+
+def test_no_metrics_port_unless_configured(broker):
+    """Off by default: the broker process listens on its client port and nothing else."""
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.api_versions()["error_code"] == 0
+    assert listening_ports(broker.process.pid) == {broker.port}
+
+
+def listening_ports(pid: int) -> set[int]:
+    """TCP ports in LISTEN state on sockets the process ``pid`` holds open."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            next(rows)
+            for row in rows:
+                fields = row.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
