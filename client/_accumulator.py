@@ -57,12 +57,21 @@ class ProducerBatch:
         self.retry_at = 0.0
         self._built: bytes | None = None
 
-    def build(self, compression: int = COMPRESSION_NONE) -> bytes:
-        """The encoded batch, built once (a retry resends the same bytes)."""
+    def build(self, compression: int = COMPRESSION_NONE, idempotence=None) -> bytes:
+        """The encoded batch, built once (a retry resends the same bytes, and so the same
+        producer id and sequence when ``idempotence`` stamps it)."""
         if self._built is None:
+            producer = (-1, -1, -1) if idempotence is None else idempotence.stamp(
+                self.tp, len(self.values))
             self._built = build_batch(self.values, keys=self.keys, create_times=self.create_times,
-                                      headers=self.headers, compression=compression)
+                                      headers=self.headers, compression=compression,
+                                      producer_id=producer[0], producer_epoch=producer[1],
+                                      base_sequence=producer[2])
         return self._built
+
+    @property
+    def built(self) -> bool:
+        return self._built is not None
 
     def complete(self, base_offset: int, log_append_time: int) -> None:
         if not self.future.done():

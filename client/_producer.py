@@ -37,6 +37,7 @@ from ._accumulator import (
 )
 from ._batching import _BATCH, BatchingMixin
 from ._cluster import Cluster
+from ._idempotence import Idempotence, require_acks_all
 from ._partitioner import StickyPartitioner, key_partition
 from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
@@ -99,6 +100,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         max_block_ms: how long the sync producer blocks on a full buffer or missing metadata.
         delivery_timeout_ms: no retry starts after a batch is this old; it fails instead.
         buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
+        enable_idempotence: stamp batches with a producer id and sequences so retries
+            (across connection losses and leader failovers) never write a batch twice;
+            requires acks="all" and keeps one batch in flight per partition.
     """
 
     def __init__(self, bootstrap, *, acks=-1, linger_ms: float = 5,
@@ -108,9 +112,12 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                  max_block_ms: int = 60_000, delivery_timeout_ms: int = 120_000,
                  buffer_memory: int = 32 * 1024 * 1024,
                  client_id: str = "tslog-producer", key_serializer=None,
-                 value_serializer=None) -> None:
+                 value_serializer=None, enable_idempotence: bool = False) -> None:
         if acks not in _ACKS:
             raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
+        if enable_idempotence:
+            require_acks_all(_ACKS[acks])
+        self._idempotence = Idempotence() if enable_idempotence else None
         if max_request_size <= REQUEST_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES:
             raise ValueError(f"max_request_size must exceed {REQUEST_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES}")
         if compression not in _COMPRESSION:

@@ -41,6 +41,14 @@ class SenderMixin:
         self._wakeup.clear()
         if self._cluster.metadata_stale():  # e.g. partitions were added
             self._refresh_metadata()
+        idempotence = self._idempotence
+        if idempotence is not None and not idempotence.ready:
+            try:
+                await idempotence.init(self._cluster)
+            except TslogError as exc:
+                log.debug("InitProducerId failed: %r", exc)
+                await asyncio.sleep(self._cluster.backoff_s(0))
+                return
         next_time = self._resolve_deferred()
         sent, ready_time = self._send_ready(time.monotonic())
         if sent:
@@ -59,6 +67,8 @@ class SenderMixin:
         with accumulator.lock:
             ready, next_time = accumulator.ready(now)
         by_node: dict[int, list[TopicPartition]] = collections.defaultdict(list)
+        if self._idempotence is not None:  # one batch in flight per partition: in order
+            ready = [tp for tp in ready if tp not in self._idempotence.in_flight]
         for tp in ready:
             leader = cluster.leader_for(tp)
             if leader is None:
@@ -98,9 +108,10 @@ class SenderMixin:
                                           self._cluster.partition_count(tp.topic) or 1)
         topics: dict[str, list] = collections.defaultdict(list)
         sendable = []
+        idempotence = self._idempotence
         for batch in batches:
             try:
-                records = batch.build(self.compression)
+                records = batch.build(self.compression, idempotence)
             except (TypeError, ValueError) as exc:
                 self._finish(batch, error=exc)
                 continue
@@ -114,6 +125,8 @@ class SenderMixin:
             sendable.append(batch)
         if not sendable:
             return
+        if idempotence is not None:
+            idempotence.in_flight.update(batch.tp for batch in sendable)
         body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         future = conn.send_nowait(ApiKey.PRODUCE, body, expect_response=self.acks != 0,
@@ -121,6 +134,8 @@ class SenderMixin:
         future.add_done_callback(lambda f: self._on_response(f, sendable))
 
     def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
+        if self._idempotence is not None:
+            self._idempotence.in_flight.difference_update(batch.tp for batch in batches)
         error = future.exception()
         if error is not None:
             for batch in batches:
@@ -158,6 +173,8 @@ class SenderMixin:
 
     def _finish(self, batch: ProducerBatch, *, result=None, error=None) -> None:
         if error is not None:
+            if self._idempotence is not None and batch.built:
+                self._idempotence.failed_for_good(error)
             batch.fail(error)
         else:
             batch.complete(*result)

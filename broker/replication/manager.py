@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..cluster.view import ClusterView, LocalClusterView, PartitionState, StaleStateError
+from ..metrics import replication as metrics
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
@@ -128,6 +129,8 @@ class ReplicaManager:
             return  # an older state delivered late
         if state.leader == self.node_id:
             self._stop_following(part)
+            if part.role != LEADER or part.leader_epoch != state.leader_epoch:
+                metrics.leader_elected()
             part.become_leader(state, self.now_ms())
             self.broker.notifier.notify(part.log)  # the HW may have moved
         elif self.node_id in state.replicas:
@@ -142,10 +145,15 @@ class ReplicaManager:
         else:
             self._stop_following(part)
             part.become_follower(state)
+        if current is None or current.isr != state.isr or current.leader != state.leader:
+            metrics.set_under_replicated(sum(
+                1 for p in self.partitions.values() if p.role == LEADER and p.state is not None
+                and len(p.state.isr) < len(p.state.replicas)))
 
     def _stop_following(self, part: Partition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(part.key)
+        metrics.forget_follower(*part.key)
 
     def _fetcher(self, leader_id: int) -> LeaderFetcher:
         fetcher = self.fetchers.get(leader_id)
@@ -186,6 +194,10 @@ class ReplicaManager:
         finally:
             self._proposing.discard(part.key)
         log.info("%s-%d: ISR %s -> %s (%s)", *part.key, state.isr, new_state.isr, why)
+        if len(new_state.isr) < len(state.isr):
+            metrics.isr_shrunk()
+        elif len(new_state.isr) > len(state.isr):
+            metrics.isr_expanded()
         if self.partitions.get(part.key) is part:
             self._apply(part, new_state)
 

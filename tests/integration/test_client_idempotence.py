@@ -1,0 +1,70 @@
+"""The idempotent producer against a real single-node broker.
+
+What a user notices: with ``enable_idempotence=True`` every record is written once, in send
+order per partition, and the batches on disk carry the producer id and contiguous
+sequences the broker checks (the failover test in test_replication_failover.py shows the
+retries it makes safe). Two producers get different ids, and a restarted broker keeps
+handing out ids it never gave before, so a new producer is never taken for an old one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tslog.broker.storage.replica import iter_headers
+from tslog.broker.storage import PartitionLog
+from tslog.client import Admin, Producer
+
+
+def headers_on_disk(broker, topic, partition=0):
+    plog = PartitionLog(broker.data_dir / f"{topic}-{partition}")
+    try:
+        return list(iter_headers(plog, 0))
+    finally:
+        plog.close_handles()
+
+
+def produce(bootstrap, topic, count, partitions=1):
+    with Producer(bootstrap, acks="all", enable_idempotence=True, linger_ms=1,
+                  batch_size=2048) as producer:
+        futures = [producer.send(topic, b"v%d" % i, partition=i % partitions)
+                   for i in range(count)]
+        producer.flush()
+        return [f.get(10) for f in futures]
+
+
+def test_every_record_once_in_order_with_contiguous_sequences(broker):
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("idem", partitions=2)
+    metadata = produce(broker.bootstrap, "idem", 4000, partitions=2)
+    for partition in (0, 1):
+        offsets = [m.offset for m in metadata if m.partition == partition]
+        assert offsets == list(range(2000))
+    broker.terminate()
+    for partition in (0, 1):
+        headers = headers_on_disk(broker, "idem", partition)
+        assert len({h.producer_id for h in headers}) == 1 and headers[0].producer_id >= 0
+        sequence = 0
+        for header in headers:
+            assert header.base_sequence == sequence
+            sequence += header.record_count
+        assert sequence == 2000
+
+
+def test_producers_get_distinct_ids_also_after_a_restart(broker):
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("ids")
+    produce(broker.bootstrap, "ids", 10)
+    produce(broker.bootstrap, "ids", 10)
+    broker.restart()
+    produce(broker.bootstrap, "ids", 10)
+    broker.terminate()
+    ids = [h.producer_id for h in headers_on_disk(broker, "ids")]
+    assert len(set(ids)) == 3
+
+
+def test_idempotence_requires_acks_all():
+    with pytest.raises(ValueError, match="acks"):
+        Producer("127.0.0.1:1", acks=1, enable_idempotence=True)
+
+
