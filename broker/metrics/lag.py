@@ -13,6 +13,9 @@ Definitions (the README's metrics list says the same):
   at ``C``, the oldest record still in the log stands in for it, so the value is a lower bound
   (the deleted ones were older). Never negative.
 
+In a cluster the broker storing the group's offsets reports its lag, for the partitions it
+holds a replica of, against that replica's high watermark (see ``snapshot.high_watermark``).
+
 Why seconds from LAT and not from CreateTime: LAT never decreases in a partition, so the
 difference is a real age that producers' clocks cannot distort, and "the group is 90 s
 behind" is what an operator alerts on whatever the record rate.

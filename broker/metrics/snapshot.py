@@ -52,17 +52,23 @@ class Snapshot:
         default_factory=lambda: {"offset": 0, "time": 0, "create_time": 0})
 
 
-def high_watermark(plog: PartitionLog) -> int:
-    """The offset below which records are committed and served to consumers. Alone, every
-    appended record is: the log end offset (the same value Fetch reports)."""
+def high_watermark(broker, topic: str, partition: int, plog: PartitionLog) -> int:
+    """The offset below which records are committed and served to consumers: the replica
+    manager's (leader: min log end over the ISR; follower: as the leader last said). A log
+    the manager has not looked at yet has had no append since startup: its log end offset."""
+    part = broker.replicas.partitions.get((topic, partition))
+    if part is not None and part.log is plog:
+        return part.high_watermark
     return plog.log_end_offset
 
 
-def partition_row(topic: str, partition: int, plog: PartitionLog, snapshot: Snapshot) -> None:
+def partition_row(broker, topic: str, partition: int, plog: PartitionLog,
+                  snapshot: Snapshot) -> None:
     """Add one partition's row and its index bytes to ``snapshot``."""
     segments = plog.segments
     snapshot.partitions.append(PartitionRow(
-        topic, partition, plog.log_start_offset, plog.log_end_offset, high_watermark(plog),
+        topic, partition, plog.log_start_offset, plog.log_end_offset,
+        high_watermark(broker, topic, partition, plog),
         sum(segment.size for segment in segments), len(segments)))
     totals = snapshot.index_bytes
     for kind, size in plog.index_bytes().items():
@@ -76,7 +82,8 @@ def group_lags(broker, group: str, offsets: dict, snapshot: Snapshot) -> None:
         plog = broker.topics.get_log(topic, partition)
         if plog is None or committed < 0:
             continue
-        records, seconds = partition_lag(plog, committed, high_watermark(plog))
+        records, seconds = partition_lag(plog, committed,
+                                         high_watermark(broker, topic, partition, plog))
         snapshot.lags.append(LagRow(group, topic, partition, records, seconds))
 
 
@@ -84,7 +91,7 @@ def take_snapshot(broker) -> Snapshot:
     """All of it at once: for callers that own the logs (tests, the loop between yields)."""
     snapshot = Snapshot()
     for (topic, partition), plog in list(broker.topics.logs.items()):
-        partition_row(topic, partition, plog, snapshot)
+        partition_row(broker, topic, partition, plog, snapshot)
     for group, offsets in broker.groups.all_groups().items():
         group_lags(broker, group, offsets, snapshot)
     return snapshot
@@ -102,7 +109,7 @@ async def take_snapshot_async(broker) -> Snapshot | None:
             return None
         if broker.topics.logs.get((topic, partition)) is not plog:  # deleted meanwhile
             continue
-        partition_row(topic, partition, plog, snapshot)
+        partition_row(broker, topic, partition, plog, snapshot)
         work += 1
         if work % _CHUNK == 0:
             await asyncio.sleep(0)
