@@ -11,7 +11,7 @@ import tomllib
 
 from tslog.broker.config import BrokerConfig, load_config
 
-from tests.deploy.deployfiles import ROOT
+from tests.deploy.deployfiles import DEPLOY, ROOT, yaml_documents
 
 
 def operations_section() -> str:
@@ -75,3 +75,14 @@ def test_documented_environment_variables_are_the_ones_the_broker_reads():
         value, expected = sample_setting(key, defaults()[key])
         config, ignored = load_config({}, None, {environment: value})
         assert ignored == [] and getattr(config, key) == expected, key
+
+
+def test_documented_alerts_are_the_rules_with_their_hold_times():
+    documented = {}
+    for line in operations_section().splitlines():
+        match = re.fullmatch(r"\| `(Tslog\w+)` \| .+ \| (\d+) m \|", line)
+        if match:
+            documented[match.group(1)] = f"{match.group(2)}m"
+    groups = yaml_documents(DEPLOY / "prometheus" / "alerts.yml")[0]["groups"]
+    rules = {rule["alert"]: rule["for"] for group in groups for rule in group["rules"]}
+    assert documented == rules
