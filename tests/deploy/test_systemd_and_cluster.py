@@ -6,9 +6,11 @@ run side by side on 127.0.0.1 against one etcd.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from tslog.broker.config import parse_host_port
 
@@ -80,3 +82,18 @@ def test_local_prometheus_scrapes_the_three_local_brokers():
                for t in group["targets"]]
     configs = [broker_config_from_toml(path.read_text()) for path in CLUSTER]
     assert targets == [c.metrics_listen for c in configs]
+
+
+def test_systemd_accepts_every_directive_of_the_unit(tmp_path):
+    """systemd's own parser (``systemd-analyze verify``; Debian's systemd package, which
+    .ci/run installs) finds no unknown or malformed directive. It also requires ExecStart's
+    program to exist, so the unit is checked pointing at this environment's tslog-broker."""
+    assert shutil.which("systemd-analyze"), "systemd-analyze missing: .ci/run installs systemd"
+    source = DEPLOY / "systemd" / "tslog-broker.service"
+    installed = str(Path(sys.executable).parent / "tslog-broker")
+    unit = tmp_path / source.name
+    unit.write_text(source.read_text().replace(SERVICE["ExecStart"].split()[0], installed))
+    result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
+                            timeout=60)
+    output = (result.stdout + result.stderr).decode()
+    assert result.returncode == 0 and output.strip() == "", output
