@@ -97,6 +97,13 @@ def test_the_command_runs_the_console_script_with_a_node_id_per_pod():
         f".{BROKERS['spec']['serviceName']}.$(POD_NAMESPACE).svc.cluster.local:{PORTS['client']}")
 
 
+def test_no_service_variables_are_injected_into_the_broker_environment():
+    """Service links would add TSLOG_SERVICE_HOST, TSLOG_PORT_9092_TCP, ... for the Service
+    named ``tslog``: names in the broker's own TSLOG_* namespace."""
+    assert POD["spec"]["enableServiceLinks"] is False
+    assert "tslog" in {s["metadata"]["name"] for s in of_kind("Service")}  # the clash is real
+
+
 def test_services_select_broker_pods_and_target_declared_ports():
     headless = find("Service", BROKERS["spec"]["serviceName"])
     assert headless["spec"]["clusterIP"] == "None"
