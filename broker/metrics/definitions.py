@@ -5,21 +5,24 @@ and the replication code, so the names, types, labels and buckets live in one pl
 registry of our own (not prometheus_client's global one): what ``/metrics`` serves is exactly
 this list plus the process, platform and GC collectors, whatever else a process imports.
 
-Why pre-bound children: ``Counter.labels(...)`` costs a lock and a dict lookup keyed on a
-tuple; the data path instead looks up one small object per API (``API``) or per topic
-(``topic_metrics``) and calls ``inc``/``observe`` on children bound once. Nothing here runs
-per record. Scrape-time state (offsets, sizes, lag) is not here: see ``collectors.py``.
+Why the data path's metrics are ``loop_metrics`` families and pre-bound children: they are
+updated per request, so they take no lock (only the event loop writes them), and the data
+path looks up one small object per API (``API``) or per topic (``topic_metrics``) and calls
+``inc``/``observe`` on children bound once, never ``labels(...)``. Nothing here runs per
+record. Gauges set once or from other threads stay prometheus_client objects. Scrape-time state (offsets, sizes, lag) is not here: see ``collectors.py``.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import CollectorRegistry, Gauge, disable_created_metrics
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
+
+from .loop_metrics import CounterChild, LoopCounter, LoopHistogram, LoopMetricsCollector
 
 # ``*_created`` series would double every counter's and histogram's output for a timestamp
 # Prometheus does not need (it detects resets itself): off, for the whole broker process.
@@ -40,42 +43,50 @@ SCANNED_BYTES_BUCKETS = (80.0, 512.0, 4096.0, 16384.0, 65536.0, 262144.0, 104857
 END_TO_END_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                       10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
-REQUESTS = Counter("tslog_requests_total", "Requests answered (or, acks=0, handled), per API.",
-                   ["api"], registry=REGISTRY)
-REQUEST_ERRORS = Counter(
+# Written only on the event loop (see loop_metrics.py): no lock per update.
+REQUESTS = LoopCounter(
+    "tslog_requests_total", "Requests answered (or, acks=0, handled), per API.", ("api",))
+REQUEST_ERRORS = LoopCounter(
     "tslog_request_errors_total",
     "Error codes sent in responses, per API and ErrorCode name (one per top-level, topic or "
-    "partition error in a response).", ["api", "error"], registry=REGISTRY)
-REQUEST_DURATION = Histogram(
+    "partition error in a response).", ("api", "error"))
+REQUEST_DURATION = LoopHistogram(
     "tslog_request_duration_seconds",
     "Time from a request's decoding to its response being ready (long polls and durable "
-    "acks included), per API.", ["api"], buckets=REQUEST_BUCKETS, registry=REGISTRY)
+    "acks included), per API.", ("api",), REQUEST_BUCKETS)
 
-PRODUCED_RECORDS = Counter("tslog_produced_records_total", "Records appended by Produce.",
-                           ["topic"], registry=REGISTRY)
-PRODUCED_BYTES = Counter("tslog_produced_bytes_total",
-                         "Record-batch bytes appended by Produce.", ["topic"], registry=REGISTRY)
-FETCHED_RECORDS = Counter(
+PRODUCED_RECORDS = LoopCounter(
+    "tslog_produced_records_total", "Records appended by Produce.", ("topic",))
+PRODUCED_BYTES = LoopCounter(
+    "tslog_produced_bytes_total", "Record-batch bytes appended by Produce.", ("topic",))
+FETCHED_RECORDS = LoopCounter(
     "tslog_fetched_records_total",
     "Records sent to consumers in Fetch responses (whole batches; follower fetches excluded).",
-    ["topic"], registry=REGISTRY)
-FETCHED_BYTES = Counter(
+    ("topic",))
+FETCHED_BYTES = LoopCounter(
     "tslog_fetched_bytes_total",
     "Record-batch bytes sent to consumers in Fetch responses (follower fetches excluded).",
-    ["topic"], registry=REGISTRY)
-END_TO_END_LATENCY = Histogram(
+    ("topic",))
+END_TO_END_LATENCY = LoopHistogram(
     "tslog_end_to_end_latency_seconds",
     "LogAppendTime minus the largest CreateTime of the batches a Produce appended to one "
     "partition (the newest record's CreateTime: linger excluded; negative counts as 0).",
-    ["topic"], buckets=END_TO_END_BUCKETS, registry=REGISTRY)
+    ("topic",), END_TO_END_BUCKETS)
 
-TIME_LOOKUP_DURATION = Histogram(
+TIME_LOOKUP_DURATION = LoopHistogram(
     "tslog_time_lookup_duration_seconds",
     "Duration of one ListOffsets lookup by time in a partition log (index bisect plus scan).",
-    buckets=LOOKUP_BUCKETS, registry=REGISTRY)
-TIME_LOOKUP_SCANNED_BYTES = Histogram(
+    (), LOOKUP_BUCKETS)
+TIME_LOOKUP_SCANNED_BYTES = LoopHistogram(
     "tslog_time_lookup_scanned_bytes", "Log bytes read by one ListOffsets lookup by time.",
-    buckets=SCANNED_BYTES_BUCKETS, registry=REGISTRY)
+    (), SCANNED_BYTES_BUCKETS)
+REFUSED_REQUESTS = LoopCounter(
+    "tslog_refused_requests_total",
+    "Requests or connections refused before a handler ran, per reason.", ("reason",))
+REGISTRY.register(LoopMetricsCollector([
+    REQUESTS, REQUEST_ERRORS, REQUEST_DURATION, PRODUCED_RECORDS, PRODUCED_BYTES,
+    FETCHED_RECORDS, FETCHED_BYTES, END_TO_END_LATENCY, TIME_LOOKUP_DURATION,
+    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS]))
 
 RECOVERY_DURATION = Gauge(
     "tslog_recovery_duration_seconds",
@@ -87,10 +98,6 @@ RECOVERY_TRUNCATED_BYTES = Gauge(
 
 OPEN_CONNECTIONS = Gauge("tslog_open_connections", "Client connections open now.",
                          registry=REGISTRY)
-REFUSED_REQUESTS = Counter(
-    "tslog_refused_requests_total",
-    "Requests or connections refused before a handler ran, per reason.", ["reason"],
-    registry=REGISTRY)
 REFUSAL_REASONS = ("bad_frame", "oversize_frame", "unknown_api", "unsupported_version",
                    "invalid_request", "too_many_connections", "idle_timeout")
 REFUSED = {reason: REFUSED_REQUESTS.labels(reason) for reason in REFUSAL_REASONS}
@@ -113,9 +120,9 @@ class ApiMetrics:
         self.name = api.name.lower()
         self.requests = REQUESTS.labels(self.name)
         self.duration = REQUEST_DURATION.labels(self.name)
-        self._errors: dict[int, Counter] = {}
+        self._errors: dict[int, CounterChild] = {}
 
-    def error(self, code: int) -> Counter:
+    def error(self, code: int) -> CounterChild:
         child = self._errors.get(code)
         if child is None:
             child = self._errors[code] = REQUEST_ERRORS.labels(self.name, error_label(code))
@@ -158,7 +165,4 @@ def forget_topic(topic: str) -> None:
     if _TOPICS.pop(topic, None) is None:
         return
     for metric in _PER_TOPIC:
-        try:
-            metric.remove(topic)
-        except KeyError:
-            pass
+        metric.remove(topic)
