@@ -22,7 +22,13 @@ from prometheus_client.process_collector import ProcessCollector
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
-from .loop_metrics import CounterChild, LoopCounter, LoopHistogram, LoopMetricsCollector
+from .loop_metrics import (
+    CounterChild,
+    HistogramChild,
+    LoopCounter,
+    LoopHistogram,
+    LoopMetricsCollector,
+)
 
 # ``*_created`` series would double every counter's and histogram's output for a timestamp
 # Prometheus does not need (it detects resets itself): off, for the whole broker process.
@@ -112,15 +118,27 @@ def error_label(code: int) -> str:
 
 
 class ApiMetrics:
-    """One API's request counter, duration histogram and error children, bound once."""
+    """One API's request counter, duration histogram and error children, bound once.
 
-    __slots__ = ("name", "requests", "duration", "_errors")
+    The counter exists from the start (every API shows 0 requests); the histogram only once
+    the API has been used, so a scrape does not carry 20 empty lines per unused API.
+    """
+
+    __slots__ = ("name", "requests", "_duration", "_errors")
 
     def __init__(self, api: ApiKey) -> None:
         self.name = api.name.lower()
         self.requests = REQUESTS.labels(self.name)
-        self.duration = REQUEST_DURATION.labels(self.name)
+        self._duration: HistogramChild | None = None
         self._errors: dict[int, CounterChild] = {}
+
+    def finish(self, seconds: float) -> None:
+        """One answered request that took ``seconds``."""
+        self.requests.inc()
+        duration = self._duration
+        if duration is None:
+            duration = self._duration = REQUEST_DURATION.labels(self.name)
+        duration.observe(seconds)
 
     def error(self, code: int) -> CounterChild:
         child = self._errors.get(code)

@@ -26,8 +26,7 @@ _NESTED = ("topics", "resources")
 
 def finish_request(api: ApiMetrics, body: dict | None, started: float) -> None:
     """Count one answered request: its duration and every error code in its response."""
-    api.requests.inc()
-    api.duration.observe(time.perf_counter() - started)
+    api.finish(time.perf_counter() - started)
     if body is not None:
         count_errors(api, body)
 
