@@ -32,6 +32,7 @@ from tslog.protocol.frames import FrameDecoder
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 from tslog.protocol.records import split_batches
 
+from ..storage import NonContiguousOffsetError
 from ..storage.epochs import UNDEFINED
 from .partition import Partition
 
@@ -140,6 +141,7 @@ class LeaderFetcher:
         self._task = None
 
     async def _truncate(self) -> None:
+        self._drop_stale()
         keys = list(self.unsure)
         by_topic: dict[str, list] = {}
         for key in keys:
@@ -159,7 +161,13 @@ class LeaderFetcher:
                 truncate_for_leader(part, answer["leader_epoch"], answer["end_offset"])
                 self.unsure.discard(key)
 
+    def _drop_stale(self) -> None:
+        for key, part in list(self.partitions.items()):
+            if not self.manager.is_current(part):
+                self.remove(key)
+
     async def _fetch_once(self) -> None:
+        self._drop_stale()
         ready = {k: p for k, p in self.partitions.items() if k not in self.unsure}
         if not ready:
             self._changed.clear()
@@ -191,9 +199,14 @@ class LeaderFetcher:
             await asyncio.sleep(RETRY_BACKOFF_S)
 
     def _append(self, part: Partition, records: bytes, leader_high_watermark: int) -> None:
-        if records:
-            for batch in split_batches(records):
-                part.replica.append_as_follower(batch)
+        try:
+            if records:
+                for batch in split_batches(records):
+                    part.replica.append_as_follower(batch)
+        except NonContiguousOffsetError as exc:  # our log no longer matches: ask again
+            log.warning("%s-%d: %s; re-checking the leader's epochs", *part.key, exc)
+            self.unsure.add(part.key)
+            return
         part.follower_high_watermark(leader_high_watermark)
 
     def _on_error(self, part: Partition, code: ErrorCode) -> None:

@@ -61,6 +61,10 @@ class ReplicaManager:
             self._apply(part, state)
         return part
 
+    def is_current(self, part: Partition) -> bool:
+        """False once ``part``'s log was deleted or replaced (topic deleted, re-created)."""
+        return self.get(*part.key) is part
+
     def broker_address(self, node_id: int) -> tuple[str, int] | None:
         return self.view.brokers().get(node_id)
 

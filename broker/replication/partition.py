@@ -83,6 +83,9 @@ class Partition:
 
     def become_leader(self, state: PartitionState, now_ms: int) -> None:
         new_epoch = self.role != LEADER or state.leader_epoch != self.leader_epoch
+        if self.alone:  # everything was committed while alone: the HW must not step back
+            self.replica.high_watermark = max(self.replica.high_watermark,
+                                              self.log.log_end_offset)
         self.state = state
         self.role = LEADER
         self.isr = frozenset(state.isr)
@@ -100,6 +103,9 @@ class Partition:
         self.maybe_advance_high_watermark()
 
     def become_follower(self, state: PartitionState) -> None:
+        if self.alone:
+            self.replica.high_watermark = max(self.replica.high_watermark,
+                                              self.log.log_end_offset)
         self.state = state
         self.role = FOLLOWER
         self.leader_epoch = state.leader_epoch
@@ -112,6 +118,9 @@ class Partition:
         if self.role == LEADER:
             log.warning("%s-%d: lost leader epoch %d; no longer acknowledging", self.topic,
                         self.partition, self.leader_epoch)
+            if self.alone:
+                self.replica.high_watermark = max(self.replica.high_watermark,
+                                                  self.log.log_end_offset)
             self.role = FENCED
             self.alone = False
             self.fail_waiters()

@@ -191,3 +191,13 @@ async def test_init_producer_id_hands_out_distinct_ids(cluster):
     broker, _ = cluster
     ids = {(await call(broker, ApiKey.INIT_PRODUCER_ID, {}))["producer_id"] for _ in range(3)}
     assert len(ids) == 3
+
+
+async def test_the_high_watermark_never_steps_back_when_the_isr_grows(cluster):
+    broker, view = cluster
+    view.set("t", 0, leader=0, epoch=1, isr=(0,))
+    await produce(broker, batch([b"a", b"b"]))
+    assert (await fetch(broker, 0))["high_watermark"] == 2  # alone: committed at once
+    view.set("t", 0, leader=0, epoch=1, isr=(0, 1))
+    answer = await fetch(broker, 0)
+    assert answer["high_watermark"] == 2 and answer["records"]
