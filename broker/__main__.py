@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 
+from .cluster.errors import ClusterError
 from .config import ConfigError, load_config
 from .server import serve
 
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             runner.run(serve(config))
     except OSError as exc:
         log.error("tslog-broker could not start: %s", exc)
+        return 1
+    except ClusterError as exc:
+        log.error("tslog-broker could not join the cluster: %s", exc)
         return 1
     except Exception:
         log.exception("tslog-broker failed")

@@ -58,11 +58,18 @@ class TopicManager:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def open_all(self) -> None:
-        """Open (and if needed recover) every partition of every known topic. Slow: thread."""
-        for topic in self.store.topics().values():
+    def open_all(self, topics: dict[str, TopicMetadata] | None = None,
+                 hosted: set[tuple[str, int]] | None = None) -> None:
+        """Open (and if needed recover) every partition of every known topic. Slow: thread.
+
+        A clustered broker passes the cluster's topics (read on the loop beforehand) and the
+        partitions it holds a replica of; it knows every topic but opens only those logs.
+        """
+        for topic in (self.store.topics() if topics is None else topics).values():
             log_config = self.log_config_for(topic.configs)
             for partition in range(topic.partitions):
+                if hosted is not None and (topic.name, partition) not in hosted:
+                    continue
                 plog = PartitionLog(self._partition_dir(topic.name, partition), log_config,
                                     self.clock)
                 report = plog.recovery_report
@@ -87,9 +94,13 @@ class TopicManager:
 
     # -- create / delete -------------------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, str]) -> TopicMetadata:
-        """Create a topic and its empty logs. Raises TopicError."""
+    def validate_new_topic(self, name: str, partitions: int, replication_factor: int,
+                           configs: dict[str, str], *, clustered: bool = False) -> TopicMetadata:
+        """The topic a CreateTopics entry asks for, defaults resolved. Raises TopicError.
+
+        A clustered broker checks the replication factor against the live brokers later
+        (``EtcdMetadataStore.create_topic``); a single node only ever has factor 1.
+        """
         problem = topic_name_problem(name)
         if problem:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
@@ -100,20 +111,55 @@ class TopicManager:
         if not 1 <= partitions <= MAX_PARTITIONS:
             raise TopicError(ErrorCode.INVALID_PARTITIONS,
                              f"partitions must be in [1, {MAX_PARTITIONS}] (or -1 for the default)")
-        if replication_factor not in (-1, 1):
+        if replication_factor == -1:
+            replication_factor = 1
+        if clustered and replication_factor < 1:
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "replication_factor must be >= 1 (or -1 for the default, 1)")
+        if not clustered and replication_factor != 1:
             raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              "this single-node broker supports replication_factor 1 only")
-        log_config = self._checked_log_config(configs)
-        topic = TopicMetadata(name, partitions, dict(configs))
+        self._checked_log_config(configs)
+        return TopicMetadata(name, partitions, dict(configs), replication_factor)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str]) -> TopicMetadata:
+        """Create a topic and its empty logs (single node). Raises TopicError."""
+        topic = self.validate_new_topic(name, partitions, replication_factor, configs)
         self.store.put_topic(topic)
-        for partition in range(partitions):
-            directory = self._partition_dir(name, partition)
-            if directory.exists():  # orphan of a deletion interrupted by a crash
-                shutil.rmtree(directory)
-            self.logs[name, partition] = PartitionLog(directory, log_config, self.clock)
+        for partition in range(topic.partitions):
+            self.open_new_partition(topic, partition)
         self.topics[name] = topic
-        log.info("created topic %s with %d partition(s), configs %s", name, partitions, configs)
+        log.info("created topic %s with %d partition(s), configs %s", name, topic.partitions,
+                 configs)
         return topic
+
+    def open_new_partition(self, topic: TopicMetadata, partition: int) -> PartitionLog:
+        """Create the empty log of a partition that is new to this broker."""
+        directory = self._partition_dir(topic.name, partition)
+        if directory.exists():  # orphan of a deletion interrupted by a crash
+            shutil.rmtree(directory)
+        plog = PartitionLog(directory, self.log_config_for(topic.configs), self.clock)
+        self.logs[topic.name, partition] = plog
+        return plog
+
+    def drop_local_logs(self, name: str) -> list[PartitionLog]:
+        """Delete this broker's logs of a topic the cluster no longer has; return them."""
+        removed = [self.logs.pop(key) for key in [k for k in self.logs if k[0] == name]]
+        for plog in removed:
+            plog.delete()
+        return removed
+
+    def set_topic(self, topic: TopicMetadata) -> None:
+        """Take a topic's metadata from the cluster; new configs apply to its open logs."""
+        previous = self.topics.get(topic.name)
+        self.topics[topic.name] = topic
+        if previous is not None and previous.configs != topic.configs:
+            log_config = self.log_config_for(topic.configs)
+            for key, plog in self.logs.items():
+                if key[0] == topic.name:
+                    plog.config = log_config
+            log.info("topic %s configs now %s", topic.name, topic.configs)
 
     def delete_topic(self, name: str) -> list[PartitionLog]:
         """Forget a topic and remove its data; return its (now deleted) logs. Raises TopicError."""
@@ -167,6 +213,20 @@ class TopicManager:
 
         Applied to the live logs at once (new segments pick up index sizes when they roll).
         """
+        updated = self.altered_topic(name, changes)
+        if validate_only:
+            return
+        topic = self.topics[name]
+        overrides = updated.configs
+        log_config = self.log_config_for(overrides)
+        self.store.put_topic(updated)
+        self.topics[name] = updated
+        for partition in range(topic.partitions):
+            self.logs[name, partition].config = log_config
+        log.info("topic %s configs now %s", name, overrides)
+
+    def altered_topic(self, name: str, changes: dict[str, str | None]) -> TopicMetadata:
+        """The topic with ``changes`` applied to its overrides, validated. Raises TopicError."""
         topic = self.topics.get(name)
         if topic is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
@@ -179,15 +239,8 @@ class TopicManager:
         unknown = sorted(k for k, v in changes.items() if v is None and k not in _LOG_KEYS)
         if unknown:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown config keys: {', '.join(unknown)}")
-        log_config = self._checked_log_config(overrides)
-        if validate_only:
-            return
-        updated = topic._replace(configs=overrides)
-        self.store.put_topic(updated)
-        self.topics[name] = updated
-        for partition in range(topic.partitions):
-            self.logs[name, partition].config = log_config
-        log.info("topic %s configs now %s", name, overrides)
+        self._checked_log_config(overrides)
+        return topic._replace(configs=overrides)
 
     # -- periodic work ---------------------------------------------------------------------
 

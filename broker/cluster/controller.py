@@ -25,7 +25,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .etcd import EtcdError
+from .errors import EtcdError
 from .records import encode_state
 from .view import NO_LEADER, PartitionState
 
@@ -187,7 +187,6 @@ class Controller:
         new = replace(new, version=revision)
         if new.leader != old.leader:
             self.elections += 1
-            view.count_election()
             log.info("%s-%d: leader %d -> %d, epoch %d, isr %s", new.topic, new.partition,
                      old.leader, new.leader, new.leader_epoch, list(new.isr))
         else:

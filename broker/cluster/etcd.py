@@ -19,11 +19,9 @@ from typing import Any, Awaitable, Callable, NamedTuple
 import aetcd
 from aetcd import utils as aetcd_utils
 
+from .errors import EtcdError
+
 log = logging.getLogger("tslog.broker.cluster.etcd")
-
-
-class EtcdError(Exception):
-    """etcd could not be reached or refused the request."""
 
 
 class KeyValue(NamedTuple):

@@ -32,7 +32,8 @@ from typing import Callable
 
 from ..config import BrokerConfig
 from .controller import Controller
-from .etcd import Etcd, EtcdError, WatchEvent
+from .errors import DuplicateBrokerError, EtcdError
+from .etcd import Etcd, WatchEvent
 from .records import Changes, ClusterCache, ClusterKeys, TopicRecord, encode, encode_state
 from .view import NO_LEADER, PartitionState, StaleStateError, StateListener
 
@@ -41,10 +42,6 @@ log = logging.getLogger("tslog.broker.cluster")
 PRODUCER_ID_BLOCK = 1000  # ids reserved from etcd at a time
 RESYNC_DELAY_S = 0.5
 ChangeListener = Callable[[Changes], None]
-
-
-class DuplicateBrokerError(Exception):
-    """Another live broker is registered under our node_id."""
 
 
 class EtcdClusterView:
@@ -60,7 +57,6 @@ class EtcdClusterView:
         self.lease_id = 0
         self.registration_revision = 0  # create_revision of our brokers/<id> key
         self.failed: asyncio.Future | None = None  # set if we can no longer be this broker
-        self.election_counter: Callable[[], None] | None = None
         self._state_listeners: list[StateListener] = []
         self._change_listeners: list[ChangeListener] = []
         self._pending = Changes()
@@ -191,10 +187,6 @@ class EtcdClusterView:
         if self.cache.note_state(state):
             self._pending.states.append(state)
             self._schedule_flush()
-
-    def count_election(self) -> None:
-        if self.election_counter is not None:
-            self.election_counter()
 
     # -- watch and cache -------------------------------------------------------------------
 

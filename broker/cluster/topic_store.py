@@ -1,6 +1,9 @@
 """``EtcdMetadataStore``: topics of an etcd-backed cluster, created and changed by any broker.
 
-Why async where ``LocalMetadataStore`` is not: a topic change is an etcd transaction, and the
+Not a ``MetadataStore``: its changes are coroutines (``create_topic``, ``remove_topic``,
+``update_topic``), which the CreateTopics, DeleteTopics and AlterConfigs handlers await when
+the broker is clustered; ``topics()`` is the only synchronous read. Why async where
+``LocalMetadataStore`` is not: a topic change is an etcd transaction, and the
 broker that received the request answers only after its own watch has applied the change
 (so a client that creates a topic and at once asks this broker for Metadata sees it, and the
 local replicas' logs exist). The other brokers learn it from their watches.
@@ -67,7 +70,7 @@ class EtcdMetadataStore:
             revision = written
         await view.wait_for_revision(revision, self.timeout_s)
 
-    async def delete_topic(self, name: str) -> None:
+    async def remove_topic(self, name: str) -> None:
         """Remove the topic key and its partition states in one transaction. Raises
         TopicError(UNKNOWN_TOPIC_OR_PARTITION)."""
         view = self.view
@@ -79,7 +82,7 @@ class EtcdMetadataStore:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         await view.wait_for_revision(revision, self.timeout_s)
 
-    async def put_topic(self, topic: TopicMetadata) -> None:
+    async def update_topic(self, topic: TopicMetadata) -> None:
         """Replace a topic's configs, compare-and-swap on the version this broker knows.
         Raises TopicError(UNKNOWN_TOPIC_OR_PARTITION) if it is gone, or INVALID_REQUEST on
         a concurrent change (the client may retry)."""

@@ -15,6 +15,8 @@ import logging
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey, api_versions_list
 
+from ..cluster.errors import ClusterError
+from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
 from ..metrics.definitions import forget_topic
@@ -33,10 +35,15 @@ def handle_api_versions(broker: Broker, body: dict) -> dict:
     return {"error_code": 0, "api_keys": _API_KEYS}
 
 
-def _partition_metadata(broker: Broker, partition: int) -> dict:
-    node = broker.config.node_id
-    return {"partition": partition, "error_code": 0, "leader": node, "leader_epoch": 0,
-            "replicas": [node], "isr": [node]}
+def _partition_metadata(broker: Broker, topic: str, partition: int) -> dict:
+    state = broker.cluster.partition_state(topic, partition)
+    if state is None:  # the topic's record arrived before this partition's state
+        return {"partition": partition, "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
+                "leader": NO_LEADER, "leader_epoch": -1, "replicas": [], "isr": []}
+    return {"partition": partition,
+            "error_code": ErrorCode.LEADER_NOT_AVAILABLE if state.leader == NO_LEADER else 0,
+            "leader": state.leader, "leader_epoch": state.leader_epoch,
+            "replicas": list(state.replicas), "isr": list(state.isr)}
 
 
 def handle_metadata(broker: Broker, body: dict) -> dict:
@@ -51,14 +58,16 @@ def handle_metadata(broker: Broker, body: dict) -> dict:
             topics_out.append({"topic": name, "error_code": code, "partitions": []})
             continue
         topics_out.append({"topic": name, "error_code": 0, "partitions": [
-            _partition_metadata(broker, p) for p in range(topic.partitions)]})
-    broker_entry = {"node_id": broker.config.node_id, "host": broker.advertised_host,
-                    "port": broker.advertised_port}
-    return {"brokers": [broker_entry], "controller_id": broker.config.node_id,
+            _partition_metadata(broker, name, p) for p in range(topic.partitions)]})
+    brokers = [{"node_id": node, "host": host, "port": port}
+               for node, (host, port) in sorted(broker.cluster.brokers().items())]
+    return {"brokers": brokers, "controller_id": broker.cluster.controller_id(),
             "topics": topics_out}
 
 
-def handle_create_topics(broker: Broker, body: dict) -> dict:
+def handle_create_topics(broker: Broker, body: dict):
+    if broker.cluster_store is not None:
+        return _create_topics_in_cluster(broker, body)
     results = []
     for entry in body["topics"]:
         result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
@@ -71,7 +80,9 @@ def handle_create_topics(broker: Broker, body: dict) -> dict:
     return {"topics": results}
 
 
-def handle_delete_topics(broker: Broker, body: dict) -> dict:
+def handle_delete_topics(broker: Broker, body: dict):
+    if broker.cluster_store is not None:
+        return _delete_topics_in_cluster(broker, body)
     results = []
     for name in body["topics"]:
         code = 0
@@ -83,6 +94,44 @@ def handle_delete_topics(broker: Broker, body: dict) -> dict:
             code = exc.error_code
         results.append({"topic": name, "error_code": code})
     return {"topics": results}
+
+
+async def _create_topics_in_cluster(broker: Broker, body: dict) -> dict:
+    """Validate here, then one etcd transaction per topic (EtcdMetadataStore)."""
+    results = []
+    for entry in body["topics"]:
+        result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
+        try:
+            topic = broker.topics.validate_new_topic(
+                entry["topic"], entry["partitions"], entry["replication_factor"],
+                entry["configs"], clustered=True)
+            await broker.cluster_store.create_topic(topic)
+        except TopicError as exc:
+            result["error_code"], result["error_message"] = exc.error_code, exc.message
+        except ClusterError as exc:
+            result["error_code"], result["error_message"] = _unavailable(exc)
+        results.append(result)
+    return {"topics": results}
+
+
+async def _delete_topics_in_cluster(broker: Broker, body: dict) -> dict:
+    """Remove from etcd; every broker's watch then deletes its local logs of the topic."""
+    results = []
+    for name in body["topics"]:
+        code = 0
+        try:
+            await broker.cluster_store.remove_topic(name)
+        except TopicError as exc:
+            code = exc.error_code
+        except ClusterError as exc:
+            code = _unavailable(exc)[0]
+        results.append({"topic": name, "error_code": code})
+    return {"topics": results}
+
+
+def _unavailable(exc: Exception) -> tuple[int, str]:
+    log.warning("cluster metadata change failed: %s", exc)
+    return ErrorCode.REQUEST_TIMED_OUT, "the cluster's metadata store (etcd) is unreachable"
 
 
 def handle_describe_configs(broker: Broker, body: dict) -> dict:
@@ -106,7 +155,9 @@ def handle_describe_configs(broker: Broker, body: dict) -> dict:
     return {"resources": results}
 
 
-def handle_alter_configs(broker: Broker, body: dict) -> dict:
+def handle_alter_configs(broker: Broker, body: dict):
+    if broker.cluster_store is not None:
+        return _alter_configs_in_cluster(broker, body)
     results = []
     for resource in body["resources"]:
         result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
@@ -116,6 +167,23 @@ def handle_alter_configs(broker: Broker, body: dict) -> dict:
                                               body["validate_only"])
         except TopicError as exc:
             result["error_code"], result["error_message"] = exc.error_code, exc.message
+        results.append(result)
+    return {"resources": results}
+
+
+async def _alter_configs_in_cluster(broker: Broker, body: dict) -> dict:
+    results = []
+    for resource in body["resources"]:
+        result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
+                  "error_message": None}
+        try:
+            updated = broker.topics.altered_topic(resource["name"], resource["configs"])
+            if not body["validate_only"]:
+                await broker.cluster_store.update_topic(updated)
+        except TopicError as exc:
+            result["error_code"], result["error_message"] = exc.error_code, exc.message
+        except ClusterError as exc:
+            result["error_code"], result["error_message"] = _unavailable(exc)
         results.append(result)
     return {"resources": results}
 

@@ -10,6 +10,11 @@ Shutdown (the trigger fires: SIGTERM, SIGINT, or the test's awaitable): stop acc
 reading requests, give in-flight ones ``shutdown_grace_ms`` to be answered, stop the periodic
 tasks, stop the metrics endpoint, then flush and close every log in a thread, which leaves
 the clean-shutdown markers.
+
+Clustered (``etcd_endpoints`` set), opening means joining the cluster first
+(``cluster_sync.open_clustered``: register, then open the hosted partitions' logs), and
+shutting down means leaving it (revoking the lease) before the logs close; losing our
+registration to another broker stops the broker like a SIGTERM, with exit code 1.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import signal
 import time
 from typing import Awaitable, Callable
 
+from ..cluster.errors import DuplicateBrokerError
 from ..config import BrokerConfig, parse_host_port
 from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
@@ -82,15 +88,26 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
     try:
         started = time.monotonic()
-        broker = await asyncio.to_thread(Broker.open, config)
+        view = None
+        if config.clustered:  # imported here: a single node never loads the etcd client
+            from .cluster_sync import open_clustered
+            broker, view = await open_clustered(config)
+        else:
+            broker = await asyncio.to_thread(Broker.open, config)
         record_recovery(time.monotonic() - started, broker.topics.logs.values())
         metrics = None
+        trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
         try:
             if config.metrics_listen is not None:
                 metrics = MetricsServer(broker, loop, *parse_host_port(config.metrics_listen))
-            await _serve_opened(broker, config, stop.wait() if shutdown_trigger is None
-                                else shutdown_trigger, ready)
+            if view is not None:
+                trigger = _first(trigger, asyncio.shield(view.failed))
+            await _serve_opened(broker, config, trigger, ready)
+            if view is not None and view.failed.done():
+                raise DuplicateBrokerError(view.failed.result())
         finally:
+            if view is not None:  # leave the cluster first: others take over at once
+                await view.close()
             if metrics is not None:
                 await asyncio.to_thread(metrics.stop)
             broker.closing = True  # a scrape still under way reads no log from here on
@@ -99,6 +116,17 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+
+
+async def _first(*awaitables: Awaitable) -> None:
+    """Return when the first of ``awaitables`` completes (SIGTERM, or a lost cluster seat)."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
 
 
 async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,

@@ -69,19 +69,27 @@ class Broker:
         host, port = parse_host_port(config.advertised_listen or config.listen)
         self.advertised_host = host
         self.advertised_port = port
-        self.cluster = cluster or LocalClusterView(config.node_id, (host, port))
+        # Who leads what: LocalClusterView alone, EtcdClusterView in a cluster. The data path
+        # (replication) reads partition states and proposes ISR changes through it.
+        self.cluster: ClusterView = cluster or LocalClusterView(config.node_id, (host, port))
+        # Topic changes go through etcd when clustered (EtcdMetadataStore); None alone.
+        self.cluster_store = topics.store if config.clustered else None
         self.replicas = ReplicaManager(self, self.cluster)
 
     @classmethod
-    def open(cls, config: BrokerConfig, store: MetadataStore | None = None) -> "Broker":
+    def open(cls, config: BrokerConfig, store: MetadataStore | None = None,
+             cluster: ClusterView | None = None, initial: tuple | None = None) -> "Broker":
         """Open the data directory: metadata, every partition log (recovering it if the last
-        stop was not clean) and group offsets."""
+        stop was not clean) and group offsets.
+
+        A clustered broker (``cluster_sync.open_clustered``) passes its view, the etcd store
+        and ``initial`` = (the cluster's topics, the partitions this broker hosts)."""
         data_dir = Path(config.data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
         clock = BrokerClock(config.test_clock_offset_ms)
         topics = TopicManager(config, store or LocalMetadataStore(data_dir), clock)
-        topics.open_all()
-        broker = cls(config, topics, GroupOffsetStore(data_dir), clock)
+        topics.open_all(*(initial or ()))
+        broker = cls(config, topics, GroupOffsetStore(data_dir), clock, cluster)
         broker.replicas.open_all()
         return broker
 

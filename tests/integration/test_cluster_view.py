@@ -13,7 +13,8 @@ import time
 import pytest
 
 from tslog.broker.cluster import StaleStateError
-from tslog.broker.cluster.etcd_view import DuplicateBrokerError, EtcdClusterView
+from tslog.broker.cluster.errors import DuplicateBrokerError
+from tslog.broker.cluster.etcd_view import EtcdClusterView
 from tslog.broker.cluster.topic_store import EtcdMetadataStore
 from tslog.broker.config import build_config
 from tslog.broker.metadata import TopicMetadata

@@ -1,0 +1,146 @@
+"""A clustered broker's start-up and the link from etcd's topic changes to its local logs.
+
+``open_clustered`` joins the cluster (``EtcdClusterView.start``), opens the logs of the
+partitions this broker holds a replica of (in a thread: recovery is slow) from a snapshot
+of the cluster taken on the loop, then reconciles once more on the loop and from then on
+after every change its watch applies. Reconciling compares desired state (every topic in
+etcd, and the partitions whose replicas include us) with the local one, so the order in
+which the watch reports topic and partition keys never matters.
+
+Why a local ``__meta/cluster-topics.json`` (topic name -> topic id): a topic deleted and
+re-created under the same name while this broker was down must not be served from the old
+incarnation's files. At start-up, the directories of a topic recorded here whose id changed,
+or that the cluster no longer has, are deleted; directories this broker never recorded are
+left alone (a wrong ``cluster_name`` must not wipe a data directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import shutil
+from pathlib import Path
+
+from ..cluster.etcd_view import EtcdClusterView
+from ..cluster.records import Changes, TopicRecord
+from ..cluster.topic_store import EtcdMetadataStore
+from ..config import BrokerConfig, parse_host_port
+from ..metadata import META_DIR
+from ..metrics.definitions import forget_topic
+from ..storage.files import write_atomically
+from .state import Broker
+
+log = logging.getLogger("tslog.broker.cluster")
+
+IDS_FILE = "cluster-topics.json"
+
+
+async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]:
+    """Join the cluster and open this broker's logs. Raises ClusterError (cluster.errors)."""
+    address = parse_host_port(config.advertised_listen or config.listen)
+    view = await EtcdClusterView.start(config, address)
+    try:
+        records = dict(view.cache.topics)
+        hosted = hosted_partitions(view, records)
+        sync = TopicSync(Path(config.data_dir), view)
+        store = EtcdMetadataStore(view, config.request_timeout_ms / 1000)
+        broker = await asyncio.to_thread(sync.open_broker, config, store, records, hosted)
+    except BaseException:
+        await view.close()
+        raise
+    sync.broker = broker
+    sync.reconcile()  # whatever changed while the logs were opening
+    view.add_change_listener(sync.on_changes)
+    return broker, view
+
+
+def hosted_partitions(view: EtcdClusterView, records: dict[str, TopicRecord]
+                      ) -> set[tuple[str, int]]:
+    node = view.node_id
+    return {tp for tp, state in view.cache.partitions.items()
+            if tp[0] in records and node in state.replicas}
+
+
+class TopicSync:
+    def __init__(self, data_dir: Path, view: EtcdClusterView) -> None:
+        self.data_dir = data_dir
+        self.view = view
+        self.path = data_dir / META_DIR / IDS_FILE
+        self.ids: dict[str, str] = {}  # topics with local logs -> the topic id they belong to
+        self.broker: Broker | None = None
+
+    # -- start-up (a thread; nothing else touches the data directory yet) -------------------
+
+    def open_broker(self, config: BrokerConfig, store: EtcdMetadataStore,
+                    records: dict[str, TopicRecord], hosted: set[tuple[str, int]]) -> Broker:
+        Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+        self.ids = self._load()
+        for name, topic_id in sorted(self.ids.items()):
+            record = records.get(name)
+            if record is None or record.topic_id != topic_id:
+                log.warning("removing local data of topic %s: deleted%s while this broker was "
+                            "away", name, "" if record is None else " and re-created")
+                self._remove_dirs(name)
+        self.ids = {name: records[name].topic_id for name in {t for t, _ in hosted}}
+        self._save()
+        topics = {name: record.metadata for name, record in records.items()}
+        return Broker.open(config, store, cluster=self.view, initial=(topics, hosted))
+
+    def _load(self) -> dict[str, str]:
+        try:
+            return dict(json.loads(self.path.read_text(encoding="utf-8"))["topics"])
+        except FileNotFoundError:
+            return {}
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.path, json.dumps({"version": 1, "topics": self.ids},
+                                               indent=1, sort_keys=True).encode())
+
+    def _remove_dirs(self, name: str) -> None:
+        pattern = re.compile(re.escape(name) + r"-\d+")
+        for entry in self.data_dir.iterdir():
+            if entry.is_dir() and pattern.fullmatch(entry.name):
+                shutil.rmtree(entry)
+
+    # -- running (on the loop) --------------------------------------------------------------
+
+    def on_changes(self, changes: Changes) -> None:
+        if changes.topics_changed or changes.states:
+            self.reconcile()
+
+    def reconcile(self) -> None:
+        """Make local topics and logs match the cluster's."""
+        broker = self.broker
+        topics = broker.topics
+        records = self.view.cache.topics
+        changed = False
+        for name in list(topics.topics):
+            record = records.get(name)
+            if record is None or (name in self.ids and record.topic_id != self.ids[name]):
+                for plog in topics.drop_local_logs(name):
+                    broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
+                del topics.topics[name]
+                changed |= self.ids.pop(name, None) is not None
+                forget_topic(name)
+                log.info("topic %s deleted", name)
+        for name, record in records.items():
+            topics.set_topic(record.metadata)
+        for topic, partition in sorted(hosted_partitions(self.view, records) - set(topics.logs)):
+            try:
+                topics.open_new_partition(records[topic].metadata, partition)
+            except OSError as exc:
+                log.error("cannot create the log of %s-%d: %r", topic, partition, exc)
+                continue
+            if self.ids.get(topic) != records[topic].topic_id:
+                self.ids[topic] = records[topic].topic_id
+                changed = True
+            log.info("%s-%d: replica created on this broker", topic, partition)
+        if changed:
+            try:
+                self._save()
+            except OSError as exc:
+                log.error("cannot record the local topics in %s: %r", self.path, exc)
+

@@ -1,0 +1,165 @@
+"""Three real ``tslog-broker`` processes on one etcd: topic creation with replication factor 3,
+Metadata that every broker agrees on, leader failover after SIGKILL (bounded by the session
+timeout), controller failover, node_id clashes, and topic deletion reaching every replica.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.helpers.broker_process import BrokerProcess
+from tests.helpers.wire import Wire
+from tslog.protocol.messages import ApiKey
+
+SESSION_MS = 2000
+FAILOVER_BOUND_S = SESSION_MS / 1000 + 4.0  # lease TTL + etcd's expiry check + margin
+
+
+def metadata(broker: BrokerProcess, topics=None) -> dict:
+    with Wire(broker.host, broker.port) as wire:
+        return wire.request(ApiKey.METADATA, {"topics": topics})
+
+
+def partitions(body: dict, topic: str) -> dict[int, tuple]:
+    (entry,) = [t for t in body["topics"] if t["topic"] == topic]
+    return {p["partition"]: (p["leader"], p["leader_epoch"], tuple(p["replicas"]),
+                             tuple(p["isr"])) for p in entry["partitions"]}
+
+
+def create(broker: BrokerProcess, topic: str, partitions_: int, rf: int) -> dict:
+    with Wire(broker.host, broker.port) as wire:
+        return wire.request(ApiKey.CREATE_TOPICS, {"topics": [
+            {"topic": topic, "partitions": partitions_, "replication_factor": rf,
+             "configs": {}}], "timeout_ms": 10_000})["topics"][0]
+
+
+def wait_for(predicate, timeout_s: float, what: str) -> float:
+    start = time.monotonic()
+    while True:
+        result = predicate()
+        if result:
+            return time.monotonic() - start
+        assert time.monotonic() - start < timeout_s, f"not within {timeout_s} s: {what}"
+        time.sleep(0.05)
+
+
+def agreed_state(brokers: list[BrokerProcess], topic: str):
+    """The partitions every running broker reports identically, or None if they differ."""
+    views = [partitions(metadata(b, [topic]), topic) for b in brokers if b.running]
+    return views[0] if all(v == views[0] for v in views) else None
+
+
+@pytest.fixture
+def three(cluster_factory):
+    brokers = cluster_factory(3, session_timeout_ms=SESSION_MS)
+    wait_for(lambda: len(metadata(brokers[0])["brokers"]) == 3, 10, "all registered")
+    return brokers
+
+
+def test_every_broker_reports_the_same_replicated_topic(three):
+    result = create(three[1], "events", 3, 3)
+    assert result["error_code"] == 0, result
+    wait_for(lambda: agreed_state(three, "events"), 10, "brokers agree")
+    state = agreed_state(three, "events")
+    assert sorted(leader for leader, *_ in state.values()) == [0, 1, 2]
+    for leader, epoch, replicas, isr in state.values():
+        assert sorted(replicas) == [0, 1, 2] and isr == replicas
+        assert leader == replicas[0] and epoch == 0
+    for broker in three:
+        body = metadata(broker)
+        assert [(b["node_id"], b["port"]) for b in body["brokers"]] == \
+            [(b.node_id, b.port) for b in three]
+        assert body["controller_id"] == metadata(three[0])["controller_id"]
+        # every replica has its local log: a partition directory per assigned partition
+        assert sorted(p.name for p in broker.data_dir.glob("events-*")) == \
+            ["events-0", "events-1", "events-2"]
+    too_big = create(three[0], "wide", 1, 4)
+    assert too_big["error_code"] == 38  # INVALID_REPLICATION_FACTOR
+    assert create(three[2], "events", 3, 3)["error_code"] == 36  # TOPIC_ALREADY_EXISTS
+
+
+def test_a_killed_leader_is_replaced_within_the_session_timeout(three):
+    assert create(three[0], "events", 3, 3)["error_code"] == 0
+    wait_for(lambda: agreed_state(three, "events"), 10, "brokers agree")
+    before = agreed_state(three, "events")
+    controller = metadata(three[0])["controller_id"]
+    victim = next(b for b in three if b.node_id != controller)
+    led = [p for p, (leader, *_) in before.items() if leader == victim.node_id]
+    assert led
+    victim.kill()
+    survivors = [b for b in three if b is not victim]
+
+    def failed_over():
+        state = agreed_state(survivors, "events")
+        return state and all(victim.node_id not in s[3] and s[0] != victim.node_id
+                             for s in state.values())
+    elapsed = wait_for(failed_over, FAILOVER_BOUND_S, "failover")
+    after = agreed_state(survivors, "events")
+    for p, (leader, epoch, replicas, isr) in after.items():
+        old_leader, old_epoch, old_replicas, old_isr = before[p]
+        assert replicas == old_replicas
+        assert isr == tuple(b for b in old_isr if b != victim.node_id)
+        if p in led:
+            assert leader in old_isr and epoch == old_epoch + 1
+        else:
+            assert (leader, epoch) == (old_leader, old_epoch)
+    assert [b["node_id"] for b in metadata(survivors[0])["brokers"]] == \
+        [b.node_id for b in survivors]
+    assert elapsed < FAILOVER_BOUND_S
+
+    victim.start()  # it rejoins (as a follower: the ISR is the leaders' business)
+    wait_for(lambda: len(metadata(survivors[0])["brokers"]) == 3, 10, "rejoined")
+    assert agreed_state(three, "events") is not None
+
+
+def test_a_new_controller_takes_over_and_handles_the_next_failure(three):
+    assert create(three[0], "events", 3, 3)["error_code"] == 0
+    wait_for(lambda: agreed_state(three, "events"), 10, "brokers agree")
+    controller = metadata(three[0])["controller_id"]
+    by_id = {b.node_id: b for b in three}
+    by_id[controller].kill()
+    rest = [b for b in three if b.node_id != controller]
+    wait_for(lambda: metadata(rest[0])["controller_id"] in {b.node_id for b in rest}
+             and metadata(rest[1])["controller_id"] == metadata(rest[0])["controller_id"],
+             FAILOVER_BOUND_S, "a new controller")
+    new_controller = metadata(rest[0])["controller_id"]
+    wait_for(lambda: all(s[0] != controller for s in
+                         (agreed_state(rest, "events") or {0: (controller,)}).values()),
+             FAILOVER_BOUND_S, "leaders moved off the dead controller")
+    other = next(b for b in rest if b.node_id != new_controller)
+    other.kill()  # the new controller must handle this one
+    last = [by_id[new_controller]]
+    wait_for(lambda: all(s[0] == new_controller and s[3] == (new_controller,)
+                         for s in partitions(metadata(last[0], ["events"]), "events").values()),
+             FAILOVER_BOUND_S, "everything led by the last broker")
+
+
+def test_a_live_brokers_node_id_is_refused(three, tmp_path, etcd):
+    clash = BrokerProcess(tmp_path / "clash", config={
+        "node_id": 1, "etcd_endpoints": etcd.endpoint,
+        "broker_session_timeout_ms": SESSION_MS})
+    clash.launch()
+    try:
+        code = clash.exit_code(timeout_s=SESSION_MS / 1000 + 15)
+    finally:
+        clash.kill()
+    assert code == 1
+    assert "node_id 1 is already registered" in clash.log_text()
+    assert f"127.0.0.1:{three[1].port}" in clash.log_text()
+    assert [b["node_id"] for b in metadata(three[0])["brokers"]] == [0, 1, 2]
+
+
+def test_deleting_a_topic_removes_every_replica(three):
+    assert create(three[0], "doomed", 2, 3)["error_code"] == 0
+    wait_for(lambda: all(len(list(b.data_dir.glob("doomed-*"))) == 2 for b in three), 10,
+             "replicas created")
+    with Wire(three[2].host, three[2].port) as wire:
+        body = wire.request(ApiKey.DELETE_TOPICS, {"topics": ["doomed"], "timeout_ms": 5000})
+    assert body["topics"] == [{"topic": "doomed", "error_code": 0}]
+    wait_for(lambda: not any(list(b.data_dir.glob("doomed-*")) for b in three), 10,
+             "replicas deleted")
+    for broker in three:
+        (entry,) = metadata(broker, ["doomed"])["topics"]
+        assert entry["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
