@@ -12,8 +12,9 @@ What it does, in start-up order (``start``):
    whenever it disappears; the holder runs ``controller.Controller``.
 
 Listeners run on the event loop after each batch of watch events (one etcd watch response)
-has been applied, partition-state listeners first (once per changed state), then the
-change listeners. A state this broker wrote itself (``propose_isr``, the controller) is
+has been applied: change listeners first (the broker's topic sync, which creates the logs of
+new replicas), then the partition-state listeners, once per changed state (replication,
+which then finds the log of every state it hears about). A state this broker wrote itself (``propose_isr``, the controller) is
 applied and reported at once; its watch event is then recognised as old and skipped.
 
 If the watch stream breaks (etcd restarted, network), the view re-reads a snapshot, reports
@@ -235,15 +236,15 @@ class EtcdClusterView:
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Report one batch: state listeners, change listeners, controller, then waiters."""
+        """Report one batch: change listeners, state listeners, controller, then waiters."""
         self._flush_scheduled = False
         changes, self._pending = self._pending, Changes()
-        for state in changes.states:
-            for listener in self._state_listeners:
-                _call(listener, state)
         if changes:
             for listener in self._change_listeners:
                 _call(listener, changes)
+        for state in changes.states:
+            for listener in self._state_listeners:
+                _call(listener, state)
         self.controller.on_changes(bool(changes.brokers_changed or changes.states
                                         or changes.topics_changed))
         if changes.controller_changed and self.cache.controller_id == NO_LEADER:

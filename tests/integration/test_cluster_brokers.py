@@ -14,7 +14,7 @@ from tests.helpers.wire import Wire
 from tslog.protocol.messages import ApiKey
 
 SESSION_MS = 2000
-FAILOVER_BOUND_S = SESSION_MS / 1000 + 4.0  # lease TTL + etcd's expiry check + margin
+FAILOVER_BOUND_S = SESSION_MS / 1000 + 5.0  # lease TTL + etcd's expiry check + margin (busy CI)
 
 
 def metadata(broker: BrokerProcess, topics=None) -> dict:
