@@ -18,6 +18,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from tslog.protocol.errors import ErrorCode
+
 from ..cluster.view import ClusterView, LocalClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
 from ..storage.replica import ReplicaLog
@@ -60,6 +62,15 @@ class ReplicaManager:
         if state is not None:
             self._apply(part, state)
         return part
+
+    def missing_code(self, topic: str, partition: int) -> ErrorCode:
+        """The answer for a partition this broker holds no log of: NOT_LEADER_OR_FOLLOWER
+        when the cluster has it (the client should look up its leader), else
+        UNKNOWN_TOPIC_OR_PARTITION."""
+        known = self.broker.topics.topics.get(topic)
+        if known is not None and 0 <= partition < known.partitions:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def is_current(self, part: Partition) -> bool:
         """False once ``part``'s log was deleted or replaced (topic deleted, re-created)."""

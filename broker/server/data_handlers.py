@@ -146,10 +146,11 @@ def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple
         return first.base_offset, last.log_append_time, last.last_offset + 1
 
 
-def _refusal(part: Partition | None, acks: int) -> ErrorCode | None:
+def _refusal(broker: Broker, topic: str, partition: int, part: Partition | None,
+             acks: int) -> ErrorCode | None:
     """Why this broker must not take a produce for ``part`` now, or None."""
     if part is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return broker.replicas.missing_code(topic, partition)
     if part.role != LEADER:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if acks == -1 and len(part.isr) < part.log.config.min_insync_replicas:
@@ -169,7 +170,7 @@ def handle_produce(broker: Broker, body: dict):
             part = broker.replicas.get(topic, partition)
             result = {"partition": partition, "error_code": 0, "base_offset": -1,
                       "log_append_time": -1, "log_start_offset": -1}
-            refusal = _refusal(part, acks)
+            refusal = _refusal(broker, topic, partition, part, acks)
             if refusal is not None:
                 result["error_code"] = refusal
                 log.info("produce %s-%d refused: %s", topic, partition, refusal.name)
@@ -276,7 +277,7 @@ def _read_plan(broker: Broker, body: dict, plan: list) -> tuple[dict, int, bool]
             result = {"partition": entry["partition"], "error_code": 0, "high_watermark": -1,
                       "log_start_offset": -1, "records": b""}
             if part is None:
-                result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result["error_code"] = broker.replicas.missing_code(topic, entry["partition"])
                 errors = True
             elif part.role != LEADER:
                 result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -370,7 +371,7 @@ def handle_list_offsets(broker: Broker, body: dict) -> dict:
             partition = entry["partition"]
             part = broker.replicas.get(topic, partition)
             if part is None:
-                code, offset, timestamp = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+                code, offset, timestamp = broker.replicas.missing_code(topic, partition), -1, -1
             elif part.role != LEADER:
                 code, offset, timestamp = ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
             else:

@@ -26,7 +26,8 @@ def handle_offset_for_leader_epoch(broker: Broker, body: dict) -> dict:
             result = {"partition": entry["partition"], "error_code": 0, "leader_epoch": -1,
                       "end_offset": -1}
             if part is None:
-                result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result["error_code"] = broker.replicas.missing_code(group["topic"],
+                                                                    entry["partition"])
             elif part.role != LEADER:
                 result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:

@@ -8,6 +8,7 @@ follower broker sends.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 
 import pytest
@@ -120,13 +121,39 @@ async def test_min_insync_replicas_refuses_acks_all_and_writes_nothing(cluster):
     assert (await produce(broker, batch([b"x"]), acks=1))["error_code"] == 0
 
 
-async def test_a_follower_refuses_produce_fetch_and_list_offsets(cluster):
+async def test_a_follower_refuses_produce_fetch_and_list_offsets_until_it_leads(cluster):
     broker, view = cluster
     view.set("t", 0, leader=1, epoch=2, isr=(0, 1, 2))
     assert (await produce(broker, batch([b"x"])))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (await fetch(broker, 0))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (await latest(broker))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    await broker.replicas.stop()  # its fetcher would try to reach broker 1
+    view.set("t", 0, leader=0, epoch=3, isr=(0,))
+    written = await produce(broker, batch([b"x"]), acks=-1)
+    assert written["error_code"] == 0
+    stored = (await fetch(broker, 0))["records"]
+    assert int.from_bytes(stored[8:12], "little") == 3  # stamped with the new epoch
+
+
+async def test_a_partition_of_a_known_topic_hosted_elsewhere_answers_not_leader(cluster):
+    broker, view = cluster
+    view.set("two", 0, leader=0, epoch=0, isr=(0,))
+    body = {"topics": [{"topic": "two", "partitions": 2, "replication_factor": 1,
+                        "configs": {}}], "timeout_ms": 1000}
+    assert HANDLERS[ApiKey.CREATE_TOPICS](broker, body)["topics"][0]["error_code"] == 0
+    broker.topics.logs.pop(("two", 1)).close()  # as on a broker that holds no replica of it
+    produce_body = {"acks": 1, "timeout_ms": 1000, "topics": [{"topic": "two", "partitions": [
+        {"partition": p, "records": batch([b"x"])} for p in (0, 1, 2)]}]}
+    answers = (await call(broker, ApiKey.PRODUCE, produce_body))["topics"][0]["partitions"]
+    assert [a["error_code"] for a in answers] == [
+        0, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+
+async def test_a_state_older_than_the_one_applied_is_ignored(cluster):
+    broker, view = cluster
+    current = view.states["t", 0]
+    view.set("t", 0, leader=0, epoch=1, isr=(0, 1, 2))
+    broker.replicas.on_state(dataclasses.replace(current, leader=2))  # delivered late
+    assert (await produce(broker, batch([b"x"])))["error_code"] == 0
 
 
 async def test_a_lagging_follower_leaves_the_isr_and_rejoins_when_caught_up(cluster):
