@@ -1,9 +1,9 @@
-"""Scrape-time collectors: partition state, index bytes, consumer-group lag, data-dir space.
+"""Scrape-time series: partition state, index bytes, consumer-group lag, data-dir space.
 
 Why computed at scrape time and not kept as gauges: these values change with every append
 and every commit, but are only needed when Prometheus asks, so keeping gauges current would
 put work on the hot path for nothing. A scrape takes one snapshot on the event loop
-(``snapshot.py``) and turns it into metric families here, in the exposition thread.
+(``snapshot.py``) and writes it out here, in the exposition thread, in text format.
 
 Labels: ``topic``, ``partition``, ``group`` (all bounded by what exists on the broker) and
 ``kind`` of index; never offsets, client ids or addresses. ``statvfs`` of the data directory
@@ -12,17 +12,13 @@ is safe from any thread, so it is read here directly.
 
 from __future__ import annotations
 
-import asyncio
 import os
-from typing import Iterator
 
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from .snapshot import Snapshot
+from .text import header, label_text, number
 
-from .snapshot import Snapshot, snapshot_from_thread
-
-_PARTITION_LABELS = ["topic", "partition"]
-_LAG_LABELS = ["group", "topic", "partition"]
+_PARTITION_LABELS = ("partition", "topic")
+_LAG_LABELS = ("group", "partition", "topic")
 
 # (name, help, PartitionRow field)
 _PARTITION_GAUGES = (
@@ -33,70 +29,44 @@ _PARTITION_GAUGES = (
     ("tslog_log_size_bytes", "Bytes of the partition's segment files.", "size_bytes"),
     ("tslog_log_segments", "Segments in the partition's log.", "segments"),
 )
+_LAG_GAUGES = (
+    ("tslog_consumer_group_lag_records",
+     "High watermark minus the group's committed offset (0 when caught up).", "records"),
+    ("tslog_consumer_group_lag_seconds",
+     "LogAppendTime of the record below the high watermark minus that of the record at the "
+     "group's committed offset (0 when caught up).", "seconds"),
+)
 
 
-def partition_families(snapshot: Snapshot) -> list[Metric]:
-    families = []
-    for name, help_text, attribute in _PARTITION_GAUGES:
-        family = GaugeMetricFamily(name, help_text, labels=_PARTITION_LABELS)
-        for row in snapshot.partitions:
-            family.add_metric([row.topic, str(row.partition)], getattr(row, attribute))
-        families.append(family)
-    index = GaugeMetricFamily("tslog_index_bytes", "Bytes of index entries on this broker, "
-                              "per kind: offset, time (LogAppendTime), create_time.",
-                              labels=["kind"])
-    for kind, size in snapshot.index_bytes.items():
-        index.add_metric([kind], size)
-    families.append(index)
-    return families
+def render_snapshot(snapshot: Snapshot, lines: list[str]) -> None:
+    """Partition gauges, index bytes and group lag, in text format, appended to ``lines``."""
+    labels = [label_text(_PARTITION_LABELS, (str(row.partition), row.topic))
+              for row in snapshot.partitions]
+    for name, help_text, field in _PARTITION_GAUGES:
+        header(lines, name, help_text, "gauge")
+        lines.extend(f"{name}{text} {number(getattr(row, field))}\n"
+                     for text, row in zip(labels, snapshot.partitions))
+    header(lines, "tslog_index_bytes", "Bytes of index entries on this broker, per kind: "
+           "offset, time (LogAppendTime), create_time.", "gauge")
+    lines.extend(f'tslog_index_bytes{{kind="{kind}"}} {number(size)}\n'
+                 for kind, size in snapshot.index_bytes.items())
+    labels = [label_text(_LAG_LABELS, (row.group, str(row.partition), row.topic))
+              for row in snapshot.lags]
+    for name, help_text, field in _LAG_GAUGES:
+        header(lines, name, help_text, "gauge")
+        lines.extend(f"{name}{text} {number(getattr(row, field))}\n"
+                     for text, row in zip(labels, snapshot.lags))
 
 
-def lag_families(snapshot: Snapshot) -> list[Metric]:
-    records = GaugeMetricFamily(
-        "tslog_consumer_group_lag_records",
-        "High watermark minus the group's committed offset (0 when caught up).",
-        labels=_LAG_LABELS)
-    seconds = GaugeMetricFamily(
-        "tslog_consumer_group_lag_seconds",
-        "LogAppendTime of the record below the high watermark minus that of the record at the "
-        "group's committed offset (0 when caught up).", labels=_LAG_LABELS)
-    for row in snapshot.lags:
-        labels = [row.group, row.topic, str(row.partition)]
-        records.add_metric(labels, row.records)
-        seconds.add_metric(labels, row.seconds)
-    return [records, seconds]
-
-
-def disk_families(data_dir: str) -> list[Metric]:
+def render_disk(data_dir: str, lines: list[str]) -> None:
+    """Free and total bytes of the data directory's file system (nothing if unreadable)."""
     try:
         stats = os.statvfs(data_dir)
     except OSError:
-        return []
-    available = GaugeMetricFamily("tslog_data_dir_available_bytes",
-                                  "Bytes an unprivileged user may still write in the data "
-                                  "directory's file system.", value=stats.f_bavail * stats.f_frsize)
-    capacity = GaugeMetricFamily("tslog_data_dir_capacity_bytes",
-                                 "Size of the data directory's file system.",
-                                 value=stats.f_blocks * stats.f_frsize)
-    return [available, capacity]
-
-
-class BrokerStateCollector(Collector):
-    """Registered while the exposition server runs; asks ``loop`` for a snapshot per scrape."""
-
-    def __init__(self, broker, loop: asyncio.AbstractEventLoop, timeout_s: float = 5.0) -> None:
-        self.broker = broker
-        self.loop = loop
-        self.timeout_s = timeout_s
-
-    def describe(self) -> list[Metric]:
-        """Names only, so registering never takes a snapshot (it may run on the loop)."""
-        return (partition_families(Snapshot()) + lag_families(Snapshot())
-                + disk_families(self.broker.config.data_dir))
-
-    def collect(self) -> Iterator[Metric]:
-        snapshot = snapshot_from_thread(self.broker, self.loop, self.timeout_s)
-        if snapshot is not None:
-            yield from partition_families(snapshot)
-            yield from lag_families(snapshot)
-        yield from disk_families(self.broker.config.data_dir)
+        return
+    header(lines, "tslog_data_dir_available_bytes", "Bytes an unprivileged user may still "
+           "write in the data directory's file system.", "gauge")
+    lines.append(f"tslog_data_dir_available_bytes {number(stats.f_bavail * stats.f_frsize)}\n")
+    header(lines, "tslog_data_dir_capacity_bytes", "Size of the data directory's file system.",
+           "gauge")
+    lines.append(f"tslog_data_dir_capacity_bytes {number(stats.f_blocks * stats.f_frsize)}\n")

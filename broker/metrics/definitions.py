@@ -22,18 +22,12 @@ from prometheus_client.process_collector import ProcessCollector
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
-from .loop_metrics import (
-    CounterChild,
-    HistogramChild,
-    LoopCounter,
-    LoopHistogram,
-    LoopMetricsCollector,
-)
+from .loop_metrics import CounterChild, HistogramChild, LoopCounter, LoopHistogram
 
 # ``*_created`` series would double every counter's and histogram's output for a timestamp
 # Prometheus does not need (it detects resets itself): off, for the whole broker process.
 disable_created_metrics()
-REGISTRY = CollectorRegistry()
+REGISTRY = CollectorRegistry()  # rendered by prometheus_client; LOOP_FAMILIES by text.py
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
 GCCollector(registry=REGISTRY)
@@ -89,10 +83,10 @@ TIME_LOOKUP_SCANNED_BYTES = LoopHistogram(
 REFUSED_REQUESTS = LoopCounter(
     "tslog_refused_requests_total",
     "Requests or connections refused before a handler ran, per reason.", ("reason",))
-REGISTRY.register(LoopMetricsCollector([
+LOOP_FAMILIES = (
     REQUESTS, REQUEST_ERRORS, REQUEST_DURATION, PRODUCED_RECORDS, PRODUCED_BYTES,
     FETCHED_RECORDS, FETCHED_BYTES, END_TO_END_LATENCY, TIME_LOOKUP_DURATION,
-    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS]))
+    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS)
 
 RECOVERY_DURATION = Gauge(
     "tslog_recovery_duration_seconds",

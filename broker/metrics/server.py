@@ -1,48 +1,94 @@
 """The ``/metrics`` HTTP endpoint on ``metrics_listen``, for Prometheus to scrape.
 
-It is prometheus_client's own WSGI server in a daemon thread, serving ``REGISTRY`` (the
-broker's metrics, the process/platform/GC collectors) plus a ``BrokerStateCollector`` for
-this broker. A thread and not the event loop: formatting a scrape is plain CPU work that
-must not be written as a coroutine, and the state it needs from the loop is handed over by
-the collector with a timeout (see ``snapshot.py``). Every path answers the same exposition
-text, as prometheus_client does; ``/metrics`` is the one to configure.
+A small threading HTTP server in a daemon thread. A thread and not the event loop: writing
+a scrape is plain CPU work that should not be cut into coroutines, and the state it needs
+from the loop is handed over with a timeout (``snapshot.py``). A scrape is three parts:
+prometheus_client renders ``REGISTRY`` (process, platform and GC collectors, the recovery,
+connection and replication metrics), the loop-owned families render themselves, and the
+snapshot of partitions and groups is written by ``collectors.py``. Every GET path answers
+the same text, as prometheus_client's own server does; ``/metrics`` is the one to configure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from .collectors import BrokerStateCollector
-from .definitions import REGISTRY
+from .collectors import render_disk, render_snapshot
+from .definitions import LOOP_FAMILIES, REGISTRY
+from .snapshot import snapshot_from_thread
 
 log = logging.getLogger("tslog.broker.metrics")
+
+SNAPSHOT_TIMEOUT_S = 5.0  # under Prometheus' default scrape timeout (10 s)
+
+
+def render(broker, loop: asyncio.AbstractEventLoop,
+           timeout_s: float = SNAPSHOT_TIMEOUT_S) -> bytes:
+    """One scrape's text. Call it off the loop (it waits for the loop's snapshot); on the
+    loop's own thread the snapshot is taken directly."""
+    lines = [generate_latest(REGISTRY).decode()]
+    for family in LOOP_FAMILIES:
+        family.render(lines)
+    snapshot = snapshot_from_thread(broker, loop, timeout_s)
+    if snapshot is not None:
+        render_snapshot(snapshot, lines)
+    render_disk(broker.config.data_dir, lines)
+    return "".join(lines).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_HTTPServer"
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        try:
+            body = render(self.server.broker, self.server.loop)
+        except Exception:
+            log.exception("rendering /metrics failed")
+            self.send_error(500)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002
+        """Scrapes every few seconds would flood the broker's log: say nothing."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], broker, loop) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.broker = broker
+        self.loop = loop
+        super().__init__(address, _Handler)
 
 
 class MetricsServer:
     """A running exposition server; ``stop`` it before the broker closes its logs."""
 
     def __init__(self, broker, loop: asyncio.AbstractEventLoop, host: str, port: int) -> None:
-        self._collector = BrokerStateCollector(broker, loop)
-        REGISTRY.register(self._collector)
-        try:
-            self._httpd, self._thread = start_http_server(port, host, REGISTRY)
-        except BaseException:
-            REGISTRY.unregister(self._collector)
-            raise
+        self._httpd = _HTTPServer((host, port), broker, loop)
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        name="tslog-metrics", daemon=True)
+        self._thread.start()
         self.host = host
         self.port = self._httpd.server_address[1]
         log.info("tslog-broker metrics on http://%s:%d/metrics",
                  f"[{host}]" if ":" in host else host, self.port)
 
     def stop(self) -> None:
-        """Stop serving (waits for a scrape in progress) and forget this broker's collector.
-        Blocks up to the server's poll interval (0.5 s): call it from a thread."""
+        """Stop serving and close the socket. Blocks up to the server's poll interval
+        (0.5 s): call it from a thread."""
         self._httpd.shutdown()
         self._httpd.server_close()
-        thread: threading.Thread = self._thread
-        thread.join(5)
-        REGISTRY.unregister(self._collector)
+        self._thread.join(5)

@@ -81,3 +81,13 @@ class PrometheusProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(15)
+
+
+def parse_samples(text: str) -> dict[str, float]:
+    """{``name{labels}`` exactly as exposed: value} for every sample line of a scrape."""
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples

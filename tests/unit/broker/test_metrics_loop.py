@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 
-from tslog.broker.metrics.loop_metrics import LoopCounter, LoopHistogram, LoopMetricsCollector
+from tests.helpers.prometheus import parse_samples
+from tslog.broker.metrics.loop_metrics import LoopCounter, LoopHistogram
 
 
 def scrape(*families) -> dict[str, float]:
-    registry = CollectorRegistry()
-    registry.register(LoopMetricsCollector(list(families)))
-    samples = {}
-    for line in generate_latest(registry).decode().splitlines():
-        if not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples
+    lines: list[str] = []
+    for family in families:
+        family.render(lines)
+    return parse_samples("".join(lines))
 
 
 def test_histogram_buckets_are_cumulative_and_inclusive_of_their_bound():
@@ -43,6 +39,14 @@ def test_counters_with_and_without_labels_and_removal():
     assert samples["t_events_total"] == 3.5
     assert samples['t_records_total{topic="a"}'] == 3
     assert 't_records_total{topic="b"}' not in samples
+
+
+def test_label_values_are_escaped():
+    counter = LoopCounter("t_groups_total", "test", ("group",))
+    counter.labels('a "quoted"\\group\nname').inc()
+    lines: list[str] = []
+    counter.render(lines)
+    assert lines[-1] == 't_groups_total{group="a \\"quoted\\"\\\\group\\nname"} 1.0\n'
 
 
 def test_wrong_number_of_labels_is_refused():
