@@ -1,0 +1,111 @@
+"""Replication across three real broker processes and a real etcd, on loopback.
+
+What a user notices: a topic with replication factor 3 keeps every acknowledged record when a
+follower dies; the follower comes back, catches up and rejoins the ISR; the followers' segment
+and index files are the leader's, byte for byte; min.insync.replicas refuses acks=all
+writes rather than weakening them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.helpers.replication import (
+    assert_replica_files_identical,
+    bootstrap,
+    consume_all,
+    create_replicated,
+    describe,
+    wait_for,
+)
+from tslog.client import Producer
+from tslog.client.errors import NotEnoughReplicasError
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+TOPIC_CONFIG = {
+    "replica.lag.time.max.ms": "1500",
+    "segment.bytes": "40000",  # several segments, so rolls must match too
+    "index.interval.bytes": "1000",
+}
+
+
+def create(brokers, topic, config=None):
+    return create_replicated(brokers, topic, {**TOPIC_CONFIG, **(config or {})})
+
+
+def test_followers_copy_the_leaders_files_byte_for_byte(cluster_factory):
+    brokers = cluster_factory(3)
+    info = create(brokers, "copies")
+    with Producer(bootstrap(brokers), acks="all", linger_ms=1, batch_size=3000) as producer:
+        futures = [producer.send("copies", b"record-%06d" % i, key=b"k%d" % (i % 7))
+                   for i in range(5000)]
+        producer.flush()
+        assert [f.get(30).offset for f in futures] == list(range(5000))
+    for broker in brokers:  # acks=all: every ISR member has everything; stop to compare
+        broker.terminate()
+    leader = brokers[info.leader]
+    segments = assert_replica_files_identical(
+        leader, [b for b in brokers if b is not leader], "copies-0")
+    assert segments >= 3
+
+
+def test_a_dead_follower_leaves_the_isr_and_rejoins_after_catching_up(cluster_factory):
+    brokers = cluster_factory(3)
+    info = create(brokers, "shrink")
+    follower = next(b for i, b in enumerate(brokers) if i != info.leader)
+    others = [b for b in brokers if b is not follower]
+    acknowledged = []
+    stop = threading.Event()
+
+    def produce():
+        with Producer(bootstrap(others), acks="all", linger_ms=2, retries=50,
+                      enable_idempotence=True) as producer:
+            i = 0
+            while not stop.is_set():
+                acknowledged.append(producer.send("shrink", b"v%d" % i).get(30).offset)
+                i += 1
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        wait_for(lambda: len(acknowledged) > 50, 30, "first writes")
+        follower.kill()
+        killed_at = time.monotonic()
+        shrunk = wait_for(lambda: len((p := describe(bootstrap(others), "shrink")).isr) == 2
+                          and p, 30, "the ISR to shrink")
+        assert brokers.index(follower) not in shrunk.isr
+        assert time.monotonic() - killed_at < 15
+        before = len(acknowledged)
+        wait_for(lambda: len(acknowledged) > before + 50, 30, "acks=all writes to go on")
+        follower.start()
+        rejoined = wait_for(lambda: len((p := describe(bootstrap(others), "shrink")).isr) == 3
+                            and p, 60, "the follower to rejoin the ISR")
+        assert rejoined.leader == info.leader
+    finally:
+        stop.set()
+        writer.join(60)
+    records = consume_all(bootstrap(brokers), "shrink", len(acknowledged))
+    assert [r.offset for r in records] == acknowledged == list(range(len(acknowledged)))
+    for broker in brokers:
+        broker.terminate()
+    assert_replica_files_identical(brokers[info.leader], [follower], "shrink-0")
+
+
+def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(cluster_factory):
+    brokers = cluster_factory(3)
+    info = create(brokers, "strict", {"min.insync.replicas": "3"})
+    with Producer(bootstrap(brokers), acks="all") as producer:
+        assert producer.send("strict", b"ok").get(30).offset == 0
+    follower = next(b for i, b in enumerate(brokers) if i != info.leader)
+    follower.kill()
+    others = [b for b in brokers if b is not follower]
+    wait_for(lambda: len(describe(bootstrap(others), "strict").isr) == 2, 30, "ISR shrink")
+    with Producer(bootstrap(others), acks="all", retries=0) as producer:
+        with pytest.raises(NotEnoughReplicasError):
+            producer.send("strict", b"refused").get(30)
+    with Producer(bootstrap(others), acks=1) as producer:
+        assert producer.send("strict", b"acks=1 still works").get(30).offset == 1
