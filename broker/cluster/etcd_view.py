@@ -72,7 +72,9 @@ class EtcdClusterView:
     @classmethod
     async def start(cls, config: BrokerConfig, address: tuple[str, int]) -> "EtcdClusterView":
         """Connect, load, watch, register and campaign. Raises DuplicateBrokerError, EtcdError."""
-        etcd = Etcd(config.etcd_addresses, timeout_s=max(2.0, config.request_timeout_ms / 1000))
+        # An etcd call must fail well within a session, or a hung call outlives our lease.
+        timeout_s = min(5.0, max(1.0, config.broker_session_timeout_ms / 2000))
+        etcd = Etcd(config.etcd_addresses, timeout_s=timeout_s)
         view = cls(config, address, etcd)
         view.failed = asyncio.get_running_loop().create_future()
         try:

@@ -5,6 +5,8 @@ timeout), controller failover, node_id clashes, and topic deletion reaching ever
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -163,3 +165,39 @@ def test_deleting_a_topic_removes_every_replica(three):
     for broker in three:
         (entry,) = metadata(broker, ["doomed"])["topics"]
         assert entry["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def describe_rows(broker: BrokerProcess, topic: str) -> dict[int, tuple]:
+    """``tslog topics describe`` on ``broker``, rows parsed back into (leader, epoch,
+    replicas, isr) per partition."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tslog.client.cli", "topics", "describe", topic,
+         "--bootstrap", f"{broker.bootstrap},{broker.bootstrap}"],
+        capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    rows = {}
+    for line in result.stdout.decode().splitlines():
+        fields = line.split()
+        if fields and fields[0].isdigit():
+            partition, leader, epoch, replicas, isr = fields
+            rows[int(partition)] = (int(leader), int(epoch),
+                                    tuple(map(int, replicas.split(","))),
+                                    tuple(map(int, isr.split(","))))
+    return rows
+
+
+def test_cli_describe_shows_leaders_replicas_isr_and_epochs_across_a_failover(three):
+    assert create(three[0], "events", 3, 3)["error_code"] == 0
+    wait_for(lambda: agreed_state(three, "events"), 10, "brokers agree")
+    assert describe_rows(three[2], "events") == agreed_state(three, "events")
+    victim = three[1]
+    victim.kill()
+    survivors = [three[0], three[2]]
+    wait_for(lambda: all(1 not in s[3] for s in
+                         (agreed_state(survivors, "events") or {0: (0, 0, (), (1,))}).values()),
+             FAILOVER_BOUND_S, "failover")
+    rows = describe_rows(three[0], "events")
+    assert rows == agreed_state(survivors, "events")
+    assert {epoch for leader, epoch, _, _ in rows.values()} == {0, 1}
+    assert all(leader != 1 and 1 not in isr and len(replicas) == 3
+               for leader, _, replicas, isr in rows.values())
