@@ -166,3 +166,16 @@ def test_stamp_assigns_offset_epoch_and_time_and_reseals():
 def test_format_errors_map_to_corrupt_message_on_the_wire():
     assert BatchFormatError.error_code is ErrorCode.CORRUPT_MESSAGE
     assert issubclass(BatchFormatError, ValueError)
+
+
+def test_count_records_and_newest_create_time_hop_over_whole_batches():
+    from tslog.protocol.batch_header import count_records, newest_create_time
+
+    first = bytes(build_batch([b"a", b"b", b"c"], create_times=[5_000, 9_000, 7_000]))
+    second = bytes(build_batch([b"d"], create_times=[8_000]))
+    third = bytes(build_batch([b"e", b"f"], create_times=[12_000, 1_000]))
+    assert count_records(first + second + third) == 6
+    assert count_records(b"") == 0
+    assert newest_create_time(first) == 9_000
+    assert newest_create_time(first + second) == 9_000
+    assert newest_create_time(second + third + first) == 12_000
