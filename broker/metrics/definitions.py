@@ -120,8 +120,8 @@ class ApiMetrics:
 
     __slots__ = ("name", "requests", "_duration", "_errors")
 
-    def __init__(self, api: ApiKey) -> None:
-        self.name = api.name.lower()
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.requests = REQUESTS.labels(self.name)
         self._duration: HistogramChild | None = None
         self._errors: dict[int, CounterChild] = {}
@@ -141,7 +141,17 @@ class ApiMetrics:
         return child
 
 
-API = {api: ApiMetrics(api) for api in ApiKey}
+API = {api: ApiMetrics(api.name.lower()) for api in ApiKey}
+# Followers' fetches long-poll all the time: counted apart, so consumers' fetch latency and
+# errors are not drowned in them (Kafka's FetchFollower / FetchConsumer split).
+FOLLOWER_FETCH = ApiMetrics("fetch_follower")
+
+
+def api_metrics(api_key: ApiKey, body: dict) -> ApiMetrics:
+    """The metrics a request counts in: its API's, or ``fetch_follower`` for a replica's."""
+    if api_key is ApiKey.FETCH and body["replica_id"] >= 0:
+        return FOLLOWER_FETCH
+    return API[api_key]
 
 
 class TopicMetrics:

@@ -34,7 +34,7 @@ from tslog.protocol.messages import (
     encode_response,
 )
 
-from ..metrics.definitions import API, OPEN_CONNECTIONS, REFUSED
+from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
 from ..metrics.observe import finish_request
 from .handlers import HANDLERS
 from .state import Broker
@@ -216,14 +216,14 @@ class BrokerConnection(asyncio.Protocol):
             log.exception("%s: %s handler failed", self.peer, header.api_key.name)
             result = _SERVER_ERROR
         if result is None:  # Produce with acks = 0: no response at all
-            finish_request(API[header.api_key], None, started)
+            finish_request(api_metrics(header.api_key, body), None, started)
             return
         slot = _Slot(header.correlation_id, chunked=header.api_key == ApiKey.FETCH)
         if type(result) is dict:
             slot.frame = _encode(header.correlation_id, result, slot.chunked)
-            finish_request(API[header.api_key], result, started)
+            finish_request(api_metrics(header.api_key, body), result, started)
         else:
-            slot.api = API[header.api_key]
+            slot.api = api_metrics(header.api_key, body)
             slot.started = started
             slot.task = self._loop.create_task(result)
             slot.task.add_done_callback(lambda task, slot=slot: self._on_done(slot, task))

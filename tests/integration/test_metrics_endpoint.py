@@ -54,6 +54,11 @@ def test_refusals_connections_and_errors_are_counted(broker_factory):
         assert wire.create_topic("t") == 0
         assert wire.produce("missing", 0, batch([b"x"]))["error_code"] != 0
         assert wire.list_offset("t", 0, 0)["error_code"] == 0  # a lookup by time
+        assert wire.fetch("t", 0, 0)["error_code"] == 0
+        wire.request(ApiKey.FETCH, {  # a follower's fetch, counted apart from consumers'
+            "replica_id": 1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1024, "topics": [
+                {"topic": "t", "partitions": [
+                    {"partition": 0, "fetch_offset": 0, "max_bytes": 1024}]}]})
         idle = socket.create_connection((broker.host, broker.port))
         try:
             deadline = time.monotonic() + 10
@@ -72,6 +77,8 @@ def test_refusals_connections_and_errors_are_counted(broker_factory):
     assert during[refused % "invalid_request"] == 1
     assert during['tslog_request_errors_total{api="produce",error="unknown_topic_or_partition"}'] == 1
     assert during['tslog_requests_total{api="create_topics"}'] == 1
+    assert during['tslog_requests_total{api="fetch"}'] == 1
+    assert during['tslog_requests_total{api="fetch_follower"}'] == 1
     assert during["tslog_time_lookup_duration_seconds_count"] == 1
     assert during["tslog_time_lookup_scanned_bytes_count"] == 1
     assert during["tslog_data_dir_capacity_bytes"] > during["tslog_data_dir_available_bytes"] > 0
