@@ -138,6 +138,7 @@ class ReplicaManager:
             self._apply(part, state)
 
     def _apply(self, part: Partition, state: PartitionState) -> None:
+        self.broker.notifier.notify(part)  # long-polling followers re-check who leads
         current = part.state
         if current is not None and state.version < current.version and (
                 state.leader_epoch <= current.leader_epoch):

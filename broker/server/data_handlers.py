@@ -180,7 +180,9 @@ def handle_produce(broker: Broker, body: dict):
                     records = entry["records"]
                     result["base_offset"], result["log_append_time"], end = append_records(
                         part, records, broker.clock)
-                    broker.notifier.notify(plog)
+                    broker.notifier.notify(part)  # followers' long polls
+                    if part.alone:  # consumers wait for the HW, which is the log end here
+                        broker.notifier.notify(plog)
                     observe_produce(topic, plog.log_end_offset - result["base_offset"],
                                     len(records), result["log_append_time"],
                                     newest_create_time(records))
@@ -316,7 +318,12 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
     loop = asyncio.get_running_loop()
     wait_ms = min(body["max_wait_ms"], broker.config.request_timeout_ms)
     deadline = loop.time() + wait_ms / 1000
-    logs = [part.log for _, parts in plan for _, part in parts if part is not None]
+    # Consumers wake when the high watermark moves (on plog), followers on appends (on the
+    # partition): a follower is not woken just to hear a new HW, a consumer not for data
+    # it may not read yet.
+    follower = body["replica_id"] >= 0
+    logs = [part if follower else part.log
+            for _, parts in plan for _, part in parts if part is not None]
     while True:
         woken = loop.create_future()
         broker.notifier.register(logs, woken)
