@@ -116,6 +116,8 @@ class Broker:
     """One ``tslog-broker`` subprocess on a free loopback port; ``stop`` sends SIGTERM by pid."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env: dict[str, str] = {}  # extra TSLOG_* settings (a cluster member's)
         self.data_dir = root / "broker-data"
         self.log_path = root / "broker.log"
         self.port = free_port()
@@ -128,6 +130,7 @@ class Broker:
 
     def start(self) -> "Broker":
         environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
+        environment.update(self.env)
         command = broker_command() + ["--data-dir", str(self.data_dir),
                                       "--listen", self.bootstrap, "--log-level", "WARNING",
                                       "--metrics-listen", f"{HOST}:{self.metrics_port}"]
@@ -988,6 +991,108 @@ def section_scrape(setup: Setup, interval_s: float = 0.1) -> None:
                "own process, like Prometheus."])
 
 
+# --------------------------------------------------------------- replication factor 3
+
+
+class ReplicatedCluster:
+    """etcd (Debian's ``/usr/bin/etcd``) and three ``tslog-broker`` processes on loopback
+    ports with temporary directories; ``stop`` ends every process by its pid."""
+
+    ETCD = os.environ.get("TSLOG_TEST_ETCD", "/usr/bin/etcd")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / "cluster"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+        self.etcd: subprocess.Popen | None = None
+        self.brokers = [Broker(self.root / f"broker-{node}") for node in range(3)]
+
+    def start(self) -> "ReplicatedCluster":
+        client_url = f"http://{HOST}:{self.etcd_port}"
+        peer_url = f"http://{HOST}:{self.etcd_peer_port}"
+        with open(self.root / "etcd.log", "ab") as log_file:
+            self.etcd = subprocess.Popen(
+                [self.ETCD, "--name", "bench", "--data-dir", str(self.root / "etcd"),
+                 "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                 "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                 "--initial-cluster", f"bench={peer_url}", "--listen-metrics-urls", ""],
+                stdout=log_file, stderr=subprocess.STDOUT, env={"PATH": os.environ["PATH"]})
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            try:
+                socket.create_connection((HOST, self.etcd_port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.etcd.poll() is not None:
+                    raise RuntimeError("etcd did not start") from None
+                time.sleep(0.05)
+        for node, broker in enumerate(self.brokers):
+            broker.root.mkdir(parents=True, exist_ok=True)
+            broker.env = {"TSLOG_NODE_ID": str(node), "TSLOG_CLUSTER_NAME": "bench",
+                          "TSLOG_ETCD_ENDPOINTS": f"{HOST}:{self.etcd_port}",
+                          "TSLOG_BROKER_SESSION_TIMEOUT_MS": "3000"}
+            broker.start()
+        return self
+
+    def create_topic(self, topic: str) -> "Broker":
+        """Create ``topic`` with replication factor 3; return its leader once the ISR is full."""
+        with Raw(self.brokers[0].port) as raw:
+            body = raw.request(ApiKey.CREATE_TOPICS, {"topics": [
+                {"topic": topic, "partitions": 1, "replication_factor": 3, "configs": {}}],
+                "timeout_ms": 10_000})
+            if body["topics"][0]["error_code"]:
+                raise RuntimeError(f"create {topic}: error {body['topics'][0]['error_code']}")
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while time.monotonic() < deadline:
+                meta = raw.request(ApiKey.METADATA, {"topics": [topic]})["topics"][0]
+                parts = meta["partitions"]
+                if parts and parts[0]["leader"] >= 0 and len(parts[0]["isr"]) == 3:
+                    return self.brokers[parts[0]["leader"]]
+                time.sleep(0.05)
+        raise RuntimeError(f"{topic}: no leader with a full ISR after {READY_TIMEOUT_S} s")
+
+    def stop(self) -> None:
+        for broker in self.brokers:
+            broker.stop()
+        if self.etcd is not None and self.etcd.poll() is None:
+            os.kill(self.etcd.pid, signal.SIGTERM)
+            self.etcd.wait(STOP_TIMEOUT_S)
+
+
+def section_replication(setup: Setup) -> None:
+    """Produce acks=1 and acks=all to a partition with replication factor 3 (three brokers
+    and etcd on this machine), raw pipelined batches to the leader, alternating the order."""
+    if not Path(ReplicatedCluster.ETCD).exists():
+        print(f"\n  replication rows SKIPPED: no etcd at {ReplicatedCluster.ETCD} "
+              "(Debian: apt-get install etcd-server)")
+        return
+    cluster = ReplicatedCluster(setup.broker.data_dir.parent)
+    rates: dict[int, list[float]] = {1: [], -1: []}
+    try:
+        cluster.start()
+        for run in range(setup.runs):
+            for acks in ((1, -1) if run % 2 == 0 else (-1, 1)):
+                topic = f"rf3-acks{acks}-{run}"
+                leader = cluster.create_topic(topic)
+                elapsed, _ = produce_raw(leader.port, topic, setup.produce_batches, acks,
+                                         setup.window)
+                rates[acks].append(setup.produce_batches * BATCH_RECORDS / elapsed)
+    finally:
+        cluster.stop()
+    one, everyone = median(rates[1]), median(rates[-1])
+    rows = [["1", spread(rates[1]), "-", "-"],
+            ["all (fsync + HW past the batch)", spread(rates[-1]),
+             ratio(everyone, one), f"{verdict(everyone >= 0.5 * one)} >= 0.5x"]]
+    print_table(
+        f"Produce with replication factor 3: raw socket to the leader, {setup.window} in "
+        f"flight, {setup.produce_batches:,} batches of {BATCH_RECORDS} per run",
+        ["acks", "records/s (min-max)", "acks=all / acks=1", "target"],
+        rows,
+        notes=["three brokers and etcd share the machine with this client; followers fetch "
+               "with long polls and the leader answers acks=all once every in-sync replica "
+               "has the batch (the high watermark passed it)."])
+
+
 def describe_redis(redis_server: Redis) -> str:
     import redis
 
@@ -1049,6 +1154,7 @@ def main(argv=None) -> int:
         section_consume(setup)
         section_lookups(setup)
         section_scrape(setup)
+        section_replication(setup)
         print("\n  load average after the run: %.2f %.2f %.2f" % os.getloadavg())
     except BaseException:
         if setup.broker.process is not None:

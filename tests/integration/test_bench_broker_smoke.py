@@ -28,5 +28,9 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
                    "p50 us", "p99 us (min-max)", "p99.9 us"):
         assert header in out, out
     assert "Redis rows skipped (--no-redis)" in out
+    if Path("/usr/bin/etcd").exists():  # the replication rows start three brokers and etcd
+        assert "Produce with replication factor 3" in out and "acks=all / acks=1" in out, out
+    else:
+        assert "replication rows SKIPPED" in out, out
     assert "tslog.client.Producer" in out and "raw Fetch loop" in out
     assert list(tmp_path.iterdir()) == []  # the temporary data directory was removed
