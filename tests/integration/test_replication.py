@@ -109,3 +109,36 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(cluster_factory):
             producer.send("strict", b"refused").get(30)
     with Producer(bootstrap(others), acks=1) as producer:
         assert producer.send("strict", b"acks=1 still works").get(30).offset == 1
+
+
+def test_a_returning_leader_cuts_the_tail_nobody_else_had_and_offsets_never_fork(
+        cluster_factory):
+    brokers = cluster_factory(3)
+    info = create(brokers, "diverge")
+    leader = brokers[info.leader]
+    followers = [b for b in brokers if b is not leader]
+    with Producer(leader.bootstrap, acks="all") as producer:
+        for i in range(20):
+            producer.send("diverge", b"committed-%d" % i)
+        producer.flush()
+    for follower in followers:  # gone: they cannot copy what comes next
+        follower.kill()
+    with Producer(leader.bootstrap, acks=1) as producer:
+        assert producer.send("diverge", b"only-on-the-old-leader").get(10).offset == 20
+    leader.kill()  # before the ISR could shrink: the followers are still eligible
+    for follower in followers:
+        follower.start()
+    wait_for(lambda: describe(bootstrap(followers), "diverge").leader not in (-1, info.leader),
+             30, "a new leader")
+    with Producer(bootstrap(followers), acks="all", retries=20) as producer:
+        assert producer.send("diverge", b"after-failover").get(30).offset == 20
+    leader.start()
+    wait_for(lambda: len(describe(bootstrap(brokers), "diverge").isr) == 3, 60,
+             "the old leader back in the ISR")
+    assert "truncated to 20" in leader.log_text()
+    values = [r.value for r in consume_all(bootstrap(brokers), "diverge", 21)]
+    assert values == [b"committed-%d" % i for i in range(20)] + [b"after-failover"]
+    new_leader = brokers[describe(bootstrap(brokers), "diverge").leader]
+    for broker in brokers:
+        broker.terminate()
+    assert_replica_files_identical(new_leader, [leader], "diverge-0")
