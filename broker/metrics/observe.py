@@ -83,7 +83,10 @@ def observe_lookup(duration_s: float, scanned_bytes: int) -> None:
     TIME_LOOKUP_SCANNED_BYTES.observe(scanned_bytes)
 
 
-def record_recovery(duration_s: float, logs) -> None:
-    """Startup: how long opening the logs took and how many bytes recovery cut off."""
-    RECOVERY_DURATION.set(duration_s)
+def record_recovery(logs) -> None:
+    """Startup: how long opening (and recovering) the logs took, summed over the logs as
+    storage measured it (so a cluster's wait for etcd is not counted), and how many bytes
+    recovery cut off."""
+    logs = list(logs)
+    RECOVERY_DURATION.set(sum(plog.recovery_report.duration_s for plog in logs))
     RECOVERY_TRUNCATED_BYTES.set(sum(plog.recovery_report.bytes_truncated for plog in logs))

@@ -23,7 +23,6 @@ import asyncio
 import json
 import logging
 import signal
-import time
 from typing import Awaitable, Callable
 
 from ..cluster.errors import DuplicateBrokerError
@@ -87,14 +86,13 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
     try:
-        started = time.monotonic()
         view = None
         if config.clustered:  # imported here: a single node never loads the etcd client
             from .cluster_sync import open_clustered
             broker, view = await open_clustered(config)
         else:
             broker = await asyncio.to_thread(Broker.open, config)
-        record_recovery(time.monotonic() - started, broker.topics.logs.values())
+        record_recovery(broker.topics.logs.values())
         metrics = None
         trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
         try:

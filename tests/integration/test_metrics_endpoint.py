@@ -110,3 +110,24 @@ def listening_ports(pid: int) -> set[int]:
                 if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
                     ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
+
+
+def test_recovery_reports_the_torn_tail_it_cut(broker_factory):
+    """A crash leaves garbage after the last batch; the restarted broker cuts it off and
+    says how many bytes it cut (and that recovery took time) on /metrics."""
+    port = free_port()
+    broker = broker_factory(args=["--metrics-listen", f"127.0.0.1:{port}"])
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.create_topic("crashy") == 0
+        assert wire.produce("crashy", 0, batch([b"kept"] * 10))["error_code"] == 0
+    assert scrape(port)["tslog_recovery_truncated_bytes"] == 0
+    broker.kill()
+    segment = broker.data_dir / "crashy-0" / ("0" * 20 + ".log")
+    with open(segment, "ab") as log_file:
+        log_file.write(b"\x00torn write" * 7)  # 77 bytes that are no batch
+    broker.restart()
+    after = scrape(port)
+    assert after["tslog_recovery_truncated_bytes"] == 77
+    assert after["tslog_recovery_duration_seconds"] > 0
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.log_end_offset("crashy") == 10
