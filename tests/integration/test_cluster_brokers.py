@@ -201,3 +201,19 @@ def test_cli_describe_shows_leaders_replicas_isr_and_epochs_across_a_failover(th
     assert {epoch for leader, epoch, _, _ in rows.values()} == {0, 1}
     assert all(leader != 1 and 1 not in isr and len(replicas) == 3
                for leader, _, replicas, isr in rows.values())
+
+
+def test_a_topic_deleted_while_a_broker_was_down_leaves_nothing_on_its_disk(three):
+    assert create(three[0], "doomed", 2, 3)["error_code"] == 0
+    assert create(three[0], "kept", 1, 3)["error_code"] == 0
+    away = three[2]
+    wait_for(lambda: len(list(away.data_dir.glob("doomed-*"))) == 2
+             and list(away.data_dir.glob("kept-*")), 10, "replicas created")
+    away.terminate()
+    with Wire(three[0].host, three[0].port) as wire:
+        body = wire.request(ApiKey.DELETE_TOPICS, {"topics": ["doomed"], "timeout_ms": 5000})
+    assert body["topics"] == [{"topic": "doomed", "error_code": 0}]
+    away.start()
+    assert list(away.data_dir.glob("doomed-*")) == []
+    assert [p.name for p in away.data_dir.glob("kept-*")] == ["kept-0"]
+    assert [t["topic"] for t in metadata(away)["topics"]] == ["kept"]
