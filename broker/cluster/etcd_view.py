@@ -73,7 +73,7 @@ class EtcdClusterView:
     async def start(cls, config: BrokerConfig, address: tuple[str, int]) -> "EtcdClusterView":
         """Connect, load, watch, register and campaign. Raises DuplicateBrokerError, EtcdError."""
         # An etcd call must fail well within a session, or a hung call outlives our lease.
-        timeout_s = min(5.0, max(1.0, config.broker_session_timeout_ms / 2000))
+        timeout_s = min(5.0, max(2.0, config.broker_session_timeout_ms / 2000))
         etcd = Etcd(config.etcd_addresses, timeout_s=timeout_s)
         view = cls(config, address, etcd)
         view.failed = asyncio.get_running_loop().create_future()
@@ -92,6 +92,7 @@ class EtcdClusterView:
         return view
 
     def _spawn(self, coroutine) -> None:
+        self._tasks = [task for task in self._tasks if not task.done()]
         self._tasks.append(asyncio.get_running_loop().create_task(coroutine))
 
     async def close(self, revoke: bool = True) -> None:

@@ -56,7 +56,8 @@ def agreed_state(brokers: list[BrokerProcess], topic: str):
 @pytest.fixture
 def three(cluster_factory):
     brokers = cluster_factory(3, session_timeout_ms=SESSION_MS)
-    wait_for(lambda: len(metadata(brokers[0])["brokers"]) == 3, 10, "all registered")
+    wait_for(lambda: all(len(metadata(b)["brokers"]) == 3 for b in brokers), 10,
+             "every broker has heard of every registration")
     return brokers
 
 
