@@ -66,6 +66,7 @@ class ReplicaLog:
                 producers.update(header)
         self.producers = producers
         self.high_watermark = min(self._read_high_watermark(), end)
+        self._checkpointed: tuple[int, int] | None = None  # (HW, producer offset) last written
 
     def _read_high_watermark(self) -> int:
         try:
@@ -122,8 +123,14 @@ class ReplicaLog:
         return removed
 
     def checkpoint(self) -> None:
-        """Persist the high watermark and the producer snapshot; follow retention's cuts."""
+        """Persist the high watermark and the producer snapshot; follow retention's cuts.
+        Nothing is written when neither changed since the last checkpoint (an idle
+        partition costs no fsync)."""
         self.epochs.truncate_from_start(self.log.log_start_offset)
+        state = (self.high_watermark, self.producers.covered_offset)
+        if state == self._checkpointed:
+            return
         files.write_atomically(self.directory / HIGH_WATERMARK_FILE,
                                f"{self.high_watermark}\n".encode())
         self.producers.write_snapshot(self.directory)
+        self._checkpointed = state

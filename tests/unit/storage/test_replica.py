@@ -57,3 +57,16 @@ def test_truncation_cuts_epochs_producers_and_the_high_watermark(tmp_path):
     assert replica.producers.check(parse_header(idempotent(2))) is None
     replica.log.close()
     assert ReplicaLog(open_log(tmp_path / "p")).high_watermark == 2  # capped by the log end
+
+
+def test_an_unchanged_replica_is_not_checkpointed_again(tmp_path):
+    replica = ReplicaLog(open_log(tmp_path / "p"))
+    replica.append_as_leader(idempotent(0), 0)
+    replica.high_watermark = 2
+    replica.checkpoint()
+    (tmp_path / "p" / "high-watermark").write_text("1\n")  # would be rewritten if checkpointed
+    replica.checkpoint()
+    assert (tmp_path / "p" / "high-watermark").read_text() == "1\n"
+    replica.append_as_leader(idempotent(2), 0)
+    replica.checkpoint()
+    assert (tmp_path / "p" / "high-watermark").read_text() == "2\n"
