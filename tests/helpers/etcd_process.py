@@ -4,7 +4,8 @@ Cluster tests need the same etcd the brokers use in production, not a fake: leas
 expire, watches that deliver in revision order, transactions that compare mod revisions.
 Each test gets its own member on free 127.0.0.1 client and peer ports with a temporary data
 directory; ``stop`` ends it by its pid. Its output goes to a log file beside the data
-directory, shown by ``log_text`` when a start fails.
+directory, shown by ``log_text`` when a start fails. ``start`` after ``stop`` restarts the
+same member (same ports, same data), as an etcd upgrade or crash would.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class EtcdProcess:
             self.peer_port = free_port()
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-etcd.log"
         self.process: subprocess.Popen | None = None
+        self._log_start = 0
 
     @property
     def endpoint(self) -> str:
@@ -50,6 +52,7 @@ class EtcdProcess:
             "--initial-cluster-state", "new",
             "--listen-metrics-urls", "",
         ]
+        self._log_start = len(self.log_text())  # a restart must not read the last run's lines
         log_file = open(self.log_path, "ab")
         try:
             self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
@@ -66,7 +69,8 @@ class EtcdProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"etcd exited with {self.process.returncode}:\n"
                                    f"{self.log_text()}")
-            if "ready to serve client requests" in self.log_text() and self._accepts():
+            if ("ready to serve client requests" in self.log_text()[self._log_start:]
+                    and self._accepts()):
                 return
             time.sleep(0.05)
         self.stop()

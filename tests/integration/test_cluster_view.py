@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tslog.broker.cluster import StaleStateError
-from tslog.broker.cluster.errors import DuplicateBrokerError
+from tslog.broker.cluster.errors import DuplicateBrokerError, EtcdError
 from tslog.broker.cluster.etcd_view import EtcdClusterView
 from tslog.broker.cluster.topic_store import EtcdMetadataStore
 from tslog.broker.config import build_config
@@ -186,3 +186,23 @@ async def test_a_live_brokers_node_id_cannot_be_taken(etcd, views):
 async def test_producer_ids_are_unique_across_the_cluster(views):
     ids = await asyncio.gather(*(v.allocate_producer_id() for v in views for _ in range(5)))
     assert len(set(ids)) == 15
+
+
+async def test_brokers_resynchronise_after_etcd_restarts(etcd, views):
+    await _create(views[0], "before", 1, 3, everyone=views)
+    await asyncio.to_thread(etcd.stop)
+    await asyncio.sleep(0.5)  # the watches break while etcd is gone
+    await asyncio.to_thread(etcd.start)
+    store = EtcdMetadataStore(views[1], 5.0)
+    for _ in range(50):  # the first calls may still meet the reconnecting channel
+        try:
+            await store.create_topic(TopicMetadata("after", 2, {}, 3))
+            break
+        except EtcdError:
+            await asyncio.sleep(0.2)
+    else:
+        pytest.fail("etcd did not take a write within 10 s of its restart")
+    await _until(lambda: all(v.partition_state("after", 1) for v in views), 10,
+                 "every view hears of a topic created after the restart")
+    assert all(set(v.topics()) == {"before", "after"} for v in views)
+    assert all(len(v.brokers()) == 3 and v.controller_id() == 0 for v in views)
