@@ -188,7 +188,7 @@ async def test_producer_ids_are_unique_across_the_cluster(views):
     assert len(set(ids)) == 15
 
 
-async def test_brokers_resynchronise_after_etcd_restarts(etcd, views):
+async def test_brokers_resynchronise_after_etcd_restarts(etcd, views, caplog):
     await _create(views[0], "before", 1, 3, everyone=views)
     await asyncio.to_thread(etcd.stop)
     await asyncio.sleep(0.5)  # the watches break while etcd is gone
@@ -206,3 +206,4 @@ async def test_brokers_resynchronise_after_etcd_restarts(etcd, views):
                  "every view hears of a topic created after the restart")
     assert all(set(v.topics()) == {"before", "after"} for v in views)
     assert all(len(v.brokers()) == 3 and v.controller_id() == 0 for v in views)
+    assert "re-reading the cluster state" in caplog.text  # the watches did break
