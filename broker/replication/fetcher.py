@@ -28,7 +28,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FRAME_PREFIX, FRAME_PREFIX_SIZE
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 from tslog.protocol.records import split_batches
 
@@ -55,25 +55,22 @@ class LeaderChannel:
         self.host, self.port, self.client_id = host, port, client_id
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._decoder = FrameDecoder(_MAX_FRAME_BYTES)
         self._correlation_id = 0
 
     async def request(self, api_key: ApiKey, body: dict, timeout_s: float) -> dict:
         if self._writer is None:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout_s)
-            self._decoder = FrameDecoder(_MAX_FRAME_BYTES)
+                asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout_s)
         self._correlation_id = (self._correlation_id + 1) % (2**31)
         header = RequestHeader(api_key, 0, self._correlation_id, self.client_id)
         self._writer.write(encode_request(header, body))
-        frames: list = []
         async with asyncio.timeout(timeout_s):
-            while not frames:
-                data = await self._reader.read(1 << 20)
-                if not data:
-                    raise ConnectionError(f"leader {self.host}:{self.port} closed the connection")
-                frames = self._decoder.feed(data)
-        correlation_id, response = decode_response(frames[0], api_key)
+            # Length prefix, then the body in one read: one copy of a multi-MB response.
+            (length,) = FRAME_PREFIX.unpack(await self._reader.readexactly(FRAME_PREFIX_SIZE))
+            if length > _MAX_FRAME_BYTES:
+                raise ConnectionError(f"response frame of {length} bytes is too large")
+            frame = await self._reader.readexactly(length)
+        correlation_id, response = decode_response(frame, api_key)
         if correlation_id != self._correlation_id:
             raise ConnectionError("response out of order")
         if "topics" not in response:
