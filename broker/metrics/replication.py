@@ -36,8 +36,9 @@ LEADER_ELECTIONS = Counter("tslog_leader_elections_total",
                            registry=REGISTRY)
 FOLLOWER_FETCH_LAG = Gauge(
     "tslog_follower_fetch_lag_records",
-    "On a follower: the leader's log end offset minus this replica's, per partition, as of "
-    "the last fetch response.", ["topic", "partition"], registry=REGISTRY)
+    "On a follower: the leader's high watermark minus this replica's log end offset after "
+    "the last fetch (0 while in the ISR; positive while catching up).", ["topic", "partition"],
+    registry=REGISTRY)
 
 
 def set_under_replicated(count: int) -> None:

@@ -32,6 +32,7 @@ from tslog.protocol.frames import FRAME_PREFIX, FRAME_PREFIX_SIZE
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 from tslog.protocol.records import split_batches
 
+from ..metrics import replication as replication_metrics
 from ..storage import NonContiguousOffsetError
 from ..storage.epochs import UNDEFINED
 from .partition import Partition
@@ -205,6 +206,8 @@ class LeaderFetcher:
             self.unsure.add(part.key)
             return
         part.follower_high_watermark(leader_high_watermark)
+        replication_metrics.set_follower_fetch_lag(
+            part.topic, part.partition, leader_high_watermark - part.log.log_end_offset)
 
     def _on_error(self, part: Partition, code: ErrorCode) -> None:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
