@@ -1,8 +1,9 @@
 """A real Prometheus server (Debian's ``/usr/bin/prometheus``) for tests, on a loopback port.
 
-``PrometheusProcess`` writes a config scraping the given targets every second, keeps its TSDB
-in a temporary directory, waits for ``/-/ready`` and is stopped by its pid. ``query`` runs an
-instant query through the HTTP API (``/api/v1/query``) and returns the vector's samples.
+``PrometheusProcess`` writes a config scraping the given targets (and evaluating the given
+rule files) every second, keeps its TSDB in a temporary directory, waits for ``/-/ready`` and
+is stopped by its pid. ``query`` runs an instant query through the HTTP API
+(``/api/v1/query``) and returns the vector's samples.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ READY_TIMEOUT_S = 30.0
 
 
 class PrometheusProcess:
-    def __init__(self, directory: Path, targets: list[str], job: str = "tslog") -> None:
+    def __init__(self, directory: Path, targets: list[str], job: str = "tslog",
+                 rule_files: list[Path] = ()) -> None:
         self.directory = Path(directory)
         self.port = free_port()
         self.targets = targets
         self.job = job
+        self.rule_files = [str(Path(path).resolve()) for path in rule_files]
         self.log_path = self.directory / "prometheus.log"
         self.process: subprocess.Popen | None = None
 
@@ -40,6 +43,7 @@ class PrometheusProcess:
         config.write_text(json.dumps({  # JSON is YAML
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
                        "evaluation_interval": "1s"},
+            "rule_files": self.rule_files,
             "scrape_configs": [{"job_name": self.job,
                                 "static_configs": [{"targets": self.targets}]}],
         }))
