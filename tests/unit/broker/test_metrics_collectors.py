@@ -4,6 +4,8 @@ and the /metrics endpoint scraped from another thread while the loop owns the lo
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import urllib.request
 
 import pytest
@@ -116,3 +118,20 @@ async def test_scrape_from_another_thread_sees_the_latest_append(broker):
     seconds = [line for line in lines if line.startswith("tslog_consumer_group_lag_seconds{")]
     assert len(seconds) == 1 and float(seconds[0].split()[-1]) >= 1.25
     assert any(line.startswith("process_cpu_seconds_total ") for line in lines)
+
+
+async def test_a_scrape_while_the_loop_is_stuck_answers_without_partition_state(broker):
+    """The loop cannot hand over a snapshot in time: the scrape still answers (process and
+    counter series), just without the per-partition ones, instead of hanging."""
+    loop = asyncio.get_running_loop()
+    create(broker, "busy")
+    result: list[bytes] = []
+    scraper = threading.Thread(target=lambda: result.append(render(broker, loop, timeout_s=0.2)))
+    scraper.start()
+    time.sleep(0.6)  # the loop is blocked: the snapshot cannot run
+    scraper.join(5)
+    text = result[0].decode()
+    assert "process_cpu_seconds_total " in text and "tslog_requests_total{" in text
+    assert "tslog_log_end_offset{" not in text
+    await asyncio.sleep(0)  # the late snapshot task runs now and is discarded
+    assert 'tslog_log_end_offset{partition="0",topic="busy"} 0.0' in render(broker, loop).decode()
