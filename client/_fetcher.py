@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import struct
 from itertools import repeat
 
 from tslog.protocol.batch_header import HEADER_SIZE, BatchFormatError, parse_header, peek_length
@@ -133,21 +134,45 @@ def split_batches(records) -> tuple[list, int | None]:
     return batches, next_offset
 
 
+_FIXED_WIDTH: dict[tuple[int, int], struct.Struct] = {}  # (width, count) -> "<w>s" * count
+
+
+def _fixed_width(width: int, count: int) -> struct.Struct:
+    """A compiled format cutting ``count`` values of ``width`` bytes (cached: batches of one
+    producer repeat the same few shapes)."""
+    unpacker = _FIXED_WIDTH.get((width, count))
+    if unpacker is None:
+        if len(_FIXED_WIDTH) >= 64:
+            _FIXED_WIDTH.clear()
+        unpacker = _FIXED_WIDTH[width, count] = struct.Struct(f"{width}s" * count)
+    return unpacker
+
+
 def _column(blob, offsets, valid, start: int, n: int, convert):
     """The values of one binary column from ``start``: bytes or None, converted if asked.
 
     ``offsets`` and ``valid`` are the numpy arrays of ``RecordColumns``; they become lists
-    only when the column has a non-null value (an all-null key column costs nothing).
+    only when the column has a non-null value (an all-null key column costs nothing). When
+    every value has the same width (fixed-size payloads), one ``struct`` call cuts them all
+    in C, about 4x cheaper per value than slicing in a comprehension.
     """
-    if not valid[start:].any():
+    valid = valid[start:]
+    if not valid.any():
         return repeat(None, n - start)
+    if valid.all():
+        widths = offsets[start + 1:] - offsets[start:-1]
+        width = int(widths[0])
+        if (widths == width).all():
+            column = _fixed_width(width, n - start).unpack_from(blob, int(offsets[start]))
+        else:
+            data = bytes(blob)
+            bounds = offsets[start:].tolist()
+            column = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+        return column if convert is None else list(map(convert, column))
     data = bytes(blob)
     bounds = offsets[start:].tolist()
-    if valid[start:].all():
-        column = [data[a:b] for a, b in zip(bounds, bounds[1:])]
-    else:
-        column = [data[a:b] if ok else None
-                  for a, b, ok in zip(bounds, bounds[1:], valid[start:].tolist())]
+    column = [data[a:b] if ok else None
+              for a, b, ok in zip(bounds, bounds[1:], valid.tolist())]
     if convert is not None:
         column = [None if item is None else convert(item) for item in column]
     return column
@@ -178,9 +203,15 @@ def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
     else:
         headers = [entry or () for entry in columns.headers[start:]]
     count = n - start
+    create_time = columns.create_time[start:]
+    first_time = int(create_time[0])
+    if (create_time == first_time).all():  # one CreateTime for the batch: share one int
+        create_times = repeat(first_time, count)
+    else:
+        create_times = create_time.tolist()
     fields = zip(repeat(tp.topic, count), repeat(tp.partition, count),
                  range(base + start, base + n),
-                 keys, values, columns.create_time[start:].tolist(),
+                 keys, values, create_times,
                  repeat(columns.log_append_time, count), headers)
     return list(map(tuple.__new__, repeat(ConsumerRecord, count), fields))
 

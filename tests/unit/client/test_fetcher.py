@@ -1,5 +1,7 @@
 """Turning Fetch answers into records without a broker: batch splitting and decoding."""
 
+import pytest
+
 from tslog.client._fetcher import CompletedFetch, PartitionState, decode_batch, split_batches
 from tslog.client._types import ConsumerRecord, TopicPartition
 from tslog.protocol.batch_header import stamp
@@ -40,6 +42,26 @@ def test_decode_applies_deserializers_to_non_null_fields():
     batch = stored([b"1", None], 0, keys=[b"a", None], create_times=7)
     records = decode_batch(TP, batch, 0, (bytes.decode, int))
     assert [(r.key, r.value) for r in records] == [("a", 1), (None, None)]
+
+
+@pytest.mark.parametrize("values", [
+    [b"x" * 7] * 5,  # one width: cut by one struct call
+    [b"", b"", b""],  # width zero
+    [b"a", b"bb", b"a"],  # widths differ from the position on
+    [b"aaa", b"a", b"b", b"c"],  # widths differ only below the position
+])
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_values_and_keys_come_back_exactly_whatever_their_widths(values, position):
+    keys = [bytes(reversed(value)) for value in values]
+    times = [10 + i for i in range(len(values))]
+    batch = stored(values, 40, keys=keys, create_times=times)
+    records = decode_batch(TP, batch, 40 + position, (None, None))
+    assert [(r.offset, r.key, r.value, r.create_time) for r in records] == [
+        (40 + i, keys[i], values[i], times[i]) for i in range(position, len(values))]
+    assert all(type(r.value) is bytes for r in records)
+    same_time = decode_batch(TP, stored(values, 0, create_times=99), position, (None, bytes.upper))
+    assert [(r.value, r.create_time) for r in same_time] == [
+        (value.upper(), 99) for value in values[position:]]
 
 
 def test_completed_fetch_hands_out_records_in_chunks_and_moves_the_position():
