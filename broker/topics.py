@@ -2,8 +2,8 @@
 
 Owner: the broker's event loop. Every method here is synchronous. ``open_all`` (startup
 recovery) and ``close_all`` (shutdown) run in a thread while nothing else touches the logs;
-retention and checkpoints run on the loop one log at a time, because the storage engine
-allows only ``flush`` to run beside its owner. Creating and deleting topics is rare and quick (a JSON file
+retention and checkpoints run in a worker thread (``apply_retention``, ``checkpoint``), which
+the storage engine allows beside its owner's appends and reads. Creating and deleting topics is rare and quick (a JSON file
 and a few directories), so it runs on the loop, which keeps the topic maps single-threaded.
 
 Crash safety of the two-step changes: a topic is written to the metadata store before its
@@ -23,7 +23,7 @@ from tslog.protocol.errors import ErrorCode
 
 from .config import BrokerConfig
 from .metadata import MetadataStore, TopicMetadata, topic_name_problem
-from .storage import Clock, ConfigError, LogConfig, PartitionLog
+from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
 from .storage.files import partition_dir_name
 
 log = logging.getLogger("tslog.broker.topics")
@@ -247,8 +247,8 @@ class TopicManager:
     def apply_retention(self, key: tuple[str, int], plog: PartitionLog) -> int:
         """Apply retention to one log; return the segments deleted.
 
-        Runs on the loop (the log's owner): deleting segments while a fetch reads them from
-        another thread is exactly the race the storage engine's single-owner rule forbids.
+        Thread-safe beside the loop's appends and fetches (``PartitionLog`` takes segments out
+        under its lock and deletes them after); touches nothing of this manager but ``log``.
         """
         deleted = 0
         try:
@@ -256,6 +256,8 @@ class TopicManager:
                 deleted += 1
                 log.info("%s-%d: deleted segment %d-%d by %s", *key, segment.base_offset,
                          segment.next_offset, segment.reason)
+        except LogClosedError:
+            pass  # the topic was deleted meanwhile
         except Exception:
             log.exception("retention on %s-%d failed", *key)
         return deleted

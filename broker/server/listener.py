@@ -56,16 +56,23 @@ async def _periodically(interval_ms: int, work: Callable[[], Awaitable[None]], n
 
 
 async def _retention(broker: Broker) -> None:
-    for key, plog in list(broker.topics.logs.items()):
-        broker.topics.apply_retention(key, plog)
-        await asyncio.sleep(0)  # one partition at a time; requests run in between
+    """Retention of every log, in a worker thread: deleting segments (unlinks, closes) and the
+    checkpoint after it (two fsyncs) would otherwise stall every connection. The storage
+    engine allows it beside appends and reads (see ``PartitionLog``); a topic deleted
+    meanwhile is skipped."""
+    topics = broker.topics
+    logs = list(topics.logs.items())
+    await asyncio.to_thread(lambda: [topics.apply_retention(key, plog) for key, plog in logs])
 
 
 async def _checkpoints(broker: Broker) -> None:
-    """On the loop, one log at a time: retention and rollbacks write the same checkpoint
-    files from the loop, and two writers of one file must never overlap."""
-    for key, plog in list(broker.topics.logs.items()):
-        broker.topics.checkpoint(key, plog)
+    """Every log's recovery-point checkpoint, in a worker thread (each is an atomic file write
+    with two fsyncs); ``PartitionLog.checkpoint`` orders concurrent writers itself. The
+    replication checkpoints stay on the loop, which owns that state."""
+    topics = broker.topics
+    logs = list(topics.logs.items())
+    await asyncio.to_thread(lambda: [topics.checkpoint(key, plog) for key, plog in logs])
+    for key, plog in logs:
         part = broker.replicas.partitions.get(key)
         if part is not None and part.log is plog:
             broker.replicas.checkpoint(part)

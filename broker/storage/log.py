@@ -51,6 +51,7 @@ from .errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from .retention import RetentionMixin
 from .segment import NO_CREATE_TIME, Segment
 from .types import (
     EARLIEST_TIMESTAMP,
@@ -65,8 +66,16 @@ _RELATIVE_OFFSET_MAX = 2**31 - 1
 _segment_max_time = operator.attrgetter("max_log_append_time")
 
 
-class PartitionLog:
-    """A partition's segments. Owned by one caller; ``flush`` may run in another thread."""
+class PartitionLog(RetentionMixin):
+    """A partition's segments. Owned by one caller (appends, rolls, truncation); ``flush``,
+    ``checkpoint`` and ``delete_old_segments`` may run in another thread beside it.
+
+    Threads: ``_lock`` guards the segment list and the counters. Appends, reads and lookups
+    hold it while they use a segment, so retention (another thread) can only take a segment
+    out of the list between them; it closes and unlinks the segment afterwards, outside the
+    lock, when nothing can reach it any more. ``_checkpoint_lock`` serialises the writers of
+    the checkpoint file (always taken before ``_lock``, never inside it).
+    """
 
     def __init__(self, directory: Path | str, config: LogConfig | None = None, clock: Clock | None = None):
         self.directory = Path(directory)
@@ -74,6 +83,7 @@ class PartitionLog:
         self.clock = clock or SystemClock()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
         self._closed = False
         marker = recovery.clean_marker(self.directory)
         clean = marker.exists()
@@ -291,10 +301,18 @@ class PartitionLog:
             return self._recovery_point
 
     def checkpoint(self) -> None:
-        """Persist the recovery point and the last LAT (cheap; call periodically)."""
-        recovery.write_checkpoint(
-            self.directory, self._recovery_point, self._last_log_append_time
-        )
+        """Persist the recovery point and the last LAT (an atomic write with two fsyncs).
+
+        Safe from any thread beside the owner's appends: the values are read under the lock,
+        inside the writers' own order, so a slower writer never puts back an older pair.
+        Does nothing once the log is closed (``close`` writes the final one).
+        """
+        with self._checkpoint_lock:
+            with self._lock:
+                if self._closed:
+                    return
+                recovery_point, last_time = self._recovery_point, self._last_log_append_time
+            recovery.write_checkpoint(self.directory, recovery_point, last_time)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -304,6 +322,10 @@ class PartitionLog:
 
         Returns b"" at the end. Raises OffsetOutOfRangeError outside [log start, log end].
         """
+        with self._lock:  # retention in another thread cannot close the segment under us
+            return self._read_locked(offset, max_bytes, max_offset)
+
+    def _read_locked(self, offset: int, max_bytes: int, max_offset: int | None) -> bytes:
         self._check_open()
         end_offset = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
         if offset < self.log_start_offset or offset > self.log_end_offset:
@@ -330,6 +352,10 @@ class PartitionLog:
         EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
         largest time. Time values in the answers are the record's own time (-1 for -1/-2).
         """
+        with self._lock:  # retention in another thread cannot close the segment under us
+            return self._offset_for_time_locked(timestamp, timestamp_type)
+
+    def _offset_for_time_locked(self, timestamp: int, timestamp_type: str) -> OffsetAndTimestamp | None:
         self._check_open()
         if timestamp_type not in ("append", "create"):
             raise ValueError(f"timestamp type must be 'append' or 'create', not {timestamp_type!r}")
@@ -377,44 +403,6 @@ class PartitionLog:
 
     # -- retention and truncation ----------------------------------------------------------
 
-    def delete_old_segments(self) -> list[DeletedSegment]:
-        """Apply retention.bytes then retention.ms; return what was deleted and why.
-
-        By size, the oldest segments go while the rest still exceeds retention.bytes; the
-        active segment never goes. By time, a segment goes when now - its last LAT exceeds
-        retention.ms; if that includes the active segment, a new empty one is rolled first so
-        an idle partition still expires and the log end offset is kept.
-        """
-        self._check_open()
-        deleted: list[DeletedSegment] = []
-        config = self.config
-        with self._lock:
-            if config.retention_bytes >= 0:
-                total = self.size_bytes
-                while len(self._segments) > 1 and total - self._segments[0].size >= config.retention_bytes:
-                    total -= self._segments[0].size
-                    deleted.append(self._delete_oldest_locked("size"))
-            if config.retention_ms >= 0:
-                now = self.clock.now_ms()
-                while not self._segments[0].is_empty and (
-                    now - self._segments[0].max_log_append_time > config.retention_ms
-                ):
-                    if len(self._segments) == 1:
-                        self._roll_locked("retention")
-                    deleted.append(self._delete_oldest_locked("time"))
-            if deleted:
-                self._rebuild_create_time_maxima()
-        if deleted:
-            self.checkpoint()
-        return deleted
-
-    def _delete_oldest_locked(self, reason: str) -> DeletedSegment:
-        segment = self._segments.pop(0)
-        self._dirty.discard(segment)
-        info = DeletedSegment(segment.base_offset, segment.next_offset, segment.size, reason)
-        segment.delete()
-        return info
-
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or after ``offset`` (a batch boundary); return bytes removed.
 
@@ -453,11 +441,13 @@ class PartitionLog:
         if self._closed:
             return
         self.flush()
-        with self._lock:
-            self._closed = True
-            for segment in self._segments:
-                segment.close()
-        recovery.write_checkpoint(self.directory, self.log_end_offset, self._last_log_append_time)
+        with self._checkpoint_lock:
+            with self._lock:
+                self._closed = True
+                for segment in self._segments:
+                    segment.close()
+            recovery.write_checkpoint(self.directory, self.log_end_offset,
+                                      self._last_log_append_time)
         marker = recovery.clean_marker(self.directory)
         marker.touch()
         files.fsync_directory(self.directory)
@@ -473,13 +463,14 @@ class PartitionLog:
 
     def delete(self) -> None:
         """Remove the partition's directory and everything in it (topic deletion)."""
-        with self._lock:
-            self._closed = True
-            for segment in self._segments:
-                segment.delete()
-        for entry in self.directory.iterdir():
-            entry.unlink()
-        self.directory.rmdir()
+        with self._checkpoint_lock:  # not while another thread writes the checkpoint there
+            with self._lock:
+                self._closed = True
+                for segment in self._segments:
+                    segment.delete()
+            for entry in self.directory.iterdir():
+                entry.unlink()
+            self.directory.rmdir()
 
     def _check_open(self) -> None:
         if self._closed:

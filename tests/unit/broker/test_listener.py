@@ -69,3 +69,49 @@ async def test_a_long_poll_in_flight_does_not_hold_up_shutdown(tmp_path):
     assert loop.time() - started < 5
     answered = await asyncio.wait_for(poll, 5)  # answered (empty), not cut off
     assert answered["topics"][0]["partitions"][0]["records"] == b""
+
+
+async def test_requests_are_served_while_a_retention_pass_runs(tmp_path, monkeypatch):
+    """Retention (unlinks, closes, a checkpoint with two fsyncs) runs in a worker thread: a
+    pass held up by a slow disk must not hold up produce or fetch on any connection."""
+    import threading
+
+    from tslog.broker.storage import PartitionLog
+
+    entered, release = threading.Event(), threading.Event()
+    real = PartitionLog.delete_old_segments
+
+    def slow_disk(self):
+        entered.set()
+        release.wait(20)  # a disk that takes its time
+        return real(self)
+
+    monkeypatch.setattr(PartitionLog, "delete_old_segments", slow_disk)
+    config = BrokerConfig(data_dir=str(tmp_path / "data"), listen="127.0.0.1:0",
+                          log_retention_check_interval_ms=50)
+    stop = asyncio.Event()
+    ready = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
+                                       ready=lambda host, port: ready.set_result(port)))
+    try:
+        port = await asyncio.wait_for(ready, 10)
+        await roundtrip(port, ApiKey.CREATE_TOPICS, {"topics": [
+            {"topic": "t", "partitions": 1, "replication_factor": 1, "configs": {}}],
+            "timeout_ms": 1000})
+        assert await asyncio.to_thread(entered.wait, 10)  # a retention pass is stuck on disk
+        for i in range(3):
+            produced = await asyncio.wait_for(roundtrip(port, ApiKey.PRODUCE, {
+                "acks": 1, "timeout_ms": 1000, "topics": [
+                    {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}),
+                5)
+            assert produced["topics"][0]["partitions"][0]["base_offset"] == i
+        fetched = await asyncio.wait_for(roundtrip(port, ApiKey.FETCH, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+            "topics": [{"topic": "t", "partitions": [
+                {"partition": 0, "fetch_offset": 0, "max_bytes": 1 << 20}]}]}), 5)
+        assert fetched["topics"][0]["partitions"][0]["high_watermark"] == 3
+        assert not release.is_set()  # all of it answered while the pass was still stuck
+    finally:
+        release.set()
+        stop.set()
+        await asyncio.wait_for(server, 20)
