@@ -280,6 +280,24 @@ def produce_client(bootstrap: str, topic: str, records: int, acks) -> float:
     return elapsed
 
 
+def produce_client_batches(bootstrap: str, topic: str, records: int, acks) -> float:
+    """``Producer.send_batch`` of ``BATCH_RECORDS`` values per call, then flush(); seconds."""
+    from tslog.client import Producer
+
+    values = [VALUE] * BATCH_RECORDS
+    with Producer(bootstrap, acks=acks, linger_ms=5,
+                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES)) as producer:
+        producer.partitions_for(topic)
+        send_batch = producer.send_batch
+        started = time.perf_counter()
+        for _ in range(records // BATCH_RECORDS):
+            future = send_batch(topic, values, partition=0)
+        producer.flush()
+        elapsed = time.perf_counter() - started
+        future.get(30)
+    return elapsed
+
+
 # ----------------------------------------------------------------------------- tslog rows
 
 
@@ -305,6 +323,12 @@ def bench_produce(broker: Broker, runs: int, batches: int, client_records: int,
                                          "all" if acks == -1 else 1)
                 results.setdefault(("client", acks), []).append(client_records / elapsed)
                 admin.delete_topic(topic)
+                topic = f"batch-acks{name}-{run}"
+                admin.create_topic(topic)
+                elapsed = produce_client_batches(broker.bootstrap, topic, client_records,
+                                                 "all" if acks == -1 else 1)
+                results.setdefault(("batch", acks), []).append(client_records / elapsed)
+                admin.delete_topic(topic)
     return results
 
 
@@ -323,8 +347,9 @@ def fill_partition(broker: Broker, topic: str, records: int, window: int) -> lis
     return append_times
 
 
-def consume_client(bootstrap: str, topic: str, timestamp: int, end_offset: int) -> tuple[float, int]:
-    """seek_to_timestamp then poll until the end; (seconds, records)."""
+def consume_client(bootstrap: str, topic: str, timestamp: int, end_offset: int,
+                   batches: bool = False) -> tuple[float, int]:
+    """seek_to_timestamp then poll (or poll_batches) until the end; (seconds, records)."""
     from tslog.client import Consumer, TopicPartition
 
     tp = TopicPartition(topic, 0)
@@ -336,16 +361,25 @@ def consume_client(bootstrap: str, topic: str, timestamp: int, end_offset: int) 
         last = None
         deadline = started + 120
         while time.perf_counter() < deadline:
-            records = consumer.poll(timeout_ms=2000)
-            if not records:
-                break
-            count += len(records)
-            last = records[-1]
-            if last.offset + 1 >= end_offset:
+            if batches:  # columns: the last offset and value length read from the last batch
+                got = consumer.poll_batches(timeout_ms=2000)
+                if not got:
+                    break
+                count += sum(b.columns.record_count - b.start for b in got)
+                columns = got[-1].columns
+                last = (columns.base_offset + columns.record_count - 1,
+                        int(columns.value_offsets[-1] - columns.value_offsets[-2]))
+            else:
+                records = consumer.poll(timeout_ms=2000)
+                if not records:
+                    break
+                count += len(records)
+                last = (records[-1].offset, len(records[-1].value))
+            if last[0] + 1 >= end_offset:
                 break
         elapsed = time.perf_counter() - started
-    if last is None or last.offset + 1 != end_offset or len(last.value) != len(VALUE):
-        raise RuntimeError(f"consumer stopped at {last and last.offset} of {end_offset}")
+    if last is None or last[0] + 1 != end_offset or last[1] != len(VALUE):
+        raise RuntimeError(f"consumer stopped at {last and last[0]} of {end_offset}")
     return elapsed, count
 
 
@@ -733,12 +767,16 @@ def section_produce(setup: Setup) -> None:
     labels = {
         ("raw", 1): f"pre-encoded batches, raw socket, {setup.window} in flight (broker capacity)",
         ("client", 1): "tslog.client.Producer: send() x N + flush()",
+        ("batch", 1): f"tslog.client.Producer: send_batch({BATCH_RECORDS} values) x N/"
+                      f"{BATCH_RECORDS} + flush()",
+        ("batch", -1): f"tslog.client.Producer(acks='all'): send_batch({BATCH_RECORDS} "
+                       f"values) x N/{BATCH_RECORDS} + flush()",
         ("raw", -1): f"pre-encoded batches, raw socket, {setup.window} in flight",
         ("client", -1): "tslog.client.Producer(acks='all'): send() x N + flush()",
     }
     rows = []
     for acks in (1, -1):
-        for path in ("raw", "client"):
+        for path in ("raw", "client", "batch"):
             rates = produced[(path, acks)]
             rate = median(rates)
             if acks == 1:
@@ -748,13 +786,13 @@ def section_produce(setup: Setup) -> None:
                 target = ">= 0.5M"
                 ok = rate >= 0.5e6
             rows.append(["1" if acks == 1 else "all (fsync, group commit)", labels[(path, acks)],
-                         spread(rates), f"{rate * len(VALUE) / 1e6:,.0f}",
-                         f"{rate * (len(VALUE) + 12) / 1e6:,.0f}", target, verdict(ok),
+                         spread(rates), spread(rates, len(VALUE) / 1e6),
+                         spread(rates, (len(VALUE) + 12) / 1e6), target, verdict(ok),
                          ratio(rate, redis_c1)])
     for clients, rates in xadd.items():
         rate = median(rates)
         rows.append(["-", f"Redis XADD, redis-benchmark -c {clients} -P 100 (no AOF)",
-                     spread(rates), f"{rate * len(VALUE) / 1e6:,.0f}", "-", "-", "-",
+                     spread(rates), spread(rates, len(VALUE) / 1e6), "-", "-", "-",
                      ratio(rate, redis_c1)])
     print_table(
         f"Produce, one producer, one partition ({setup.produce_batches:,} batches raw / "
@@ -798,11 +836,14 @@ def section_consume(setup: Setup) -> None:
     with Raw(setup.broker.port) as raw:
         end_offset = raw.list_offset(setup.topic, -1)["offset"]
         first_offset = raw.list_offset(setup.topic, consume_from)["offset"]
-    consume_rates, fetch_rates = [], {}
+    consume_rates, column_rates, fetch_rates = [], [], {}
     for _ in range(setup.runs):
         elapsed, count = consume_client(setup.broker.bootstrap, setup.topic, consume_from,
                                         end_offset)
         consume_rates.append(count / elapsed)
+        elapsed, count = consume_client(setup.broker.bootstrap, setup.topic, consume_from,
+                                        end_offset, batches=True)
+        column_rates.append(count / elapsed)
     for max_bytes in (1 << 20, 8 << 20):
         for _ in range(setup.runs):
             elapsed, nbytes, count = fetch_raw(setup.broker.port, setup.topic, first_offset,
@@ -822,8 +863,11 @@ def section_consume(setup: Setup) -> None:
     redis_c = median(redis_c_read) if redis_c_read else None
     rate = median(consume_rates)
     rows = [["tslog.client.Consumer: seek_to_timestamp + poll to the end, records decoded",
-             spread(consume_rates), f"{rate * len(VALUE) / 1e6:,.0f}", ">= 1M",
-             verdict(rate >= 1e6), ratio(rate, redis_py)]]
+             spread(consume_rates), spread(consume_rates, len(VALUE) / 1e6), ">= 1M",
+             verdict(rate >= 1e6), ratio(rate, redis_py)],
+            ["tslog.client.Consumer: seek_to_timestamp + poll_batches (columns, no object "
+             "per record)", spread(column_rates), spread(column_rates, len(VALUE) / 1e6), "-",
+             "-", ratio(median(column_rates), redis_py)]]
     for max_bytes, pairs in fetch_rates.items():
         mbs = [pair[0] / 1e6 for pair in pairs]
         recs = [pair[1] for pair in pairs]
@@ -832,10 +876,11 @@ def section_consume(setup: Setup) -> None:
                      ratio(median(recs), redis_c)])
     if setup.redis is not None:
         rows.append(["Redis XRANGE COUNT 1000 pages via redis-py (+hiredis), into Python",
-                     spread(redis_consume), f"{redis_py * len(VALUE) / 1e6:,.0f}", "-", "-",
+                     spread(redis_consume), spread(redis_consume, len(VALUE) / 1e6), "-", "-",
                      "1.00x"])
         rows.append(["Redis XRANGE COUNT 1000, redis-benchmark -c 1 (C client)",
-                     spread(redis_c_read), f"{redis_c * len(VALUE) / 1e6:,.0f}", "-", "-", "-"])
+                     spread(redis_c_read), spread(redis_c_read, len(VALUE) / 1e6), "-", "-",
+                     "-"])
     print_table(
         f"Consume from a timestamp to the end (about {end_offset - first_offset:,} records, "
         "page cache warm)",
