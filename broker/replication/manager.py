@@ -44,6 +44,8 @@ class ReplicaManager:
         self._proposing: set[tuple[str, int]] = set()
         self._tasks: set[asyncio.Task] = set()
         self._started = False
+        # A single node reports no replication events (its metrics stay 0, not "elections").
+        self._clustered = not isinstance(view, LocalClusterView)
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -145,7 +147,8 @@ class ReplicaManager:
             return  # an older state delivered late
         if state.leader == self.node_id:
             self._stop_following(part)
-            if part.role != LEADER or part.leader_epoch != state.leader_epoch:
+            if self._clustered and (part.role != LEADER
+                                    or part.leader_epoch != state.leader_epoch):
                 metrics.leader_elected()
             part.become_leader(state, self.now_ms())
             self.broker.notifier.notify(part.log)  # the HW may have moved
@@ -161,7 +164,8 @@ class ReplicaManager:
         else:
             self._stop_following(part)
             part.become_follower(state)
-        if current is None or current.isr != state.isr or current.leader != state.leader:
+        if self._clustered and (current is None or current.isr != state.isr
+                                or current.leader != state.leader):
             metrics.set_under_replicated(sum(
                 1 for p in self.partitions.values() if p.role == LEADER and p.state is not None
                 and len(p.state.isr) < len(p.state.replicas)))
