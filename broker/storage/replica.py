@@ -20,6 +20,7 @@ header when there is no snapshot); recovery already validated them.
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterator
 
 from tslog.protocol.batch_header import BatchHeader, parse_header
@@ -33,14 +34,34 @@ from .types import AppendInfo
 HIGH_WATERMARK_FILE = "high-watermark"
 
 
+_HEADERS_PER_LOCK = 4096
+
+
 def iter_headers(plog: PartitionLog, from_offset: int) -> Iterator[BatchHeader]:
-    """Headers of the batches holding offsets >= ``from_offset``, in order."""
+    """Headers of the batches holding offsets >= ``from_offset``, in order.
+
+    Retention may delete old segments from another thread, so each segment is read in
+    chunks under the log's lock (never held across a ``yield``); a segment deleted meanwhile
+    ends its part of the scan.
+    """
     for segment in plog.segments:
         if segment.next_offset <= from_offset or segment.is_empty:
             continue
-        start = segment.position_of(from_offset) if from_offset > segment.base_offset else 0
-        for _, header in segment.scan_headers(start, segment.size):
-            yield header
+        position = None
+        while True:
+            with plog._lock:
+                if segment not in plog._segments:
+                    break
+                if position is None:
+                    position = (segment.position_of(from_offset)
+                                if from_offset > segment.base_offset else 0)
+                chunk = list(itertools.islice(segment.scan_headers(position, segment.size),
+                                              _HEADERS_PER_LOCK))
+            for _, header in chunk:
+                yield header
+            if len(chunk) < _HEADERS_PER_LOCK:
+                break
+            position = chunk[-1][0] + chunk[-1][1].batch_length
 
 
 class ReplicaLog:

@@ -70,3 +70,15 @@ def test_an_unchanged_replica_is_not_checkpointed_again(tmp_path):
     replica.append_as_leader(idempotent(2), 0)
     replica.checkpoint()
     assert (tmp_path / "p" / "high-watermark").read_text() == "2\n"
+
+
+def test_header_scans_span_chunks_and_segments(tmp_path, monkeypatch):
+    from tslog.broker.storage import replica as replica_module
+
+    monkeypatch.setattr(replica_module, "_HEADERS_PER_LOCK", 3)
+    log = open_log(tmp_path / "p", segment_bytes=600)
+    for _ in range(10):
+        log.append(make_batch(2))
+    assert len(log.segments) > 1
+    assert [h.base_offset for h in replica_module.iter_headers(log, 5)] == list(range(4, 20, 2))
+    log.close()
