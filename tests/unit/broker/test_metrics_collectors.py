@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers.prometheus import parse_samples
 from tests.helpers.wire import batch
-from tests.unit.broker.test_handlers import call, create, produce
+from tests.unit.broker.test_handlers import call, create, fetch, produce
 from tslog.broker.metrics import MetricsServer
 from tslog.broker.metrics.definitions import API
 from tslog.broker.metrics.observe import count_errors
@@ -135,3 +135,26 @@ async def test_a_scrape_while_the_loop_is_stuck_answers_without_partition_state(
     assert "tslog_log_end_offset{" not in text
     await asyncio.sleep(0)  # the late snapshot task runs now and is discarded
     assert 'tslog_log_end_offset{partition="0",topic="busy"} 0.0' in render(broker, loop).decode()
+
+
+async def test_end_to_end_latency_and_fetched_records(broker):
+    """LAT minus the newest CreateTime of a produce, per topic; a consumer's fetch counts the
+    records of the batches it was sent."""
+    create(broker, "e2e")
+    now = broker.clock.now_ms()
+    old = await produce(broker, "e2e", 0, batch([b"a", b"b"], create_time=now - 5_000))
+    assert old["error_code"] == 0
+    ahead = await produce(broker, "e2e", 0, batch([b"c"], create_time=now + 1_000))
+    assert ahead["error_code"] == 0
+    values = scrape(broker)
+    bucket = 'tslog_end_to_end_latency_seconds_bucket{topic="e2e",le="%s"}'
+    assert values['tslog_end_to_end_latency_seconds_count{topic="e2e"}'] == 2
+    assert values[bucket % "0.001"] == 1  # a producer clock ahead of the broker counts as 0
+    assert values[bucket % "2.5"] == 1 and values[bucket % "10.0"] == 2
+    latency = values['tslog_end_to_end_latency_seconds_sum{topic="e2e"}']
+    assert latency == (old["log_append_time"] - (now - 5_000)) / 1000
+    fetched = await fetch(broker, "e2e", 0, 1)  # the first batch holds offset 1: sent whole
+    assert fetched["error_code"] == 0
+    values = scrape(broker)
+    assert values['tslog_fetched_records_total{topic="e2e"}'] == 3
+    assert values['tslog_fetched_bytes_total{topic="e2e"}'] == len(fetched["records"])
