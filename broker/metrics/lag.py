@@ -21,27 +21,18 @@ difference is a real age that producers' clocks cannot distort, and "the group i
 behind" is what an operator alerts on whatever the record rate.
 
 Cost: two header reads (an index bisect, at most one index interval of headers each) per
-(group, partition), on the event loop that owns the log; never a scan of the log.
+(group, partition), under the log's lock (retention runs in a thread); never a scan.
 """
 
 from __future__ import annotations
 
-import bisect
-import operator
-
-from ..storage import PartitionLog
-
-_BASE_OFFSET = operator.attrgetter("base_offset")
+from ..storage import OffsetOutOfRangeError, PartitionLog
+from ..storage.headers import header_at
 
 
 def log_append_time_at(plog: PartitionLog, offset: int) -> int:
     """LAT of the record at ``offset``, which must lie in [log start, log end)."""
-    segments = plog.segments
-    segment = segments[bisect.bisect_right(segments, offset, key=_BASE_OFFSET) - 1]
-    position = segment.position_of(offset)
-    if position is None:
-        raise ValueError(f"offset {offset} is not in {plog.directory.name}")
-    return segment.read_header_at(position).log_append_time
+    return header_at(plog, offset).log_append_time
 
 
 def partition_lag(plog: PartitionLog, committed: int, high_watermark: int) -> tuple[int, float]:
@@ -49,9 +40,9 @@ def partition_lag(plog: PartitionLog, committed: int, high_watermark: int) -> tu
     if committed >= high_watermark:
         return 0, 0.0
     records = high_watermark - committed
-    position = max(committed, plog.log_start_offset)
-    if position >= high_watermark:
-        return records, 0.0  # retention left nothing below the high watermark to measure
-    newest = log_append_time_at(plog, high_watermark - 1)
-    oldest = log_append_time_at(plog, position)
+    try:
+        newest = log_append_time_at(plog, high_watermark - 1)
+        oldest = log_append_time_at(plog, max(committed, plog.log_start_offset))
+    except OffsetOutOfRangeError:  # retention left nothing below the high watermark
+        return records, 0.0
     return records, max(0, newest - oldest) / 1000

@@ -1,10 +1,12 @@
 """Per-partition and per-group state, copied on the event loop for a scrape to read.
 
-Why a snapshot on the loop: the logs and the group offsets belong to the event loop (storage
-allows only ``flush`` beside its owner), while Prometheus scrapes arrive on the exposition
-server's thread. Reading a segment list while retention deletes from it, or an index while an
-append writes it, could give torn values or exceptions. So a scrape hands the reading to the
+Why a snapshot on the loop: appends, the replica states and the group offsets belong to the
+event loop, while Prometheus scrapes arrive on the exposition server's thread; reading a
+log while an append changes it could give torn values. So a scrape hands the reading to the
 loop (``snapshot_from_thread``) and formats plain numbers afterwards in its own thread.
+Retention runs in a worker thread beside the loop: the lag's header reads take the log's
+lock like every read (``storage/headers.py``); the sizes and offsets read here are plain
+attributes, at worst one retention pass old.
 
 The loop yields every ``_CHUNK`` partitions, so a broker with many partitions keeps serving
 requests while a scrape is taken; every partition's row and lag are consistent in themselves.
