@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from _thread import allocate_lock as _allocate_lock
 import time
 import warnings
 
@@ -35,16 +36,36 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coro, timeout: float | None = None):
-        """Run ``coro`` on the loop and return its result (raising its exception)."""
+        """Run ``coro`` on the loop and return its result (raising its exception).
+
+        The hand-off is one ``call_soon_threadsafe`` and a bare lock released by the task's
+        done callback: about half the cost of ``run_coroutine_threadsafe``, which chains a
+        ``concurrent.futures.Future`` through a condition variable. That hop is most of a
+        lookup's latency through the blocking client.
+        """
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("a sync tslog client cannot be used from its own loop thread")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        waiter = _allocate_lock()
+        waiter.acquire()
+        state: list = [None, False]  # [task, abandoned by the caller]
+
+        def start() -> None:
+            if state[1]:
+                coro.close()
+                return
+            task = state[0] = self.loop.create_task(coro)
+            task.add_done_callback(lambda _: waiter.release())
+
+        self.loop.call_soon_threadsafe(start)
         try:
-            return future.result(timeout)
-        except BaseException:
-            future.cancel()
+            if not waiter.acquire(True, -1 if timeout is None else timeout):
+                raise TimeoutError(f"no result within {timeout} s")
+        except BaseException:  # a timeout, or e.g. KeyboardInterrupt while waiting
+            state[1] = True
+            self.loop.call_soon_threadsafe(_cancel, state)
             raise
+        return state[0].result()
 
     def stop(self) -> None:
         """Cancel what still runs on the loop, stop it, join the thread, close the loop."""
@@ -59,6 +80,11 @@ class _LoopThread:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+def _cancel(state: list) -> None:
+    if state[0] is not None:
+        state[0].cancel()
 
 
 async def _cancel_all() -> None:

@@ -67,6 +67,8 @@ class ApiKey(IntEnum):
     ALTER_CONFIGS = 33
 
 
+_API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
+
 # api key -> (min_version, max_version) this side speaks.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: (0, 0) for key in ApiKey}
 
@@ -357,10 +359,9 @@ def decode_request(frame_body) -> tuple[RequestHeader, dict]:
         raise MalformedRequestError("request envelope has the wrong types")
     if not 0 <= correlation_id <= CORRELATION_ID_MAX:
         raise MalformedRequestError(f"correlation id {correlation_id} out of range")
-    try:
-        key = ApiKey(api_key)
-    except ValueError:
-        raise UnknownApiKeyError(correlation_id, api_key) from None
+    key = _API_KEYS.get(api_key)  # a dict lookup; ApiKey(n) costs a microsecond here
+    if key is None:
+        raise UnknownApiKeyError(correlation_id, api_key)
     low, high = SUPPORTED_VERSIONS[key]
     if not low <= api_version <= high:
         raise UnsupportedVersionError(correlation_id, api_key, api_version)

@@ -65,7 +65,7 @@ class Int(Schema):
         self.maximum = maximum
 
     def check(self, value) -> None:
-        if not isinstance(value, int) or isinstance(value, bool):
+        if type(value) is not int and (not isinstance(value, int) or isinstance(value, bool)):
             raise SchemaError(f"expected int, got {_type_name(value)}")
         if not self.minimum <= value <= self.maximum:
             raise SchemaError(f"{value} is outside [{self.minimum}, {self.maximum}]")
@@ -183,17 +183,17 @@ class Struct(Schema):
         if type(value) is not dict:
             raise SchemaError(f"expected map, got {_type_name(value)}")
         fields = self.fields
-        present = 0
+        optional = self.optional
         for key, item in value.items():
             schema = fields.get(key) if type(key) is str else None
             if schema is None:
                 raise SchemaError(f"unknown key {key!r}")
-            if key not in self.optional:
-                present += 1
             try:
                 schema.check(item)
             except SchemaError as exc:
                 raise exc.within(key) from None
+        # Every key is known by now, so without optional fields the count says it all.
+        present = len(value) if not optional else sum(key not in optional for key in value)
         if present != self.required:
             missing = [k for k in fields if k not in value and k not in self.optional]
             raise SchemaError(f"missing key(s) {', '.join(missing)}")
