@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -44,6 +45,7 @@ def render(broker, loop: asyncio.AbstractEventLoop,
 
 class _Handler(BaseHTTPRequestHandler):
     server: "_HTTPServer"
+    timeout = 30  # seconds a silent or slow client may hold its thread
 
     def do_GET(self) -> None:  # noqa: N802 - the http.server naming
         try:
@@ -71,6 +73,11 @@ class _HTTPServer(ThreadingHTTPServer):
         self.broker = broker
         self.loop = loop
         super().__init__(address, _Handler)
+
+    def handle_error(self, request, client_address) -> None:
+        """A scraper that hangs up or times out mid-request costs one log line, not the
+        traceback socketserver would print."""
+        log.warning("metrics request from %s failed: %r", client_address[0], sys.exc_info()[1])
 
 
 class MetricsServer:

@@ -131,3 +131,17 @@ def test_recovery_reports_the_torn_tail_it_cut(broker_factory):
     assert after["tslog_recovery_duration_seconds"] > 0
     with Wire(broker.host, broker.port) as wire:
         assert wire.log_end_offset("crashy") == 10
+
+
+def test_bad_http_on_the_metrics_port_is_refused_and_scrapes_go_on(broker_factory):
+    port = free_port()
+    broker = broker_factory(args=["--metrics-listen", f"127.0.0.1:{port}"])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /metrics and \xff garbage HTTP/1.1\r\n\r\n")
+        assert sock.recv(65536).split(b"\r\n", 1)[0].split()[1] == b"400"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")  # and hang up without reading
+    with socket.create_connection(("127.0.0.1", port), timeout=10):
+        pass  # connect, say nothing, leave
+    assert scrape(port)["tslog_open_connections"] >= 0
+    assert "Traceback" not in broker.log_text()
