@@ -145,3 +145,24 @@ def test_bad_http_on_the_metrics_port_is_refused_and_scrapes_go_on(broker_factor
         pass  # connect, say nothing, leave
     assert scrape(port)["tslog_open_connections"] >= 0
     assert "Traceback" not in broker.log_text()
+
+
+def test_connection_limit_and_idle_timeout_refusals_are_counted(broker_factory):
+    port = free_port()
+    broker = broker_factory(env={"TSLOG_METRICS_LISTEN": f"127.0.0.1:{port}",
+                                 "TSLOG_MAX_CONNECTIONS": "2",
+                                 "TSLOG_CONNECTIONS_MAX_IDLE_MS": "300"})
+    refused = 'tslog_refused_requests_total{reason="%s"}'
+    deadline = time.monotonic() + 10
+    while scrape(port)["tslog_open_connections"] and time.monotonic() < deadline:
+        time.sleep(0.05)  # the readiness probe's connection closes
+    with Wire(broker.host, broker.port) as first, Wire(broker.host, broker.port) as second:
+        assert first.api_versions()["error_code"] == 0
+        assert second.api_versions()["error_code"] == 0
+        with Wire(broker.host, broker.port) as third:
+            assert third.is_closed_by_peer()
+        assert scrape(port)[refused % "too_many_connections"] == 1
+        assert first.is_closed_by_peer() and second.is_closed_by_peer()  # idle for 300 ms
+    samples = scrape(port)
+    assert samples[refused % "idle_timeout"] == 2
+    assert samples["tslog_open_connections"] == 0
