@@ -22,6 +22,26 @@ from tslog.client import Admin, Consumer, Producer, TopicPartition
 
 pytestmark = pytest.mark.timeout(120)
 
+# Every metric the broker promises (README, "Metrics"), with its type.
+AGREED_METRICS = {
+    "tslog_requests_total": "counter", "tslog_request_errors_total": "counter",
+    "tslog_request_duration_seconds": "histogram",
+    "tslog_produced_records_total": "counter", "tslog_produced_bytes_total": "counter",
+    "tslog_fetched_records_total": "counter", "tslog_fetched_bytes_total": "counter",
+    "tslog_log_start_offset": "gauge", "tslog_log_end_offset": "gauge",
+    "tslog_high_watermark": "gauge", "tslog_log_size_bytes": "gauge",
+    "tslog_log_segments": "gauge", "tslog_index_bytes": "gauge",
+    "tslog_time_lookup_duration_seconds": "histogram",
+    "tslog_time_lookup_scanned_bytes": "histogram",
+    "tslog_end_to_end_latency_seconds": "histogram",
+    "tslog_consumer_group_lag_records": "gauge", "tslog_consumer_group_lag_seconds": "gauge",
+    "tslog_under_replicated_partitions": "gauge", "tslog_isr_shrinks_total": "counter",
+    "tslog_isr_expands_total": "counter", "tslog_leader_elections_total": "counter",
+    "tslog_follower_fetch_lag_records": "gauge",
+    "tslog_recovery_duration_seconds": "gauge", "tslog_recovery_truncated_bytes": "gauge",
+    "tslog_open_connections": "gauge", "tslog_refused_requests_total": "counter",
+    "tslog_data_dir_available_bytes": "gauge", "tslog_data_dir_capacity_bytes": "gauge",
+}
 TOPIC = "lagged"
 GROUP = "watchers"
 BATCHES = 4
@@ -126,8 +146,10 @@ def test_promtool_accepts_the_exposition(metrics_broker):
         consumer.offsets_for_times({TopicPartition(TOPIC, 0): 0})  # a time lookup
     with urllib.request.urlopen(metrics_broker.metrics_url, timeout=10) as response:
         text = response.read()
-    for name in ("tslog_time_lookup_duration_seconds_count", "tslog_consumer_group_lag_seconds",
-                 "tslog_end_to_end_latency_seconds_bucket", "process_cpu_seconds_total"):
+    for name, kind in AGREED_METRICS.items():  # the names alert rules and docs rely on
+        assert f"# TYPE {name} {kind}\n".encode() in text, name
+    for name in ("tslog_time_lookup_duration_seconds_count", "tslog_consumer_group_lag_seconds{",
+                 "tslog_end_to_end_latency_seconds_bucket{", "process_cpu_seconds_total"):
         assert name.encode() in text, name
     checked = subprocess.run([PROMTOOL, "check", "metrics"], input=text,
                              capture_output=True, timeout=60)
