@@ -1114,7 +1114,10 @@ class ReplicatedCluster:
                 parts = meta["partitions"]
                 if (parts and parts[0]["leader"] >= 0
                         and len(parts[0]["isr"]) == replication_factor):
-                    return self.brokers[parts[0]["leader"]]
+                    leader = self.brokers[parts[0]["leader"]]
+                    with Raw(leader.port) as direct:  # the leader itself knows it leads
+                        if direct.list_offset(topic, -1)["error_code"] == 0:
+                            return leader
                 time.sleep(0.05)
         raise RuntimeError(f"{topic}: no leader with a full ISR after {READY_TIMEOUT_S} s")
 
