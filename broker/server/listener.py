@@ -101,10 +101,10 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             broker = await asyncio.to_thread(Broker.open, config)
         record_recovery(broker.topics.logs.values())
         metrics = None
-        trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
         try:
             if config.metrics_listen is not None:
                 metrics = MetricsServer(broker, loop, *parse_host_port(config.metrics_listen))
+            trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
             if view is not None:
                 trigger = _first(trigger, asyncio.shield(view.failed))
             await _serve_opened(broker, config, trigger, ready)

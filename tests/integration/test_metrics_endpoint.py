@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -166,3 +168,19 @@ def test_connection_limit_and_idle_timeout_refusals_are_counted(broker_factory):
     samples = scrape(port)
     assert samples[refused % "idle_timeout"] == 2
     assert samples["tslog_open_connections"] == 0
+
+
+def test_a_metrics_port_in_use_stops_the_broker_with_one_clear_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "tslog.broker", "--data-dir", str(tmp_path / "data"),
+             "--listen", f"127.0.0.1:{free_port()}", "--metrics-listen", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60,
+            env={k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")})
+    assert result.returncode == 1
+    assert "could not start: [Errno 98] Address already in use" in result.stderr
+    assert "Traceback" not in result.stderr and "Warning" not in result.stderr
+    assert (tmp_path / "data").exists()  # the logs were opened, then closed cleanly
