@@ -100,6 +100,10 @@ class Partition:
             self._last_fetch = {}
             log.info("%s-%d: leader in epoch %d from offset %d, ISR %s", self.topic,
                      self.partition, state.leader_epoch, self.epoch_start_offset, state.isr)
+        for replica in state.replicas:  # replicas added to the assignment since
+            if replica != self.node_id and replica not in self.follower_leo:
+                self.follower_leo[replica] = -1
+                self.caught_up_ms[replica] = now_ms
         self.maybe_advance_high_watermark()
 
     def become_follower(self, state: PartitionState) -> None:
