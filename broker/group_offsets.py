@@ -8,12 +8,16 @@ atomically (temp file, fsync, rename, directory fsync). Hashing the id keeps any
 Why whole-file rewrites: a group holds as many entries as partitions it consumes, so a file
 stays small, and a rewrite needs no compaction or replay logic. Commits of one group must be
 serialized so an older snapshot can never overwrite a newer one; commits of
-different groups write in parallel. That ordering and the thread for the fsync belong to the
-server (``merged`` then ``write``); this module stays synchronous, like storage.
+different groups write in parallel. That ordering belongs to the server (a lock per group
+around ``commit``); ``commit`` runs the fsyncs in a worker thread.
+
+In a cluster, offsets live in etcd instead (``cluster.group_store.EtcdGroupOffsetStore``, the
+same three methods), so a controller failover keeps them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -75,6 +79,11 @@ class GroupOffsetStore:
         current = dict(self._groups.get(group_id, {}))
         current.update(offsets)
         return current
+
+    async def commit(self, group_id: str, offsets: Offsets) -> None:
+        """Store ``offsets`` laid over the group's others durably (fsync in a worker thread).
+        The caller serialises commits of one group. Raises OSError."""
+        await asyncio.to_thread(self.write, group_id, self.merged(group_id, offsets))
 
     def write(self, group_id: str, offsets: Offsets) -> None:
         """Store the group's complete offsets durably, then make them visible. Slow (fsync):

@@ -66,6 +66,7 @@ class EtcdClusterView:
         self._tasks: list[asyncio.Task] = []
         self._producer_ids = (0, 0)  # [next, end) of the reserved block
         self._producer_id_lock = asyncio.Lock()
+        self.group_store = None  # the broker's EtcdGroupOffsetStore, which shares our client
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -99,6 +100,8 @@ class EtcdClusterView:
         """Stop watching; revoke the lease, so others take over at once rather than after the
         session timeout (our registration and controller key go with it)."""
         await self.controller.stop()
+        if self.group_store is not None:
+            await self.group_store.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 
 from ..cluster.etcd_view import EtcdClusterView
+from ..cluster.group_store import EtcdGroupOffsetStore
 from ..cluster.records import Changes, TopicRecord
 from ..cluster.topic_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
@@ -50,6 +51,15 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
     except BaseException:
         await view.close()
         raise
+    try:  # committed group offsets live in etcd, so a controller failover keeps them
+        groups = EtcdGroupOffsetStore(view.etcd, config.cluster_name)
+        await groups.start()
+    except BaseException:
+        await asyncio.to_thread(broker.close)
+        await view.close()
+        raise
+    broker.groups = groups
+    view.group_store = groups  # closed with the view
     sync.broker = broker
     sync.reconcile()  # whatever changed while the logs were opening
     view.add_change_listener(sync.on_changes)

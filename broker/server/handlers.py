@@ -189,7 +189,10 @@ async def _alter_configs_in_cluster(broker: Broker, body: dict) -> dict:
 
 
 def _commit_code(broker: Broker, topic: str, entry: dict) -> int:
-    if broker.topics.get_log(topic, entry["partition"]) is None:
+    """A commit names an existing partition (of the cluster's topics: in a cluster the broker
+    storing offsets need not host a replica of it) and carries small metadata."""
+    known = broker.topics.topics.get(topic)
+    if known is None or not 0 <= entry["partition"] < known.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if len(entry["metadata"].encode()) > MAX_METADATA_BYTES:
         return ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -222,8 +225,7 @@ async def _commit_durably(broker: Broker, group_id: str, offsets: dict, response
     lock = broker.group_locks.setdefault(group_id, asyncio.Lock())
     try:
         async with lock:
-            merged = broker.groups.merged(group_id, offsets)
-            await asyncio.to_thread(broker.groups.write, group_id, merged)
+            await broker.groups.commit(group_id, offsets)
     except OSError as exc:
         log.error("committing offsets of group %r failed: %r", group_id, exc)
         for group in response["topics"]:

@@ -1,0 +1,139 @@
+"""Committed consumer-group offsets of a cluster, kept in etcd.
+
+Why not the controller's data directory: the controller changes on failover, and a new
+controller must answer OffsetFetch with every offset acknowledged before, or consumers
+silently replay (or skip) data. etcd is already the cluster's durable, replicated store, so
+an OffsetCommit is answered once etcd has applied it, as a partition state change is.
+
+Layout: one key per group and partition, ``/<cluster>/groups/<sha1 of group id>/<topic>/
+<partition>``, holding JSON ``{"group_id", "offset", "metadata"}``. One key per partition (not
+one document per group) means commits from two brokers for different partitions of a group
+can never overwrite each other; one transaction per commit keeps a commit all or nothing.
+Hashing the group id keeps any id (slashes, unicode) a single key segment.
+
+Every broker watches the prefix into a cache, so OffsetFetch and the lag metrics read memory,
+and a broker that just committed reads its own write at once (the cache is updated before
+the commit is answered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+
+from ..group_offsets import Offsets
+from .etcd import Etcd, EtcdError, WatchEvent
+
+log = logging.getLogger("tslog.broker.groups")
+
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
+RESYNC_DELAY_S = 0.5
+
+
+def group_hash(group_id: str) -> str:
+    return hashlib.sha1(group_id.encode()).hexdigest()
+
+
+class EtcdGroupOffsetStore:
+    """GroupOffsetStore's interface (``fetch``, ``all_groups``, ``commit``) over etcd."""
+
+    def __init__(self, etcd: Etcd, cluster_name: str) -> None:
+        self.etcd = etcd
+        self.prefix = f"/{cluster_name}/groups/"
+        self._groups: dict[str, Offsets] = {}
+        self._revisions: dict[tuple[str, str, int], int] = {}  # newest revision applied per key
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        """Load every group's offsets and keep following changes. Raises EtcdError."""
+        revision = await self._resync()
+        self._task = asyncio.get_running_loop().create_task(self._watch_loop(revision))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def fetch(self, group_id: str) -> Offsets:
+        return self._groups.get(group_id, {})
+
+    def all_groups(self) -> dict[str, Offsets]:
+        """A copy of the map; a group's offsets are replaced, never changed in place."""
+        return dict(self._groups)
+
+    async def commit(self, group_id: str, offsets: Offsets) -> None:
+        """Store ``offsets`` (laid over the group's others) durably in etcd, all or nothing.
+        Raises OSError (the caller answers KAFKA_STORAGE_ERROR) if etcd cannot take it."""
+        base = self.prefix + group_hash(group_id) + "/"
+        puts = [self.etcd.put(f"{base}{topic}/{partition}", json.dumps(
+                    {"group_id": group_id, "offset": offset, "metadata": metadata}).encode())
+                for (topic, partition), (offset, metadata) in sorted(offsets.items())]
+        try:  # etcd caps a transaction's operations: a huge commit goes in atomic chunks
+            for start in range(0, len(puts), MAX_TXN_OPS):
+                _, revision = await self.etcd.txn([], puts[start:start + MAX_TXN_OPS])
+        except EtcdError as exc:
+            raise OSError(str(exc)) from None
+        self._apply(group_id, offsets, revision)
+
+    def _apply(self, group_id: str, offsets: Offsets, revision: int) -> None:
+        """Lay ``offsets`` over the cache unless a newer revision of a key is there already
+        (our own commit is applied at once; its watch event may come after a later one)."""
+        fresh = {}
+        for tp, value in offsets.items():
+            key = (group_id, *tp)
+            if self._revisions.get(key, 0) <= revision:
+                self._revisions[key] = revision
+                fresh[tp] = value
+        if fresh:
+            merged = dict(self._groups.get(group_id, {}))
+            merged.update(fresh)
+            self._groups[group_id] = merged
+
+    # -- following etcd ----------------------------------------------------------------------
+
+    async def _resync(self) -> int:
+        revision, kvs = await self.etcd.get_prefix(self.prefix)
+        groups: dict[str, Offsets] = {}
+        revisions = {}
+        for kv in kvs:
+            entry = self._decode(kv.key, kv.value)
+            if entry is not None:
+                group_id, tp, value = entry
+                groups.setdefault(group_id, {})[tp] = value
+                revisions[(group_id, *tp)] = kv.mod_revision
+        self._groups, self._revisions = groups, revisions
+        return revision
+
+    async def _watch_loop(self, revision: int) -> None:
+        while True:
+            try:
+                await self.etcd.watch_prefix(self.prefix, revision + 1, self._on_event)
+            except EtcdError as exc:
+                log.warning("group offsets watch interrupted: %s; re-reading them", exc)
+            while True:
+                await asyncio.sleep(RESYNC_DELAY_S)
+                try:
+                    revision = await self._resync()
+                    break
+                except EtcdError as exc:
+                    log.warning("etcd unreachable for group offsets: %s", exc)
+
+    def _on_event(self, event: WatchEvent) -> None:
+        if event.deleted:
+            return  # offsets are never deleted by tslog; an operator's delete shows at resync
+        entry = self._decode(event.kv.key, event.kv.value)
+        if entry is not None:
+            group_id, tp, value = entry
+            self._apply(group_id, {tp: value}, event.kv.mod_revision)
+
+    def _decode(self, key: str, value: bytes):
+        try:
+            topic, partition = key[len(self.prefix):].split("/", 1)[1].rsplit("/", 1)
+            document = json.loads(value)
+            return (document["group_id"], (topic, int(partition)),
+                    (int(document["offset"]), str(document["metadata"])))
+        except (ValueError, KeyError, IndexError, TypeError):
+            log.warning("ignoring malformed group offsets key %s", key)
+            return None
