@@ -101,8 +101,7 @@ class ReplicaManager:
         self._started = True
         self.view.add_listener(self.on_state)
         for key in list(self.broker.topics.logs):
-            self.get(*key)
-            part = self.partitions.get(key)
+            part = self.get(*key)
             state = self.view.partition_state(*key)
             if part is not None and state is not None:
                 self._apply(part, state)
@@ -119,17 +118,28 @@ class ReplicaManager:
             part.fail_waiters()
 
     def checkpoint_all(self) -> None:
-        """Persist every partition's high watermark and producer snapshot."""
-        for part in list(self.partitions.values()):
-            self.checkpoint(part)
+        """Persist every partition's high watermark and producer snapshot (at shutdown)."""
+        self.write_snapshots(self.snapshots())
 
-    def checkpoint(self, part: Partition) -> None:
-        if part.alone:
-            part.replica.high_watermark = part.log.log_end_offset
-        try:
-            part.replica.checkpoint()
-        except Exception:
-            log.exception("replication checkpoint of %s-%d failed", *part.key)
+    def snapshots(self) -> list:
+        """On the loop: what each changed partition's checkpoint must write."""
+        taken = []
+        for part in list(self.partitions.values()):
+            if part.alone:
+                part.replica.high_watermark = part.log.log_end_offset
+            snapshot = part.replica.checkpoint_snapshot()
+            if snapshot is not None:
+                taken.append((part, snapshot))
+        return taken
+
+    @staticmethod
+    def write_snapshots(taken: list) -> None:
+        """Write ``snapshots()``'s result; safe in a worker thread (fsyncs off the loop)."""
+        for part, snapshot in taken:
+            try:
+                part.replica.write_snapshot(snapshot)
+            except Exception:
+                log.exception("replication checkpoint of %s-%d failed", *part.key)
 
     # -- state changes ---------------------------------------------------------------------
 

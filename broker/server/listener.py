@@ -68,15 +68,13 @@ async def _retention(broker: Broker) -> None:
 async def _checkpoints(broker: Broker) -> None:
     """Every log's recovery-point checkpoint, in a worker thread (each is an atomic file write
     with two fsyncs); ``PartitionLog.checkpoint`` orders concurrent writers itself. The
-    replication checkpoints stay on the loop, which owns that state."""
+    replication state (high watermark, producers) is snapshotted on the loop, which owns it,
+    and written in the thread too."""
     topics = broker.topics
     logs = list(topics.logs.items())
     await asyncio.to_thread(lambda: [topics.checkpoint(key, plog) for key, plog in logs])
-    for key, plog in logs:
-        part = broker.replicas.partitions.get(key)
-        if part is not None and part.log is plog:
-            broker.replicas.checkpoint(part)
-        await asyncio.sleep(0)
+    snapshots = broker.replicas.snapshots()  # replication state is the loop's: read it here
+    await asyncio.to_thread(broker.replicas.write_snapshots, snapshots)
 
 
 async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = None,

@@ -123,11 +123,14 @@ class ProducerStateTable:
 
     # -- snapshot --------------------------------------------------------------------------
 
+    def snapshot_bytes(self) -> bytes:
+        """The snapshot file's content for the current state (cheap: O(producers))."""
+        return msgpack.packb({"offset": self.covered_offset,
+                              "producers": [[pid, e.epoch, [list(b) for b in e.batches]]
+                                            for pid, e in self.producers.items()]})
+
     def write_snapshot(self, directory: Path) -> None:
-        data = {"offset": self.covered_offset,
-                "producers": [[pid, e.epoch, [list(b) for b in e.batches]]
-                              for pid, e in self.producers.items()]}
-        files.write_atomically(Path(directory) / SNAPSHOT_FILE, msgpack.packb(data))
+        files.write_atomically(Path(directory) / SNAPSHOT_FILE, self.snapshot_bytes())
 
     @classmethod
     def read_snapshot(cls, directory: Path) -> "ProducerStateTable":

@@ -28,7 +28,7 @@ from tslog.protocol.batch_header import BatchHeader, parse_header
 from . import files
 from .epochs import LeaderEpochCache
 from .log import PartitionLog
-from .producers import ProducerStateTable
+from .producers import SNAPSHOT_FILE, ProducerStateTable
 from .types import AppendInfo
 
 HIGH_WATERMARK_FILE = "high-watermark"
@@ -143,15 +143,30 @@ class ReplicaLog:
         self.high_watermark = min(self.high_watermark, offset)
         return removed
 
-    def checkpoint(self) -> None:
-        """Persist the high watermark and the producer snapshot; follow retention's cuts.
-        Nothing is written when neither changed since the last checkpoint (an idle
-        partition costs no fsync)."""
+    def checkpoint_snapshot(self) -> tuple[bytes, bytes] | None:
+        """On the owner's thread: the (high-watermark, producer-state) file contents to write,
+        or None when neither changed since the last snapshot (an idle partition costs no
+        fsync). Also follows retention's cuts in the epoch checkpoint."""
         self.epochs.truncate_from_start(self.log.log_start_offset)
         state = (self.high_watermark, self.producers.covered_offset)
         if state == self._checkpointed:
-            return
-        files.write_atomically(self.directory / HIGH_WATERMARK_FILE,
-                               f"{self.high_watermark}\n".encode())
-        self.producers.write_snapshot(self.directory)
+            return None
         self._checkpointed = state
+        return f"{self.high_watermark}\n".encode(), self.producers.snapshot_bytes()
+
+    def write_snapshot(self, snapshot: tuple[bytes, bytes]) -> None:
+        """Write what ``checkpoint_snapshot`` returned (four fsyncs): safe from any thread.
+        Serialised with the log's own checkpoint writers and its deletion, so a deleted
+        partition's directory never gets a file back."""
+        high_watermark, producers = snapshot
+        with self.log._checkpoint_lock:
+            if self.log._closed:
+                return
+            files.write_atomically(self.directory / HIGH_WATERMARK_FILE, high_watermark)
+            files.write_atomically(self.directory / SNAPSHOT_FILE, producers)
+
+    def checkpoint(self) -> None:
+        """Persist the high watermark and the producer snapshot if they changed."""
+        snapshot = self.checkpoint_snapshot()
+        if snapshot is not None:
+            self.write_snapshot(snapshot)

@@ -16,6 +16,7 @@ import pytest
 from tests.helpers.cluster_view import MemoryClusterView
 from tests.helpers.wire import batch
 from tslog.broker.replication.manager import ReplicaManager
+from tslog.broker.storage.replica import ReplicaLog
 from tslog.broker.server.handlers import HANDLERS
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS, ApiKey
@@ -228,3 +229,18 @@ async def test_the_high_watermark_never_steps_back_when_the_isr_grows(cluster):
     view.set("t", 0, leader=0, epoch=1, isr=(0, 1))
     answer = await fetch(broker, 0)
     assert answer["high_watermark"] == 2 and answer["records"]
+
+
+async def test_the_periodic_checkpoint_persists_the_high_watermark_off_the_loop(cluster):
+    from tslog.broker.server.listener import _checkpoints
+
+    broker, _ = cluster
+    await produce(broker, batch([b"a", b"b"]))
+    await produce(broker, batch([b"c"]))
+    await fetch(broker, 3, replica_id=1)
+    await fetch(broker, 2, replica_id=2)  # replica 2 lacks the last batch: HW 2, LEO 3
+    await _checkpoints(broker)
+    directory = broker.topics.get_log("t", 0).directory
+    assert (directory / "high-watermark").read_text() == "2\n"
+    # Reopened (as after a restart), the replica starts from it, not from its log end.
+    assert ReplicaLog(broker.topics.get_log("t", 0)).high_watermark == 2
