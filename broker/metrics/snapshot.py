@@ -79,10 +79,16 @@ def partition_row(broker, topic: str, partition: int, plog: PartitionLog,
 
 def group_lags(broker, group: str, offsets: dict, snapshot: Snapshot) -> None:
     """Add the lag of every partition ``group`` committed an offset for (deleted topics and
-    negative "no position" offsets have none)."""
+    negative "no position" offsets have none). Only the partition's leader reports it: every
+    broker of a cluster knows every group's offsets (from etcd), and the leader's high
+    watermark is the authoritative one, so each series comes from exactly one broker."""
+    cluster = broker.cluster
     for (topic, partition), (committed, _metadata) in offsets.items():
         plog = broker.topics.get_log(topic, partition)
         if plog is None or committed < 0:
+            continue
+        state = cluster.partition_state(topic, partition)
+        if state is None or state.leader != cluster.node_id:
             continue
         records, seconds = partition_lag(plog, committed,
                                          high_watermark(broker, topic, partition, plog))

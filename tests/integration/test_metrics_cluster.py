@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.broker_process import BrokerProcess, free_port
 from tests.helpers.prometheus import parse_samples
 from tests.helpers.replication import bootstrap, create_replicated, wait_for
-from tslog.client import Producer
+from tslog.client import Consumer, Producer, TopicPartition
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -84,3 +84,22 @@ def test_isr_shrink_and_rejoin_show_on_metrics(metered_cluster):
     finally:
         stop.set()
         writer.join(60)
+
+
+def test_group_lag_is_reported_once_by_the_partition_leader(metered_cluster):
+    """Every broker knows the group's committed offset (etcd), but only the leader, whose
+    high watermark is authoritative, reports the lag: one series per partition."""
+    brokers, ports = metered_cluster
+    info = create_replicated(brokers, TOPIC, {})
+    with Producer(bootstrap(brokers), acks="all") as producer:
+        for _ in range(10):
+            producer.send(TOPIC, b"x" * 10)
+        producer.flush()
+    with Consumer(bootstrap(brokers), group_id="readers") as consumer:
+        consumer.commit({TopicPartition(TOPIC, 0): 4})
+    series = f'tslog_consumer_group_lag_records{{group="readers",partition="0",topic="{TOPIC}"}}'
+    wait_for(lambda: scrape(ports[info.leader]).get(series) == 6, 30,
+             "the leader to report 10 - 4 records of lag")
+    for node in range(3):
+        if node != info.leader:
+            assert series not in scrape(ports[node])
