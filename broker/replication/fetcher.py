@@ -17,8 +17,12 @@ request/response channel of its own: the broker never imports the client) and lo
    the follower's segments and indexes come out identical), and the follower takes the
    leader's high watermark, capped by its own log end.
 
-Errors back off and retry; a partition whose leader says it does not lead waits for the view
-to say who does (the manager then moves it to another fetcher).
+A fetch offset the leader refuses as out of range means either that retention ran on the
+leader past this replica's log end while it was away (ListOffsets EARLIEST tells: the replica
+then drops its log and starts over, empty, at the leader's log start) or that the logs
+diverged (the epochs are checked again). Other errors back off and retry; a partition whose
+leader says it does not lead waits for the view to say who does (the manager then moves it
+to another fetcher).
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ from typing import TYPE_CHECKING
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.frames import FRAME_PREFIX, FRAME_PREFIX_SIZE
-from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.messages import (
+    EARLIEST_TIMESTAMP,
+    ApiKey,
+    RequestHeader,
+    decode_response,
+    encode_request,
+)
 from tslog.protocol.records import split_batches
 
 from ..metrics import replication as replication_metrics
@@ -92,6 +102,7 @@ class LeaderFetcher:
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.unsure: set[tuple[str, int]] = set()  # must truncate before fetching
+        self.behind: set[tuple[str, int]] = set()  # fetch offset out of the leader's range
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
         self.channel: LeaderChannel | None = None
@@ -107,6 +118,7 @@ class LeaderFetcher:
     def remove(self, key: tuple[str, int]) -> None:
         self.partitions.pop(key, None)
         self.unsure.discard(key)
+        self.behind.discard(key)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -126,6 +138,8 @@ class LeaderFetcher:
                     if self.channel is not None:
                         self.channel.close()
                     self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}")
+                if self.behind:
+                    await self._check_log_start()
                 if self.unsure:
                     await self._truncate()
                 await self._fetch_once()
@@ -163,6 +177,31 @@ class LeaderFetcher:
         for key, part in list(self.partitions.items()):
             if not self.manager.is_current(part):
                 self.remove(key)
+
+    async def _check_log_start(self) -> None:
+        """Partitions whose fetch offset the leader refused: below the leader's log start
+        (retention ran there while this replica was away) start over, empty, at it; above
+        its log end means our log diverged, so the epochs are checked again."""
+        by_topic: dict[str, list] = {}
+        for topic, partition in self.behind:
+            by_topic.setdefault(topic, []).append(
+                {"partition": partition, "timestamp": EARLIEST_TIMESTAMP})
+        body = {"replica_id": self.manager.node_id, "timestamp_type": "append",
+                "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
+        response = await self.channel.request(ApiKey.LIST_OFFSETS, body, 10.0)
+        for group in response["topics"]:
+            for answer in group["partitions"]:
+                key = (group["topic"], answer["partition"])
+                self.behind.discard(key)
+                part = self.partitions.get(key)
+                if part is None:
+                    continue
+                if answer["error_code"] == 0 and answer["offset"] > part.log.log_end_offset:
+                    log.warning("%s-%d: log end %d is below the leader's log start %d: "
+                                "starting over there", *key, part.log.log_end_offset,
+                                answer["offset"])
+                    part.replica.reset_to(answer["offset"])
+                self.unsure.add(key)
 
     async def _fetch_once(self) -> None:
         self._drop_stale()
@@ -211,7 +250,7 @@ class LeaderFetcher:
 
     def _on_error(self, part: Partition, code: ErrorCode) -> None:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            self.unsure.add(part.key)  # diverged or behind the leader's log start: re-ask
+            self.behind.add(part.key)  # behind the leader's log start, or diverged
         log.info("%s-%d: leader %d answered %s", part.topic, part.partition, self.leader_id,
                  code.name)
 

@@ -27,8 +27,10 @@ from tslog.protocol.batch_header import BatchHeader, parse_header
 
 from . import files
 from .epochs import LeaderEpochCache
+from .errors import LogClosedError
 from .log import PartitionLog
 from .producers import SNAPSHOT_FILE, ProducerStateTable
+from .segment import Segment
 from .types import AppendInfo
 
 HIGH_WATERMARK_FILE = "high-watermark"
@@ -142,6 +144,28 @@ class ReplicaLog:
                 self.producers.update(header)
         self.high_watermark = min(self.high_watermark, offset)
         return removed
+
+    def reset_to(self, offset: int) -> None:
+        """Drop the whole log and go on, empty, at ``offset``: a follower whose log ends below
+        its leader's log start (retention ran there while it was away) can only copy from
+        there. The last LAT is kept, so time along the partition still never goes back."""
+        plog = self.log
+        with plog._checkpoint_lock, plog._lock:
+            if plog._closed:
+                raise LogClosedError(f"{plog.directory.name} is closed")
+            for segment in plog._segments:
+                segment.delete()
+            plog._dirty.clear()
+            active = Segment(plog.directory, offset, plog.config.index_interval_bytes)
+            active.make_active(plog.config.segment_index_bytes)
+            plog._segments = [active]
+            plog._recovery_point = offset
+            plog._rebuild_create_time_maxima()
+        plog.checkpoint()
+        self.epochs.truncate_from_end(0)  # none of our epochs holds a batch any more
+        self.producers = ProducerStateTable()
+        self.producers.covered_offset = offset
+        self.high_watermark = offset
 
     def checkpoint_snapshot(self) -> tuple[bytes, bytes] | None:
         """On the owner's thread: the (high-watermark, producer-state) file contents to write,

@@ -21,7 +21,7 @@ from tests.helpers.replication import (
     describe,
     wait_for,
 )
-from tslog.client import Producer
+from tslog.client import Admin, Producer, TopicPartition
 from tslog.client.errors import NotEnoughReplicasError
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -142,3 +142,35 @@ def test_a_returning_leader_cuts_the_tail_nobody_else_had_and_offsets_never_fork
     for broker in brokers:
         broker.terminate()
     assert_replica_files_identical(new_leader, [leader], "diverge-0")
+
+
+def test_a_follower_back_after_retention_passed_it_starts_over_at_the_leaders_log_start(
+        cluster_factory):
+    brokers = cluster_factory(3, config={"log_retention_check_interval_ms": 200})
+    info = create(brokers, "expired", {"segment.bytes": "3000", "retention.bytes": "6000"})
+    follower = next(b for i, b in enumerate(brokers) if i != info.leader)
+    others = [b for b in brokers if b is not follower]
+    with Producer(bootstrap(brokers), acks="all") as producer:
+        producer.send("expired", b"before").get(30)
+    follower.kill()
+    tp = ("expired", 0)
+    with Producer(bootstrap(others), acks=1, linger_ms=0, batch_size=1000) as producer:
+        for i in range(300):
+            producer.send("expired", b"record-%04d" % i + b"." * 80)
+        producer.flush()
+    with Admin(bootstrap(others)) as admin:
+        start = wait_for(lambda: (o := admin.list_offsets({tp: -2})[TopicPartition(*tp)])
+                         and o.offset > 1 and o.offset, 30, "retention on the leader")
+    follower.start()
+    wait_for(lambda: len(describe(bootstrap(brokers), "expired").isr) == 3, 60,
+             "the follower back in the ISR")
+    assert "below the leader's log start" in follower.log_text()
+    with Admin(bootstrap(brokers)) as admin:
+        earliest = admin.list_offsets({tp: -2})[TopicPartition(*tp)].offset
+    assert earliest >= start
+    records = consume_all(bootstrap(brokers), "expired", 301 - earliest)
+    assert [r.offset for r in records] == list(range(earliest, 301))
+    assert records[-1].value == b"record-0299" + b"." * 80
+    for broker in brokers:
+        broker.terminate()
+    assert_replica_files_identical(brokers[info.leader], [follower], "expired-0")

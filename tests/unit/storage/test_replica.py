@@ -82,3 +82,19 @@ def test_header_scans_span_chunks_and_segments(tmp_path, monkeypatch):
     assert len(log.segments) > 1
     assert [h.base_offset for h in replica_module.iter_headers(log, 5)] == list(range(4, 20, 2))
     log.close()
+
+
+def test_a_reset_follower_continues_empty_at_the_leaders_log_start_and_reopens_there(tmp_path):
+    directory = tmp_path / "p"
+    replica = ReplicaLog(open_log(directory))
+    replica.become_leader(1)
+    replica.append_as_leader(idempotent(0), 1)
+    last_time = replica.log.last_log_append_time
+    replica.reset_to(500)
+    assert (replica.log.log_start_offset, replica.log.log_end_offset) == (500, 500)
+    assert replica.epochs.entries == [] and replica.high_watermark == 500
+    assert replica.log.last_log_append_time == last_time  # time never goes back
+    replica.log.close()
+    reopened = ReplicaLog(open_log(directory))
+    assert (reopened.log.log_start_offset, reopened.log.log_end_offset) == (500, 500)
+    assert sorted(p.name for p in directory.glob("*.log")) == [f"{500:020d}.log"]
