@@ -42,6 +42,9 @@ class SchemaError(Exception):
         return f"{self.path}: {self.problem}" if self.path else self.problem
 
 
+_NOT_COMPILED = object()
+
+
 def _type_name(value) -> str:
     return "nil" if value is None else type(value).__name__
 
@@ -172,14 +175,25 @@ class Struct(Schema):
         optional: keys that may be absent.
     """
 
-    __slots__ = ("fields", "required", "optional")
+    __slots__ = ("fields", "required", "optional", "_accepts")
 
     def __init__(self, fields: dict[str, Schema], optional: frozenset[str] = frozenset()) -> None:
         self.fields = fields
         self.optional = frozenset(optional)
         self.required = len(fields) - len(self.optional)
+        self._accepts = _NOT_COMPILED
 
     def check(self, value) -> None:
+        accepts = self._accepts
+        if accepts is _NOT_COMPILED:  # compiled on first use (see _schema_fast.py)
+            from ._schema_fast import compile_accepts
+            accepts = self._accepts = compile_accepts(self)
+        if accepts is not None and accepts(value):
+            return
+        self._check_slowly(value)
+
+    def _check_slowly(self, value) -> None:
+        """Node by node, raising a SchemaError that says where the value went wrong."""
         if type(value) is not dict:
             raise SchemaError(f"expected map, got {_type_name(value)}")
         fields = self.fields
