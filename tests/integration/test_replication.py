@@ -114,7 +114,8 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(cluster_factory):
 def test_a_returning_leader_cuts_the_tail_nobody_else_had_and_offsets_never_fork(
         cluster_factory):
     brokers = cluster_factory(3)
-    info = create(brokers, "diverge")
+    # A long lag allowance: the ISR must still name the followers when the leader dies.
+    info = create(brokers, "diverge", {"replica.lag.time.max.ms": "30000"})
     leader = brokers[info.leader]
     followers = [b for b in brokers if b is not leader]
     with Producer(leader.bootstrap, acks="all") as producer:
@@ -162,15 +163,18 @@ def test_a_follower_back_after_retention_passed_it_starts_over_at_the_leaders_lo
         start = wait_for(lambda: (o := admin.list_offsets({tp: -2})[TopicPartition(*tp)])
                          and o.offset > 1 and o.offset, 30, "retention on the leader")
     follower.start()
+    wait_for(lambda: "below the leader's log start" in follower.log_text(), 30,
+             "the follower to start over at the leader's log start")
     wait_for(lambda: len(describe(bootstrap(brokers), "expired").isr) == 3, 60,
              "the follower back in the ISR")
-    assert "below the leader's log start" in follower.log_text()
+    with Producer(bootstrap(brokers), acks="all") as producer:  # every ISR member has it
+        assert producer.send("expired", b"after").get(30).offset == 301
     with Admin(bootstrap(brokers)) as admin:
         earliest = admin.list_offsets({tp: -2})[TopicPartition(*tp)].offset
     assert earliest >= start
-    records = consume_all(bootstrap(brokers), "expired", 301 - earliest)
-    assert [r.offset for r in records] == list(range(earliest, 301))
-    assert records[-1].value == b"record-0299" + b"." * 80
+    records = consume_all(bootstrap(brokers), "expired", 302 - earliest)
+    assert [r.offset for r in records] == list(range(earliest, 302))
+    assert records[-2].value == b"record-0299" + b"." * 80
     for broker in brokers:
         broker.terminate()
     assert_replica_files_identical(brokers[info.leader], [follower], "expired-0")
