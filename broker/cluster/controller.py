@@ -16,6 +16,11 @@ Failover rules (docs/cluster.md):
 - no live ISR member: leader NO_LEADER, epoch + 1, the ISR is kept so its members can lead
   again when they return; with ``unclean_leader_election_enable`` the first live replica
   leads instead (ISR = itself), accepting the loss of what only the ISR had.
+
+Start-up grace: a broker that is not registered counts as dead only once this broker has
+watched the cluster for one session timeout, or once it saw that broker's registration go.
+So a whole cluster starting again, brokers a few seconds apart, keeps its leaders and ISRs
+instead of the first broker up taking every partition over.
 """
 
 from __future__ import annotations
@@ -38,15 +43,21 @@ RETRY_DELAY_S = 0.05  # after a failed CAS: let the watch deliver the newer stat
 ETCD_RETRY_DELAY_S = 0.5
 
 
-def decide(state: PartitionState, live: set[int], unclean: bool
-           ) -> tuple[int, int, tuple[int, ...]] | None:
-    """The (leader, leader_epoch, isr) ``state`` should have, or None if it is right."""
-    live_isr = tuple(b for b in state.isr if b in live)
-    if state.leader != NO_LEADER and state.leader in live:
+def decide(state: PartitionState, live: set[int], unclean: bool,
+           presumed: frozenset[int] = frozenset()) -> tuple[int, int, tuple[int, ...]] | None:
+    """The (leader, leader_epoch, isr) ``state`` should have, or None if it is right.
+
+    ``live``: registered brokers. ``presumed``: brokers not registered yet but not known to
+    be dead either (a cluster starting up); they keep their places, but only a live broker
+    can be elected.
+    """
+    not_dead = live | presumed
+    live_isr = tuple(b for b in state.isr if b in not_dead)
+    if state.leader != NO_LEADER and state.leader in not_dead:
         if live_isr != state.isr and state.leader in live_isr:
             return state.leader, state.leader_epoch, live_isr
         return None
-    candidates = [b for b in state.replicas if b in live_isr]
+    candidates = [b for b in state.replicas if b in live_isr and b in live]
     if candidates:
         leader = candidates[0]
         return leader, state.leader_epoch + 1, live_isr
@@ -101,6 +112,9 @@ class Controller:
             log.info("broker %d is the controller (controller epoch %d)", self.view.node_id,
                      self.epoch)
             self.kick()
+            grace_left = self.view.startup_grace_left()
+            if grace_left > 0:  # then judge the brokers that never showed up
+                asyncio.get_running_loop().call_later(grace_left, self.kick)
         elif brokers_or_states_changed:
             self.kick()
 
@@ -140,7 +154,7 @@ class Controller:
             if not self.active:
                 return True
             live = set(view.cache.brokers)
-            decision = decide(state, live, unclean)
+            decision = decide(state, live, unclean, self._presumed(state, live))
             if decision is None:
                 continue
             leader, epoch, isr = decision
@@ -148,6 +162,13 @@ class Controller:
                                      state):
                 all_written = False
         return all_written
+
+    def _presumed(self, state: PartitionState, live: set[int]) -> frozenset[int]:
+        """Replicas of ``state`` not registered but still within the start-up grace."""
+        if self.view.in_startup_grace():
+            return frozenset(b for b in state.replicas
+                             if b not in live and b not in self.view.departed)
+        return frozenset()
 
     async def _create_missing_states(self) -> bool:
         """Give partitions of a topic whose creation was cut short (a topic too big for one

@@ -67,6 +67,8 @@ class EtcdClusterView:
         self._producer_ids = (0, 0)  # [next, end) of the reserved block
         self._producer_id_lock = asyncio.Lock()
         self.group_store = None  # the broker's EtcdGroupOffsetStore, which shares our client
+        self.started_at = 0.0  # loop time of start(): the controller's start-up grace
+        self.departed: set[int] = set()  # brokers whose registration we saw disappear
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -78,6 +80,7 @@ class EtcdClusterView:
         etcd = Etcd(config.etcd_addresses, timeout_s=timeout_s)
         view = cls(config, address, etcd)
         view.failed = asyncio.get_running_loop().create_future()
+        view.started_at = asyncio.get_running_loop().time()
         try:
             await etcd.connect()
             revision = await view._resync()
@@ -177,6 +180,13 @@ class EtcdClusterView:
         """Call ``listener(changes)`` after every applied batch of changes."""
         self._change_listeners.append(listener)
 
+    def startup_grace_left(self) -> float:
+        """Seconds until an unregistered broker may be judged dead (see controller.py)."""
+        return max(0.0, self.started_at + self.ttl_s - asyncio.get_running_loop().time())
+
+    def in_startup_grace(self) -> bool:
+        return self.startup_grace_left() > 0
+
     async def wait_for_revision(self, revision: int, timeout_s: float) -> bool:
         """Wait until the cache has applied ``revision`` (and listeners ran); False on timeout."""
         if self.cache.revision >= revision:
@@ -205,6 +215,7 @@ class EtcdClusterView:
         for kv in kvs:
             fresh.apply(kv.key, kv.value, kv.mod_revision, kv.create_revision, ignored)
         old, changes = self.cache, self._pending
+        self.departed |= set(old.brokers) - set(fresh.brokers)
         changes.states.extend(s for tp, s in fresh.partitions.items() if old.partitions.get(tp) != s)
         changes.brokers_changed |= fresh.brokers != old.brokers
         changes.controller_changed |= (fresh.controller_id, fresh.controller_revision) != (
@@ -232,9 +243,21 @@ class EtcdClusterView:
 
     def _on_event(self, event: WatchEvent) -> None:
         kv = event.kv
+        if kv.key.startswith(self.keys.brokers):
+            self._note_broker(kv.key, event.deleted)
         self.cache.apply(kv.key, None if event.deleted else kv.value, kv.mod_revision,
                          kv.create_revision, self._pending)
         self._schedule_flush()
+
+    def _note_broker(self, key: str, deleted: bool) -> None:
+        try:
+            node_id = int(key[len(self.keys.brokers):])
+        except ValueError:
+            return
+        if deleted:
+            self.departed.add(node_id)
+        else:
+            self.departed.discard(node_id)
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:

@@ -219,3 +219,18 @@ def test_a_topic_deleted_while_a_broker_was_down_leaves_nothing_on_its_disk(thre
     assert list(away.data_dir.glob("doomed-*")) == []
     assert [p.name for p in away.data_dir.glob("kept-*")] == ["kept-0"]
     assert [t["topic"] for t in metadata(away)["topics"]] == ["kept"]
+
+
+def test_a_whole_cluster_restart_keeps_its_leaders_and_isrs(three):
+    assert create(three[0], "events", 3, 3)["error_code"] == 0
+    wait_for(lambda: agreed_state(three, "events"), 10, "brokers agree")
+    before = agreed_state(three, "events")
+    for broker in three:
+        broker.kill()
+    for broker in three:  # all at once, as a host reboot or a rolling deploy gone wrong would
+        broker.launch()
+    for broker in three:
+        broker.wait_ready()
+    wait_for(lambda: all(len(metadata(b)["brokers"]) == 3 for b in three), 10, "rejoined")
+    time.sleep(SESSION_MS / 1000 + 0.5)  # past the controller's start-up grace
+    assert agreed_state(three, "events") == before

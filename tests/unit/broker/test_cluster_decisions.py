@@ -69,3 +69,12 @@ def test_the_cache_tracks_brokers_controller_and_survives_garbage():
     cache.apply(keys.controller, None, 6, 0, changes)
     cache.apply(keys.broker(4), None, 7, 0, changes)
     assert cache.controller_id == NO_LEADER and cache.brokers == {}
+
+
+def test_brokers_not_yet_registered_at_start_up_keep_their_places_but_cannot_be_elected():
+    starting = frozenset({1, 2})  # not registered yet, not seen leaving either
+    assert decide(state(1, 3, (1, 2, 0)), {0}, False, starting) is None
+    assert decide(state(1, 3, (1, 0)), {0}, False, frozenset({2})) == (0, 4, (0,))
+    # a no-leader partition waits for a registered ISR member
+    assert decide(state(NO_LEADER, 4, (1,)), {0}, False, starting) is None
+    assert decide(state(NO_LEADER, 4, (1, 0)), {0}, False, starting) == (0, 5, (1, 0))
