@@ -23,6 +23,15 @@ from .errors import EtcdError
 
 log = logging.getLogger("tslog.broker.cluster.etcd")
 
+CLOSE_TIMEOUT_S = 1.0
+# gRPC backs reconnects off up to 2 minutes by default: long after etcd is back, a broker
+# would still not reach it and lose its lease. Retry at least every second instead.
+_CHANNEL_OPTIONS = {
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.min_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
+}
+
 
 class KeyValue(NamedTuple):
     key: str
@@ -60,15 +69,23 @@ class Etcd:
     def __init__(self, addresses: list[tuple[str, int]], timeout_s: float = 5.0) -> None:
         host, port = _target(addresses)
         self.addresses = addresses
-        self._client = aetcd.Client(host=host, port=port, timeout=timeout_s)
+        self._client = aetcd.Client(host=host, port=port, timeout=timeout_s,
+                                    options=_CHANNEL_OPTIONS)
         self._tx = self._client.transactions
 
     async def connect(self) -> None:
         await self._call(self._client.connect())
 
     async def close(self) -> None:
+        """Close the channel. aetcd's own close first shuts its watch stream down, which can
+        wait forever on a stream etcd dropped; after a short wait the channel is closed
+        directly, which ends every call and stream on it."""
         try:
-            await self._client.close()
+            await asyncio.wait_for(self._client.close(), CLOSE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            channel = self._client.channel
+            if channel is not None:
+                await channel.close()
         except Exception as exc:  # closing a broken channel must not mask the real error
             log.debug("closing the etcd client: %r", exc)
 
@@ -165,7 +182,7 @@ class Etcd:
                         from None
                 on_event(WatchEvent(event.kind == aetcd.EventKind.DELETE, _kv(event.kv)))
         finally:
-            try:
-                await watch.cancel()
+            try:  # bounded: on a dropped stream aetcd's cancel request may never be taken
+                await asyncio.wait_for(watch.cancel(), CLOSE_TIMEOUT_S)
             except Exception as exc:
                 log.debug("cancelling an etcd watch: %r", exc)
