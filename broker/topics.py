@@ -244,15 +244,17 @@ class TopicManager:
 
     # -- periodic work ---------------------------------------------------------------------
 
-    def apply_retention(self, key: tuple[str, int], plog: PartitionLog) -> int:
-        """Apply retention to one log; return the segments deleted.
+    def apply_retention(self, key: tuple[str, int], plog: PartitionLog,
+                        keep_from: int | None = None) -> int:
+        """Apply retention to one log, keeping every offset >= ``keep_from`` (the high
+        watermark in a cluster); return the segments deleted.
 
         Thread-safe beside the loop's appends and fetches (``PartitionLog`` takes segments out
         under its lock and deletes them after); touches nothing of this manager but ``log``.
         """
         deleted = 0
         try:
-            for segment in plog.delete_old_segments():
+            for segment in plog.delete_old_segments(keep_from):
                 deleted += 1
                 log.info("%s-%d: deleted segment %d-%d by %s", *key, segment.base_offset,
                          segment.next_offset, segment.reason)

@@ -74,6 +74,12 @@ class ReplicaManager:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        """Every partition's high watermark (retention keeps what lies at or past it)."""
+        logs = self.broker.topics.logs
+        return {key: part.high_watermark for key, part in list(self.partitions.items())
+                if logs.get(key) is part.log}
+
     def is_current(self, part: Partition) -> bool:
         """False once ``part``'s log was deleted or replaced (topic deleted, re-created)."""
         return self.get(*part.key) is part

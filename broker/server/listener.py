@@ -62,7 +62,9 @@ async def _retention(broker: Broker) -> None:
     meanwhile is skipped."""
     topics = broker.topics
     logs = list(topics.logs.items())
-    await asyncio.to_thread(lambda: [topics.apply_retention(key, plog) for key, plog in logs])
+    keep = broker.replicas.high_watermarks()  # nothing uncommitted is deleted
+    await asyncio.to_thread(
+        lambda: [topics.apply_retention(key, plog, keep.get(key)) for key, plog in logs])
 
 
 async def _checkpoints(broker: Broker) -> None:

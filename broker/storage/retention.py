@@ -16,8 +16,12 @@ from .types import DeletedSegment
 class RetentionMixin:
     """``PartitionLog``'s retention methods (they use its lock, segments and clock)."""
 
-    def delete_old_segments(self) -> list[DeletedSegment]:
+    def delete_old_segments(self, keep_from: int | None = None) -> list[DeletedSegment]:
         """Apply retention.bytes then retention.ms; return what was deleted and why.
+
+        ``keep_from``: no segment holding an offset at or past it goes (a replica passes its
+        high watermark, so data not yet on every in-sync replica is never deleted, as in
+        Kafka); None means the log end.
 
         By size, the oldest segments go while the rest still exceeds retention.bytes; the
         active segment never goes. By time, a segment goes when now - its last LAT exceeds
@@ -34,16 +38,18 @@ class RetentionMixin:
         with self._lock:
             if self._closed:
                 return deleted
+            limit = self.log_end_offset if keep_from is None else keep_from
             if config.retention_bytes >= 0:
                 total = self.size_bytes
-                while len(self._segments) > 1 and total - self._segments[0].size >= config.retention_bytes:
+                while (len(self._segments) > 1 and self._segments[0].next_offset <= limit
+                       and total - self._segments[0].size >= config.retention_bytes):
                     total -= self._segments[0].size
                     deleted.append(self._retire_oldest_locked("size", retired))
             if config.retention_ms >= 0:
                 now = self.clock.now_ms()
                 while not self._segments[0].is_empty and (
                     now - self._segments[0].max_log_append_time > config.retention_ms
-                ):
+                ) and self._segments[0].next_offset <= limit:
                     if len(self._segments) == 1:
                         self._roll_locked("retention")
                     deleted.append(self._retire_oldest_locked("time", retired))

@@ -81,10 +81,10 @@ async def test_requests_are_served_while_a_retention_pass_runs(tmp_path, monkeyp
     entered, release = threading.Event(), threading.Event()
     real = PartitionLog.delete_old_segments
 
-    def slow_disk(self):
+    def slow_disk(self, keep_from=None):
         entered.set()
         release.wait(20)  # a disk that takes its time
-        return real(self)
+        return real(self, keep_from)
 
     monkeypatch.setattr(PartitionLog, "delete_old_segments", slow_disk)
     config = BrokerConfig(data_dir=str(tmp_path / "data"), listen="127.0.0.1:0",

@@ -1,6 +1,7 @@
 """ReplicaLog: epochs, producers and the high watermark move with the log."""
 
 from tests.helpers.storage import START_MS, make_batch, open_log
+from tslog.broker.storage import ManualClock
 from tslog.broker.storage.replica import ReplicaLog
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.records import build_batch
@@ -98,3 +99,19 @@ def test_a_reset_follower_continues_empty_at_the_leaders_log_start_and_reopens_t
     reopened = ReplicaLog(open_log(directory))
     assert (reopened.log.log_start_offset, reopened.log.log_end_offset) == (500, 500)
     assert sorted(p.name for p in directory.glob("*.log")) == [f"{500:020d}.log"]
+
+
+def test_retention_never_deletes_what_lies_at_or_past_the_high_watermark(tmp_path):
+    clock = ManualClock(START_MS)
+    log = open_log(tmp_path / "p", clock, segment_bytes=600, retention_bytes=1, retention_ms=10)
+    for _ in range(10):
+        log.append(make_batch(2))
+    segments = log.segments
+    assert len(segments) > 3
+    clock.advance(1000)  # every segment is expired by size and by time
+    keep_from = segments[2].base_offset + 1  # the HW is inside the third segment
+    log.delete_old_segments(keep_from)
+    assert log.log_start_offset == segments[2].base_offset  # the uncommitted part stays
+    log.delete_old_segments()  # without a HW (a single node: the log end) it all goes
+    assert log.log_start_offset == log.log_end_offset == 20
+    log.close()
