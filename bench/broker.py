@@ -1084,14 +1084,17 @@ class ReplicatedCluster:
                  "--initial-cluster", f"bench={peer_url}", "--listen-metrics-urls", ""],
                 stdout=log_file, stderr=subprocess.STDOUT, env={"PATH": os.environ["PATH"]})
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
+        while True:  # ready once it says it serves clients and the port accepts
             try:
-                socket.create_connection((HOST, self.etcd_port), timeout=1).close()
-                break
+                if "ready to serve client requests" in (self.root / "etcd.log").read_text(
+                        errors="replace"):
+                    socket.create_connection((HOST, self.etcd_port), timeout=1).close()
+                    break
             except OSError:
-                if time.monotonic() > deadline or self.etcd.poll() is not None:
-                    raise RuntimeError("etcd did not start") from None
-                time.sleep(0.05)
+                pass
+            if time.monotonic() > deadline or self.etcd.poll() is not None:
+                raise RuntimeError("etcd did not start")
+            time.sleep(0.05)
         for node, broker in enumerate(self.brokers):
             broker.root.mkdir(parents=True, exist_ok=True)
             broker.env = {"TSLOG_NODE_ID": str(node), "TSLOG_CLUSTER_NAME": "bench",
