@@ -82,8 +82,7 @@ class EtcdClusterView:
         view.failed = asyncio.get_running_loop().create_future()
         view.started_at = asyncio.get_running_loop().time()
         try:
-            await etcd.connect()
-            revision = await view._resync()
+            revision = await view._first_contact()
             view._spawn(view._watch_loop(revision))
             await view._register()
             view._spawn(view._keep_alive_loop())
@@ -94,6 +93,22 @@ class EtcdClusterView:
         log.info("broker %d joined cluster %r (etcd %s); controller is %d", view.node_id,
                  config.cluster_name, config.etcd_endpoints, view.cache.controller_id)
         return view
+
+    async def _first_contact(self) -> int:
+        """Connect and read the cluster, retrying for up to ``request_timeout_ms``: brokers
+        and etcd are often started together (compose, a reboot), and etcd may be a moment
+        late. Returns the snapshot's revision. Raises EtcdError once the time is up."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.request_timeout_ms / 1000
+        while True:
+            try:
+                await self.etcd.connect()
+                return await self._resync()
+            except EtcdError as exc:
+                if loop.time() >= deadline:
+                    raise
+                log.warning("etcd not reachable yet, retrying: %s", exc)
+                await asyncio.sleep(0.5)
 
     def _spawn(self, coroutine) -> None:
         self._tasks = [task for task in self._tasks if not task.done()]

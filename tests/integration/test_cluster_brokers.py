@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from tests.helpers.broker_process import BrokerProcess
+from tests.helpers.broker_process import BrokerProcess, free_port
+from tests.helpers.etcd_process import EtcdProcess
 from tests.helpers.wire import Wire
 from tslog.protocol.messages import ApiKey
 
@@ -242,3 +243,33 @@ def test_a_whole_cluster_restart_keeps_its_leaders_and_isrs(three):
     wait_for(lambda: all(len(metadata(b)["brokers"]) == 3 for b in three), 10, "rejoined")
     time.sleep(SESSION_MS / 1000 + 0.5)  # past the controller's start-up grace
     assert agreed_state(three, "events") == before
+
+
+def test_a_broker_started_before_etcd_joins_once_etcd_is_up(tmp_path):
+    etcd = EtcdProcess(tmp_path / "late-etcd")
+    broker = BrokerProcess(tmp_path / "early", config={
+        "node_id": 0, "etcd_endpoints": etcd.endpoint, "broker_session_timeout_ms": SESSION_MS})
+    try:
+        broker.launch()
+        time.sleep(1.0)  # the broker is retrying against a port nobody listens on
+        assert broker.running
+        etcd.start()
+        broker.wait_ready()
+        assert [b["node_id"] for b in metadata(broker)["brokers"]] == [0]
+        assert "etcd not reachable yet" in broker.log_text()
+        broker.terminate()
+    finally:
+        broker.kill()
+        etcd.stop()
+
+
+def test_a_broker_gives_up_on_an_etcd_that_never_comes(tmp_path):
+    broker = BrokerProcess(tmp_path / "alone", config={
+        "node_id": 0, "etcd_endpoints": f"127.0.0.1:{free_port()}",
+        "request_timeout_ms": 1500})
+    try:
+        broker.launch()
+        assert broker.exit_code(timeout_s=30) == 1
+    finally:
+        broker.kill()
+    assert "could not join the cluster" in broker.log_text()
