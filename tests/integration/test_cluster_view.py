@@ -15,6 +15,7 @@ import pytest
 from tslog.broker.cluster import StaleStateError
 from tslog.broker.cluster.errors import DuplicateBrokerError, EtcdError
 from tslog.broker.cluster.etcd_view import EtcdClusterView
+from tslog.broker.cluster.records import encode_topic
 from tslog.broker.cluster.topic_store import EtcdMetadataStore
 from tslog.broker.config import build_config
 from tslog.broker.metadata import TopicMetadata
@@ -207,3 +208,21 @@ async def test_brokers_resynchronise_after_etcd_restarts(etcd, views, caplog):
     assert all(set(v.topics()) == {"before", "after"} for v in views)
     assert all(len(v.brokers()) == 3 and v.controller_id() == 0 for v in views)
     assert "re-reading the cluster state" in caplog.text  # the watches did break
+
+
+async def test_a_topic_larger_than_one_etcd_transaction_gets_every_partition(views):
+    await _create(views[0], "wide", 300, 2, everyone=views)  # etcd takes 128 ops per txn
+    states = [views[2].partition_state("wide", p) for p in range(300)]
+    assert all(len(s.replicas) == 2 and s.isr == s.replicas for s in states)
+    assert {s.leader for s in states} == {0, 1, 2}
+
+
+async def test_the_controller_gives_a_half_created_topic_its_missing_partitions(views):
+    # A creator that died between its transactions left the topic key with no states.
+    view = views[1]
+    await view.etcd.txn([], [view.etcd.put(view.keys.topic("half"), encode_topic(
+        TopicMetadata("half", 4, {}, 3), "id-of-half"))])
+    await _until(lambda: all(v.partition_state("half", p) for v in views for p in range(4)),
+                 10, "the controller wrote the missing states")
+    state = views[2].partition_state("half", 3)
+    assert state.leader_epoch == 0 and sorted(state.replicas) == [0, 1, 2]
