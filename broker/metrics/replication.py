@@ -26,10 +26,11 @@ UNDER_REPLICATED_PARTITIONS = Gauge(
     "Partitions this broker leads whose ISR is smaller than their replica set.",
     registry=REGISTRY)
 ISR_SHRINKS = Counter("tslog_isr_shrinks_total",
-                      "ISR shrinks proposed by this broker as leader and accepted.",
+                      "ISR shrinks of partitions this broker leads (its own proposals or the "
+                      "controller removing a dead broker).",
                       registry=REGISTRY)
 ISR_EXPANDS = Counter("tslog_isr_expands_total",
-                      "ISR expansions proposed by this broker as leader and accepted.",
+                      "ISR expansions of partitions this broker leads (followers back in sync).",
                       registry=REGISTRY)
 LEADER_ELECTIONS = Counter("tslog_leader_elections_total",
                            "Times this broker became the leader of a partition.",

@@ -162,6 +162,13 @@ class ReplicaManager:
                 state.leader_epoch <= current.leader_epoch):
             return  # an older state delivered late
         if state.leader == self.node_id:
+            if self._clustered and current is not None and current.leader == self.node_id:
+                # Counted wherever the change came from: our proposal or the controller
+                # removing a dead broker (whichever etcd applied first).
+                if len(state.isr) < len(current.isr):
+                    metrics.isr_shrunk()
+                elif len(state.isr) > len(current.isr):
+                    metrics.isr_expanded()
             self._stop_following(part)
             if self._clustered and (part.role != LEADER
                                     or part.leader_epoch != state.leader_epoch):
@@ -230,10 +237,6 @@ class ReplicaManager:
         finally:
             self._proposing.discard(part.key)
         log.info("%s-%d: ISR %s -> %s (%s)", *part.key, state.isr, new_state.isr, why)
-        if len(new_state.isr) < len(state.isr):
-            metrics.isr_shrunk()
-        elif len(new_state.isr) > len(state.isr):
-            metrics.isr_expanded()
         if self.partitions.get(part.key) is part:
             self._apply(part, new_state)
 
