@@ -17,6 +17,7 @@ import warnings
 
 from ._admin import AsyncAdmin
 from ._consumer import AsyncConsumer
+from ._direct import DirectLookups
 from ._producer import AsyncProducer
 from .errors import BufferFullError, ClientClosedError
 
@@ -252,6 +253,11 @@ class Consumer(_Facade):
 
     def __init__(self, bootstrap, *topics, **options) -> None:
         self._open(AsyncConsumer(bootstrap, *topics, **options), "tslog-consumer")
+        self._direct = DirectLookups(self._core._cluster)
+
+    async def _close_core(self, timeout_ms):
+        self._direct.close()
+        await self._core.close()
 
     def _call(self, function, *args):
         async def call():
@@ -280,6 +286,12 @@ class Consumer(_Facade):
         self._run(self._core.seek_to_timestamp(timestamp_ms, timestamp_type, partitions))
 
     def offsets_for_times(self, timestamps, timestamp_type="append"):
+        """Answered on this thread when one known leader holds every partition (the usual
+        case; see ``_direct.py``), else through the loop thread with retries."""
+        if not self._closed:
+            found = self._direct.offsets_for_times(timestamps, timestamp_type)
+            if found is not None:
+                return found
         return self._run(self._core.offsets_for_times(timestamps, timestamp_type))
 
     def end_offsets(self, partitions):

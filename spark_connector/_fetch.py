@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import threading
 import time
 from dataclasses import dataclass
 
 from tslog.client import parse_bootstrap
+from tslog.client.blocking import BrokerSocket
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
-from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.messages import ApiKey
 from tslog.protocol.records import decode_columns, split_batches
 
 log = logging.getLogger("tslog.spark_connector")
@@ -56,60 +55,12 @@ class _TopicGone(Exception):
     pass
 
 
-class BrokerSocket:
-    """One blocking connection; responses are read in request order (as the broker sends)."""
-
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self.address = (host, port)
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._correlation = 0
-        self._pending: list[tuple[int, int]] = []
-
-    def send(self, api_key: int, body: dict) -> None:
-        self._correlation = (self._correlation + 1) % 2**31
-        frame = encode_request(RequestHeader(api_key, 0, self._correlation, CLIENT_ID), body)
-        self.sock.sendall(frame)
-        self._pending.append((self._correlation, api_key))
-
-    def _read_exactly(self, n: int) -> bytearray:
-        buffer = bytearray(n)
-        view = memoryview(buffer)
-        got = 0
-        while got < n:
-            count = self.sock.recv_into(view[got:], n - got)
-            if count == 0:
-                raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
-                                      "the connection")
-            got += count
-        return buffer
-
-    def receive(self) -> dict:
-        correlation, api_key = self._pending.pop(0)
-        (length,) = FRAME_PREFIX.unpack(self._read_exactly(4))
-        frame_prefix(length)  # range check
-        got_id, body = decode_response(self._read_exactly(length), api_key)
-        if got_id != correlation:
-            raise ConnectionError(f"response {got_id} does not answer request {correlation}")
-        return body
-
-    def request(self, api_key: int, body: dict) -> dict:
-        self.send(api_key, body)
-        return self.receive()
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-
 def find_leader(bootstrap: str, topic: str, partition: int, timeout_s: float) -> tuple[str, int]:
     """Ask the bootstrap brokers (in turn) for the partition leader's address."""
     problems = []
     for host, port in parse_bootstrap(bootstrap):
         try:
-            conn = BrokerSocket(host, port, timeout_s)
+            conn = BrokerSocket(host, port, timeout_s, CLIENT_ID)
         except OSError as exc:
             problems.append(f"{host}:{port}: {exc}")
             continue
@@ -233,7 +184,7 @@ def _raw_responses(spec: FetchRange):
                     _lost(spec, position, spec.end, "the topic no longer exists")
                     return
                 try:
-                    conn = BrokerSocket(address[0], address[1], timeout_s)
+                    conn = BrokerSocket(address[0], address[1], timeout_s, CLIENT_ID)
                 except OSError as exc:
                     attempt += 1
                     if attempt > _RETRIES:

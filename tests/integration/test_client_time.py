@@ -124,3 +124,25 @@ def test_seek_past_the_last_record_waits_for_new_ones(broker, timeline):
         while not records and time.monotonic() < deadline:
             records = consumer.poll(200)
         assert [(r.offset, r.value) for r in records] == [(end, b"new")]
+
+
+def test_sync_lookups_stay_exact_across_a_broker_restart_and_name_a_bad_partition(
+        broker, timeline):
+    """The blocking facade answers lookups on its own connection to the leader; a broker
+    restart breaks that connection, and the next lookup must still be exact (and answered),
+    while a partition that does not exist still raises the typed error."""
+    from tslog.client.errors import TslogError
+
+    middle = sorted({m.log_append_time for m in timeline})[3]
+    tps = [TopicPartition("timed", p) for p in range(PARTITIONS)]
+    expected = {tp: offsets[0] for tp, offsets in expected_after(timeline, middle).items()}
+    with Consumer(broker.bootstrap) as consumer:
+        for _ in range(3):  # the same answers again and again on the direct connection
+            found = consumer.offsets_for_times({tp: middle for tp in tps})
+            assert {tp: f.offset for tp, f in found.items() if f} == expected
+        broker.restart()
+        found = consumer.offsets_for_times({tp: middle for tp in tps})
+        assert {tp: f.offset for tp, f in found.items() if f} == expected
+        assert consumer.offsets_for_times({tps[0]: 2**62}) == {tps[0]: None}
+        with pytest.raises(TslogError):
+            consumer.offsets_for_times({TopicPartition("timed", PARTITIONS): middle})

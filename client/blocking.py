@@ -1,0 +1,66 @@
+"""One blocking connection to a broker: requests answered in order on the caller's thread.
+
+Why a blocking twin of the asyncio connection: two callers must not pay for an event loop.
+A Spark task reads a range with its own thread and no loop, and the synchronous facade
+answers time lookups on the caller's thread (``_direct.py``) instead of handing each one to
+the client's loop thread and back, which costs two thread wake-ups per request. It speaks
+the same frames as everything else, through ``tslog.protocol``.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
+from tslog.protocol.messages import RequestHeader, decode_response, encode_request
+
+
+class BrokerSocket:
+    """One blocking connection; responses are read in request order (as the broker sends)."""
+
+    def __init__(self, host: str, port: int, timeout_s: float,
+                 client_id: str | None = "tslog-python") -> None:
+        self.address = (host, port)
+        self.client_id = client_id
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation = 0
+        self._pending: list[tuple[int, int]] = []
+
+    def send(self, api_key: int, body: dict) -> None:
+        self._correlation = (self._correlation + 1) % 2**31
+        frame = encode_request(RequestHeader(api_key, 0, self._correlation, self.client_id),
+                               body)
+        self.sock.sendall(frame)
+        self._pending.append((self._correlation, api_key))
+
+    def _read_exactly(self, n: int) -> bytearray:
+        buffer = bytearray(n)
+        view = memoryview(buffer)
+        got = 0
+        while got < n:
+            count = self.sock.recv_into(view[got:], n - got)
+            if count == 0:
+                raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
+                                      "the connection")
+            got += count
+        return buffer
+
+    def receive(self) -> dict:
+        correlation, api_key = self._pending.pop(0)
+        (length,) = FRAME_PREFIX.unpack(self._read_exactly(4))
+        frame_prefix(length)  # range check
+        got_id, body = decode_response(self._read_exactly(length), api_key)
+        if got_id != correlation:
+            raise ConnectionError(f"response {got_id} does not answer request {correlation}")
+        return body
+
+    def request(self, api_key: int, body: dict) -> dict:
+        self.send(api_key, body)
+        return self.receive()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
