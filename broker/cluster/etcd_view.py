@@ -41,6 +41,7 @@ from .view import NO_LEADER, PartitionState, StaleStateError, StateListener
 log = logging.getLogger("tslog.broker.cluster")
 
 PRODUCER_ID_BLOCK = 1000  # ids reserved from etcd at a time
+CLOSE_TIMEOUT_S = 5.0  # revoking the lease and closing the channel at shutdown
 RESYNC_DELAY_S = 0.5
 ChangeListener = Callable[[Changes], None]
 
@@ -123,6 +124,12 @@ class EtcdClusterView:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:  # bounded: a broker must stop even when etcd (or the channel to it) is wedged
+            await asyncio.wait_for(self._leave(revoke), CLOSE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            log.warning("leaving the cluster took over %.0f s; stopping anyway", CLOSE_TIMEOUT_S)
+
+    async def _leave(self, revoke: bool) -> None:
         if revoke and self.lease_id:
             await self._revoke(self.lease_id)
         await self.etcd.close()
