@@ -186,3 +186,24 @@ class Etcd:
                 await asyncio.wait_for(watch.cancel(), CLOSE_TIMEOUT_S)
             except Exception as exc:
                 log.debug("cancelling an etcd watch: %r", exc)
+
+
+async def follow_prefix(etcd: Etcd, prefix: str, revision: int,
+                        on_event: Callable[[WatchEvent], None],
+                        resync: Callable[[], Awaitable[int]], what: str,
+                        resync_delay_s: float = 0.5) -> None:
+    """Deliver every change under ``prefix`` after ``revision`` to ``on_event``, forever: when
+    the watch breaks, wait, take a fresh snapshot with ``resync`` (which returns its
+    revision) and watch again from there, so a cache built on it never misses a change."""
+    while True:
+        try:
+            await etcd.watch_prefix(prefix, revision + 1, on_event)
+        except EtcdError as exc:
+            log.warning("etcd watch of %s interrupted: %s; re-reading it", what, exc)
+        while True:
+            await asyncio.sleep(resync_delay_s)
+            try:
+                revision = await resync()
+                break
+            except EtcdError as exc:
+                log.warning("etcd unreachable (%s): %s", what, exc)

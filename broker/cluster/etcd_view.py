@@ -34,7 +34,7 @@ from typing import Callable
 from ..config import BrokerConfig
 from .controller import Controller
 from .errors import DuplicateBrokerError, EtcdError
-from .etcd import Etcd, WatchEvent
+from .etcd import Etcd, WatchEvent, follow_prefix
 from .records import Changes, ClusterCache, ClusterKeys, TopicRecord, encode, encode_state
 from .view import NO_LEADER, PartitionState, StaleStateError, StateListener
 
@@ -250,18 +250,8 @@ class EtcdClusterView:
         return revision
 
     async def _watch_loop(self, revision: int) -> None:
-        while True:
-            try:
-                await self.etcd.watch_prefix(self.keys.prefix, revision + 1, self._on_event)
-            except EtcdError as exc:
-                log.warning("etcd watch interrupted: %s; re-reading the cluster state", exc)
-            while True:
-                await asyncio.sleep(RESYNC_DELAY_S)
-                try:
-                    revision = await self._resync()
-                    break
-                except EtcdError as exc:
-                    log.warning("etcd unreachable: %s", exc)
+        await follow_prefix(self.etcd, self.keys.prefix, revision, self._on_event,
+                            self._resync, "the cluster state", RESYNC_DELAY_S)
 
     def _on_event(self, event: WatchEvent) -> None:
         kv = event.kv

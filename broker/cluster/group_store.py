@@ -24,12 +24,11 @@ import json
 import logging
 
 from ..group_offsets import Offsets
-from .etcd import Etcd, EtcdError, WatchEvent
+from .etcd import Etcd, EtcdError, WatchEvent, follow_prefix
 
 log = logging.getLogger("tslog.broker.groups")
 
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
-RESYNC_DELAY_S = 0.5
 
 
 def group_hash(group_id: str) -> str:
@@ -107,18 +106,8 @@ class EtcdGroupOffsetStore:
         return revision
 
     async def _watch_loop(self, revision: int) -> None:
-        while True:
-            try:
-                await self.etcd.watch_prefix(self.prefix, revision + 1, self._on_event)
-            except EtcdError as exc:
-                log.warning("group offsets watch interrupted: %s; re-reading them", exc)
-            while True:
-                await asyncio.sleep(RESYNC_DELAY_S)
-                try:
-                    revision = await self._resync()
-                    break
-                except EtcdError as exc:
-                    log.warning("etcd unreachable for group offsets: %s", exc)
+        await follow_prefix(self.etcd, self.prefix, revision, self._on_event, self._resync,
+                            "group offsets")
 
     def _on_event(self, event: WatchEvent) -> None:
         if event.deleted:

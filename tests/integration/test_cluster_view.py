@@ -42,8 +42,11 @@ async def views(etcd):
     await _until(lambda: all(len(v.brokers()) == 3 for v in started), 10,
                  "every view has heard every registration", started)
     yield started
-    for view in started:
-        await view.close()
+    for view in started:  # bounded: a wedged gRPC channel must not hang the whole run
+        try:
+            await asyncio.wait_for(view.close(), 15)
+        except TimeoutError:
+            pass
 
 
 async def _cut_off(view: EtcdClusterView) -> None:
@@ -213,7 +216,7 @@ async def test_brokers_resynchronise_after_etcd_restarts(etcd, views, caplog):
                  "every view hears of a topic created after the restart")
     assert all(set(v.topics()) == {"before", "after"} for v in views)
     assert all(len(v.brokers()) == 3 and v.controller_id() == 0 for v in views)
-    assert "re-reading the cluster state" in caplog.text  # the watches did break
+    assert "watch of the cluster state interrupted" in caplog.text  # the watches did break
 
 
 async def test_a_topic_larger_than_one_etcd_transaction_gets_every_partition(views):
