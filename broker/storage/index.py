@@ -213,6 +213,15 @@ class TimestampIndex(MmapIndex):
     KEY_FORMAT = "q"
     DTYPE = np.dtype([("timestamp", "<i8"), ("relative_offset", "<i4"), ("position", "<i4")])
 
+    def position(self, i: int) -> int:
+        """Entry ``i``'s file position, read as a plain int from a cached int32 column of the
+        map: no struct call and no tuple, twice per time lookup."""
+        column = self._columns.get("position")
+        if column is None:
+            with memoryview(self._map) as raw, raw.cast("i") as ints:
+                column = self._columns["position"] = ints[3::4]
+        return column[i]
+
 
 def check_consistent(
     offset_index: OffsetIndex,

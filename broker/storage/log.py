@@ -390,7 +390,7 @@ class PartitionLog(RetentionMixin):
         segment = segments[i]
         found = segment.find_by_log_append_time(timestamp)
         self.lookup_bytes_read += segment.last_scan_bytes
-        return OffsetAndTimestamp(*found) if found else None
+        return found
 
     def _find_by_create_time(self, timestamp: int) -> OffsetAndTimestamp | None:
         i = bisect.bisect_left(self._create_time_maxima, timestamp)

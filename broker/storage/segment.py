@@ -45,6 +45,7 @@ from tslog.protocol.records import decode_columns
 from . import files
 from .errors import CorruptIndexError
 from .index import OffsetIndex, TimestampIndex, check_consistent
+from .types import OffsetAndTimestamp
 
 NO_CREATE_TIME = -(2**63)
 # Indexes into the raw header tuple (see tslog.protocol.batch_header for the layout).
@@ -329,22 +330,28 @@ class Segment:
         """(i, start, end): entries [0, i) have a key < ``timestamp``; the first batch at or
         after it starts in [start, end) or, failing that, is the batch of entry i."""
         i = index.count_keys_below(timestamp)
-        start = index.entry(i - 1)[2] if i else 0
-        end = index.entry(i)[2] if i < index.entries else self.size
+        start = index.position(i - 1) if i else 0
+        end = index.position(i) if i < index.entries else self.size
         return i, start, end
 
-    def find_by_log_append_time(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any."""
+    def find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
+        """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any.
+
+        The hot path of a time lookup: index positions as plain ints (``index.position``) and
+        the answer built once, here, rather than as a pair the log wraps again."""
         if self.size == 0 or self.max_log_append_time < timestamp:
             return None
         index = self.time_index
-        i, start, end = self._region_before(index, timestamp)
+        i = index.count_keys_below(timestamp)
+        start = index.position(i - 1) if i else 0
+        end = index.position(i) if i < index.entries else self.size
         found = self._find_batch(start, end, _LAT_FIELD, timestamp)
         if found is not None:
-            return found[1][0], found[1][_LAT_FIELD]
+            fields = found[1]
+            return OffsetAndTimestamp(fields[0], fields[_LAT_FIELD])
         if i < index.entries:
             time, relative, _ = index.entry(i)
-            return self.base_offset + relative, time
+            return OffsetAndTimestamp(self.base_offset + relative, time)
         raise CorruptIndexError(f"LogAppendTime {timestamp} not found though the segment max is later")
 
     def find_by_create_time(self, timestamp: int) -> tuple[int, int] | None:
