@@ -92,7 +92,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         batch_size: bytes per partition batch before it is sent without waiting (capped so
             one batch fits in one request of ``max_request_size``).
         compression: None or "zstd".
-        retries, retry_backoff_ms: attempts and first backoff for retriable errors.
+        retries, retry_backoff_ms: attempts and first backoff for retriable errors. The
+            default (None) retries a batch until ``delivery_timeout_ms``, as Kafka does, so a
+            leader failover (session timeout plus election) is ridden out, not reported.
         max_in_flight: unanswered Produce requests per broker connection.
         max_request_size: bytes per Produce request, envelope included; keep it at or below
             the broker's ``max_frame_bytes`` (16 MiB by default), which closes the connection
@@ -107,8 +109,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
 
     def __init__(self, bootstrap, *, acks=-1, linger_ms: float = 5,
                  batch_size: int = 256 * 1024, compression: str | None = None,
-                 retries: int = 5, retry_backoff_ms: int = 100, request_timeout_ms: int = 30_000,
-                 max_in_flight: int = 5, max_request_size: int = 8 * 1024 * 1024,
+                 retries: int | None = None, retry_backoff_ms: int = 100,
+                 request_timeout_ms: int = 30_000, max_in_flight: int = 5, max_request_size: int = 8 * 1024 * 1024,
                  max_block_ms: int = 60_000, delivery_timeout_ms: int = 120_000,
                  buffer_memory: int = 32 * 1024 * 1024,
                  client_id: str = "tslog-producer", key_serializer=None,
@@ -124,7 +126,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             raise ValueError(f"compression must be None or 'zstd', not {compression!r}")
         self.acks = _ACKS[acks]
         self.compression = _COMPRESSION[compression]
-        self.retries = retries
+        # Batches: bounded by delivery_timeout_ms unless a count is given. Other requests
+        # (metadata, producer id) keep a small count: they have no delivery deadline.
+        self.retries = 2**31 - 1 if retries is None else retries
         self.request_timeout_ms = request_timeout_ms
         self.max_request_size = max_request_size
         self.max_block_ms = max_block_ms
@@ -132,7 +136,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         self.buffer_memory = buffer_memory
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
-        self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
+        self._cluster = Cluster(bootstrap, client_id=client_id,
+                                retries=5 if retries is None else retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
                                 max_in_flight=max_in_flight)

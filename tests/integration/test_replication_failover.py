@@ -37,9 +37,9 @@ class Writer(threading.Thread):
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__()
         self.topic = topic
-        self.producer = Producer(bootstrap, acks="all", enable_idempotence=True, linger_ms=2,
-                                 retries=200, request_timeout_ms=5000,
-                                 delivery_timeout_ms=90_000)
+        # The producer's own retry defaults (until delivery_timeout_ms) must ride out the
+        # election: a user does not tune retries to survive a failover.
+        self.producer = Producer(bootstrap, acks="all", enable_idempotence=True, linger_ms=2)
         self.futures: list = []
         self.stopping = threading.Event()
 
