@@ -17,6 +17,7 @@ import msgpack
 import pytest
 
 from tests.helpers.broker_process import free_port
+from tests.helpers.prometheus import parse_samples
 from tests.helpers.wire import Wire, batch, raw_frame
 from tslog.protocol.messages import ApiKey
 
@@ -26,13 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 def scrape(port: int) -> dict[str, float]:
     """{sample line's name and labels: value} of one scrape."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples
+        return parse_samples(response.read().decode())
 
 
 def test_refusals_connections_and_errors_are_counted(broker_factory):
