@@ -106,10 +106,8 @@ async def _create_topics_in_cluster(broker: Broker, body: dict) -> dict:
                 entry["topic"], entry["partitions"], entry["replication_factor"],
                 entry["configs"], clustered=True)
             await broker.cluster_store.create_topic(topic)
-        except TopicError as exc:
-            result["error_code"], result["error_message"] = exc.error_code, exc.message
-        except ClusterError as exc:
-            result["error_code"], result["error_message"] = _unavailable(exc)
+        except (TopicError, ClusterError) as exc:
+            result["error_code"], result["error_message"] = _failure(exc)
         results.append(result)
     return {"topics": results}
 
@@ -121,15 +119,17 @@ async def _delete_topics_in_cluster(broker: Broker, body: dict) -> dict:
         code = 0
         try:
             await broker.cluster_store.remove_topic(name)
-        except TopicError as exc:
-            code = exc.error_code
-        except ClusterError as exc:
-            code = _unavailable(exc)[0]
+        except (TopicError, ClusterError) as exc:
+            code = _failure(exc)[0]
         results.append({"topic": name, "error_code": code})
     return {"topics": results}
 
 
-def _unavailable(exc: Exception) -> tuple[int, str]:
+def _failure(exc: TopicError | ClusterError) -> tuple[int, str]:
+    """(error code, message) a clustered topic or config change answers for ``exc``: the
+    topic's own error, or etcd being unreachable (logged, as the client only sees a code)."""
+    if isinstance(exc, TopicError):
+        return exc.error_code, exc.message
     log.warning("cluster metadata change failed: %s", exc)
     return ErrorCode.REQUEST_TIMED_OUT, "the cluster's metadata store (etcd) is unreachable"
 
@@ -180,10 +180,8 @@ async def _alter_configs_in_cluster(broker: Broker, body: dict) -> dict:
             updated = broker.topics.altered_topic(resource["name"], resource["configs"])
             if not body["validate_only"]:
                 await broker.cluster_store.update_topic(updated)
-        except TopicError as exc:
-            result["error_code"], result["error_message"] = exc.error_code, exc.message
-        except ClusterError as exc:
-            result["error_code"], result["error_message"] = _unavailable(exc)
+        except (TopicError, ClusterError) as exc:
+            result["error_code"], result["error_message"] = _failure(exc)
         results.append(result)
     return {"resources": results}
 

@@ -72,3 +72,15 @@ def assert_replica_files_identical(leader, followers, partition_dir: str) -> int
         for name, data in expected.items():
             assert actual[name] == data, f"{follower.data_dir.name}/{name} differs"
     return sum(1 for name in expected if name.endswith(".log"))
+
+
+def assert_rejoins_with_the_leaders_files(brokers, returning, topic: str) -> None:
+    """Start ``returning`` (a former leader), wait until the ISR is whole again, stop every
+    broker and assert its files of partition 0 equal the current leader's, byte for byte."""
+    returning.start()
+    wait_for(lambda: len(describe(bootstrap(brokers), topic).isr) == len(brokers), 60,
+             f"broker {returning.node_id} back in the ISR")
+    leader = brokers[describe(bootstrap(brokers), topic).leader]
+    for broker in brokers:
+        broker.terminate()
+    assert_replica_files_identical(leader, [returning], f"{topic}-0")

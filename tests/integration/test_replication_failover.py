@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.helpers.replication import (
-    assert_replica_files_identical,
+    assert_rejoins_with_the_leaders_files,
     bootstrap,
     consume_all,
     create_replicated,
@@ -121,14 +121,7 @@ def test_leader_killed_under_an_idempotent_producer_loses_and_duplicates_nothing
     assert len(acknowledged) > 600 and failed == 0
     # The old leader comes back as a follower: whatever it appended that never committed is
     # cut (KIP-101) and it ends up with the new leader's files, byte for byte.
-    old_leader = brokers[info.leader]
-    old_leader.start()
-    wait_for(lambda: len(describe(bootstrap(brokers), "failover").isr) == 3, 60,
-             "the old leader back in the ISR")
-    leader = brokers[describe(bootstrap(brokers), "failover").leader]
-    for broker in brokers:
-        broker.terminate()
-    assert_replica_files_identical(leader, [old_leader], "failover-0")
+    assert_rejoins_with_the_leaders_files(brokers, brokers[info.leader], "failover")
 
 
 def test_a_new_leader_with_a_slower_clock_keeps_log_append_time_non_decreasing(

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 
 import pytest
 
+from tests.helpers.handlers import call
 from tests.helpers.wire import batch, split_values
 from tslog.broker.server.handlers import HANDLERS
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS, ApiKey
+from tslog.protocol.messages import ApiKey
 
 pytestmark = pytest.mark.timeout(30)
 
 
-async def call(broker, api_key: ApiKey, body: dict):
-    """Run a handler the way the connection does; check both bodies against the schemas."""
-    REQUEST_SCHEMAS[api_key, 0].check(body)
-    result = HANDLERS[api_key](broker, body)
-    if inspect.isawaitable(result):
-        result = await result
-    if result is not None:
-        RESPONSE_SCHEMAS[api_key, 0].check(result)
-    return result
 
 
 def create(broker, topic="t", partitions=1, replication_factor=1, configs=None):

@@ -9,30 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 
 import pytest
 
 from tests.helpers.cluster_view import MemoryClusterView
+from tests.helpers.handlers import call
 from tests.helpers.wire import batch
 from tslog.broker.replication.manager import ReplicaManager
 from tslog.broker.storage.replica import ReplicaLog
 from tslog.broker.server.handlers import HANDLERS
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS, ApiKey
+from tslog.protocol.messages import ApiKey
 from tslog.protocol.records import build_batch
 
 pytestmark = pytest.mark.timeout(30)
 
 
-async def call(broker, api_key, body):
-    REQUEST_SCHEMAS[api_key, 0].check(body)
-    result = HANDLERS[api_key](broker, body)
-    if inspect.isawaitable(result):
-        result = await result
-    if result is not None:
-        RESPONSE_SCHEMAS[api_key, 0].check(result)
-    return result
 
 
 def first(response):
