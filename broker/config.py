@@ -64,6 +64,7 @@ class BrokerConfig:
     etcd_endpoints: str = ""  # "host:port,host:port" of etcd; empty = single node, no etcd
     cluster_name: str = "tslog"  # the cluster's key prefix in etcd (/<cluster_name>/...)
     broker_session_timeout_ms: int = 10_000  # etcd lease TTL: how long a dead broker stays
+    replica_fetch_wait_max_ms: int = 500  # a follower's long poll at its leader (ms)
     unclean_leader_election_enable: bool = False  # elect an out-of-sync replica if none is in
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
@@ -121,6 +122,7 @@ _POSITIVE = {
     "max_frame_bytes", "max_connections", "max_in_flight_requests", "connections_max_idle_ms",
     "request_timeout_ms", "fetch_max_bytes", "log_retention_check_interval_ms",
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
+    "replica_fetch_wait_max_ms",
 }
 
 

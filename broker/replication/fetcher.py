@@ -13,6 +13,8 @@ request/response channel of its own: the broker never imports the client) and lo
    replica then also caps the cut at its own end of that epoch (KIP-279).
 2. One Fetch with ``replica_id = node_id`` for all of them (each at its log end offset), long
    polling at the leader. The leader reads a follower's fetch offset as its log end offset.
+   A partition added during a long poll ends it (the connection is dropped and remade), so
+   a new partition is copied, and its acks=all produces answered, without waiting it out.
 3. Each returned batch goes to ``ReplicaLog.append_as_follower`` as it is (no re-stamping:
    the follower's segments and indexes come out identical), and the follower takes the
    leader's high watermark, capped by its own log end.
@@ -52,7 +54,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tslog.broker.replication")
 
-FETCH_MAX_WAIT_MS = 500
 PARTITION_MAX_BYTES = 4 << 20
 FETCH_MAX_BYTES = 16 << 20
 RETRY_BACKOFF_S = 0.1
@@ -205,9 +206,9 @@ class LeaderFetcher:
 
     async def _fetch_once(self) -> None:
         self._drop_stale()
+        self._changed.clear()
         ready = {k: p for k, p in self.partitions.items() if k not in self.unsure}
         if not ready:
-            self._changed.clear()
             await asyncio.sleep(RETRY_BACKOFF_S)
             return
         by_topic: dict[str, list] = {}
@@ -215,11 +216,14 @@ class LeaderFetcher:
             by_topic.setdefault(topic, []).append(
                 {"partition": partition, "fetch_offset": part.log.log_end_offset,
                  "max_bytes": PARTITION_MAX_BYTES})
-        body = {"replica_id": self.manager.node_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
+        max_wait_ms = self.manager.broker.config.replica_fetch_wait_max_ms
+        body = {"replica_id": self.manager.node_id, "max_wait_ms": max_wait_ms,
                 "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
                 "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
-        response = await self.channel.request(ApiKey.FETCH, body,
-                                              FETCH_MAX_WAIT_MS / 1000 + 10.0)
+        response = await self._interruptible(
+            self.channel.request(ApiKey.FETCH, body, max_wait_ms / 1000 + 10.0))
+        if response is None:
+            return
         errors = False
         for group in response["topics"]:
             for answer in group["partitions"]:
@@ -234,6 +238,31 @@ class LeaderFetcher:
                 self._append(part, answer["records"], answer["high_watermark"])
         if errors:
             await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _interruptible(self, request) -> dict | None:
+        """The fetch's response, or None if a partition was added while it long-polled.
+
+        A long poll at the leader lasts up to ``replica_fetch_wait_max_ms`` and covers only the
+        partitions it named, so a partition added meanwhile (a new topic, a new leader)
+        would wait that long for its first fetch, and an acks=all produce to it with it.
+        Instead the poll is abandoned and the connection closed (the response of a
+        cancelled request can no longer be matched); the next loop reconnects at once.
+        """
+        fetch = asyncio.ensure_future(request)
+        changed = asyncio.ensure_future(self._changed.wait())
+        try:
+            await asyncio.wait((fetch, changed), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            fetch.cancel()
+            raise
+        finally:
+            changed.cancel()
+        if fetch.done():
+            return fetch.result()
+        fetch.cancel()
+        await asyncio.gather(fetch, return_exceptions=True)
+        self.channel.close()
+        return None
 
     def _append(self, part: Partition, records: bytes, leader_high_watermark: int) -> None:
         try:

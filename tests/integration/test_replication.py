@@ -178,3 +178,24 @@ def test_a_follower_back_after_retention_passed_it_starts_over_at_the_leaders_lo
     for broker in brokers:
         broker.terminate()
     assert_replica_files_identical(brokers[info.leader], [follower], "expired-0")
+
+
+def test_a_new_topic_does_not_wait_for_the_followers_long_polls(cluster_factory):
+    """Followers long-poll each leader for the partitions they already follow; here a poll
+    lasts a minute. A topic created meanwhile must be replicated at once: its first acks=all
+    produce is answered by the full ISR, not timed out after 15 s while the followers wait
+    out their polls (a minute of lag is allowed, so the ISR cannot shrink around it)."""
+    brokers = cluster_factory(3, config={"replica_fetch_wait_max_ms": 60_000})
+    patient = {"replica.lag.time.max.ms": "60000"}
+    with Admin(bootstrap(brokers)) as admin:
+        admin.create_topic("idle", partitions=3, replication_factor=3, config=patient)
+    leaders = {wait_for(lambda p=p: (i := describe(bootstrap(brokers), "idle", p)).leader >= 0
+                        and i, 30, "a leader").leader for p in range(3)}
+    assert leaders == {0, 1, 2}  # so every follower has a poll in flight at every leader
+    with Producer(bootstrap(brokers), acks="all", linger_ms=0) as producer:
+        producer.send("idle", b"polls start").get(30)  # the polls are running now
+    create(brokers, "fresh", patient)
+    with Producer(bootstrap(brokers), acks="all", linger_ms=0, retries=0,
+                  request_timeout_ms=15_000) as producer:
+        assert producer.send("fresh", b"first").get(30).offset == 0
+    assert len(describe(bootstrap(brokers), "fresh").isr) == 3
