@@ -25,7 +25,7 @@ commit from a thread: ``flush`` is the one method safe to call concurrently with
 from __future__ import annotations
 
 import bisect
-import operator
+import itertools
 import os
 import threading
 from pathlib import Path
@@ -63,7 +63,6 @@ from .types import (
 )
 
 _RELATIVE_OFFSET_MAX = 2**31 - 1
-_segment_max_time = operator.attrgetter("max_log_append_time")
 
 
 class PartitionLog(RetentionMixin):
@@ -98,7 +97,7 @@ class PartitionLog(RetentionMixin):
         self._recovery_point = self.log_end_offset if clean else min(
             checkpoint[0] if checkpoint else 0, self.log_end_offset
         )
-        self._rebuild_create_time_maxima()
+        self._rebuild_search_keys()
         self._dirty: set[Segment] = set()
         self._unflushed_records = 0
         self._last_flush_ms = self.clock.now_ms()
@@ -218,6 +217,7 @@ class PartitionLog(RetentionMixin):
         active.append(parts, header)
         self._last_log_append_time = header.log_append_time
         self._dirty.add(active)
+        self._time_maxima[-1] = header.log_append_time
         if active.max_create_time > self._create_time_maxima[-1]:
             self._create_time_maxima[-1] = active.max_create_time
 
@@ -251,15 +251,19 @@ class PartitionLog(RetentionMixin):
         segment = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
         segment.make_active(self.config.segment_index_bytes)
         self._segments.append(segment)
+        self._base_offsets.append(segment.base_offset)
+        self._time_maxima.append(self._time_maxima[-1])  # an empty segment is never found first
         self._create_time_maxima.append(self._create_time_maxima[-1])
         self.roll_reasons[reason] = self.roll_reasons.get(reason, 0) + 1
 
-    def _rebuild_create_time_maxima(self) -> None:
-        running = NO_CREATE_TIME
-        self._create_time_maxima = []
-        for segment in self._segments:
-            running = max(running, segment.max_create_time)
-            self._create_time_maxima.append(running)
+    def _rebuild_search_keys(self) -> None:
+        """The sorted per-segment keys lookups bisect in C (no key function per step): base
+        offsets, and the running maxima of LogAppendTime and of CreateTime."""
+        self._base_offsets = [segment.base_offset for segment in self._segments]
+        self._time_maxima = list(itertools.accumulate(
+            (s.max_log_append_time for s in self._segments), max, initial=NO_TIMESTAMP))[1:]
+        self._create_time_maxima = list(itertools.accumulate(
+            (s.max_create_time for s in self._segments), max, initial=NO_CREATE_TIME))[1:]
 
     # -- durability ------------------------------------------------------------------------
 
@@ -334,7 +338,7 @@ class PartitionLog(RetentionMixin):
             )
         if offset >= end_offset:
             return b""
-        i = bisect.bisect_right(self._segments, offset, key=operator.attrgetter("base_offset")) - 1
+        i = bisect.bisect_right(self._base_offsets, offset) - 1
         segment = self._segments[i]
         if offset >= segment.next_offset:  # only for an empty active segment
             return b""
@@ -382,12 +386,10 @@ class PartitionLog(RetentionMixin):
         return (segments[-2] if segments[-1].is_empty else segments[-1]).max_log_append_time
 
     def _find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
-        segments = self._segments
-        searchable = len(segments) - 1 if segments[-1].is_empty else len(segments)
-        i = bisect.bisect_left(segments, timestamp, 0, searchable, key=_segment_max_time)
-        if i == searchable:
+        i = bisect.bisect_left(self._time_maxima, timestamp)
+        if i == len(self._segments):
             return None
-        segment = segments[i]
+        segment = self._segments[i]
         found = segment.find_by_log_append_time(timestamp)
         self.lookup_bytes_read += segment.last_scan_bytes
         return found
@@ -429,7 +431,7 @@ class PartitionLog(RetentionMixin):
                 NO_TIMESTAMP if active.is_empty and len(self._segments) == 1
                 else self._last_known_log_append_time()
             )
-            self._rebuild_create_time_maxima()
+            self._rebuild_search_keys()
             self._dirty.add(active)
         self.checkpoint()
         return removed

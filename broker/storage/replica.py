@@ -160,7 +160,7 @@ class ReplicaLog:
             active.make_active(plog.config.segment_index_bytes)
             plog._segments = [active]
             plog._recovery_point = offset
-            plog._rebuild_create_time_maxima()
+            plog._rebuild_search_keys()
         plog.checkpoint()
         self.epochs.truncate_from_end(0)  # none of our epochs holds a batch any more
         self.producers = ProducerStateTable()

@@ -54,7 +54,7 @@ class RetentionMixin:
                         self._roll_locked("retention")
                     deleted.append(self._retire_oldest_locked("time", retired))
             if deleted:
-                self._rebuild_create_time_maxima()
+                self._rebuild_search_keys()
         for segment in retired:
             segment.delete()
         if deleted:

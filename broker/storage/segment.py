@@ -14,6 +14,13 @@ Because of that rule every batch that is not indexed starts less than ``index_in
 after an indexed one, so any scan that starts from an index entry reads at most one interval
 plus one header of log (one ``pread``) before it has seen every header it needs.
 
+Most often batches are larger than the interval and every batch is indexed. Then the batch of
+entry k is followed directly by the batch of entry k + 1, and a lookup whose answer lies
+between the two needs no log at all: it is entry k + 1 (by time), or entry k (by offset).
+The segment keeps, per entry, whether that is so (``_next_is_indexed``, one byte an entry).
+Appends and recovery know it; for a segment loaded from disk it is learnt from the header
+the first lookup between two entries reads anyway, and kept.
+
 What a segment knows about itself (next offset, first and last LogAppendTime, the largest
 CreateTime) is either tracked while appending or, on load, read from the last index entry plus
 that short tail scan. Recovery re-reads every batch, checks its header, CRC, offset continuity
@@ -53,6 +60,8 @@ _LAT_FIELD = BatchHeader._fields.index("log_append_time")
 _MAX_CREATE_TIME_FIELD = BatchHeader._fields.index("max_create_time")
 _LAST_OFFSET = -1  # "no record yet" for the running CreateTime maximum
 _RECOVERY_CHUNK_BYTES = 8 << 20
+# States of _next_is_indexed[k]: is the batch after entry k's batch entry k + 1's batch?
+_NOT_KNOWN, _YES, _NO = 0, 1, 2
 
 
 class Segment:
@@ -83,6 +92,9 @@ class Segment:
         self.max_log_append_time = NO_TIMESTAMP
         self.max_create_time = NO_CREATE_TIME
         self._last_indexed_position = -1
+        self._next_is_indexed = bytearray()  # per entry: _NOT_KNOWN, _YES or _NO
+        self._tail_unindexed = False  # a batch was appended after the last indexed one
+        self._first_batch_length = 0  # of the latest _find_batch's first header
 
     @property
     def indexes(self) -> tuple[OffsetIndex, TimestampIndex, TimestampIndex]:
@@ -120,6 +132,12 @@ class Segment:
             self.time_index.append(header.log_append_time, relative, position)
             self.create_time_index.append(self.max_create_time, relative, position)
             self._last_indexed_position = position
+            if self._next_is_indexed:
+                self._next_is_indexed[-1] = _NO if self._tail_unindexed else _YES
+            self._next_is_indexed.append(_NOT_KNOWN)
+            self._tail_unindexed = False
+        else:
+            self._tail_unindexed = True
         if position == 0:
             self.first_log_append_time = header.log_append_time
         self.max_log_append_time = header.log_append_time
@@ -145,6 +163,7 @@ class Segment:
                 if first_time < previous_log_append_time:
                     raise CorruptIndexError("time index starts before the previous segment ends")
                 self.first_log_append_time = first_time
+                self._next_is_indexed = bytearray(self.index_entries)
                 self._restore_from_last_entry()
         except (CorruptIndexError, BatchFormatError):
             self._forget_contents()
@@ -164,6 +183,7 @@ class Segment:
         self.next_offset = self.base_offset + relative
         self.max_log_append_time = time
         scanned_any = False
+        self._tail_unindexed = False
         for batch_position, header in self.scan_headers(position, self.size):
             if header.base_offset != self.next_offset:
                 raise CorruptIndexError(
@@ -174,6 +194,7 @@ class Segment:
                 not scanned_any and header.log_append_time != time
             ):
                 raise CorruptIndexError(f"LogAppendTime out of order at position {batch_position}")
+            self._tail_unindexed = scanned_any
             scanned_any = True
             self.max_log_append_time = header.log_append_time
             self.max_create_time = max(self.max_create_time, header.max_create_time)
@@ -263,6 +284,7 @@ class Segment:
         if len(first) < HEADER_SIZE:
             raise BatchFormatError(f"torn batch header at position {start}")
         fields = HEADER_STRUCT.unpack(first)
+        self._first_batch_length = fields[3]
         value = fields[0] + fields[7] if field == _LAST_OFFSET else fields[field]
         if value >= target:
             return start, fields
@@ -291,10 +313,19 @@ class Segment:
         index = self.offset_index
         i = index.count_keys_at_or_below(offset - self.base_offset)
         start = index.entry(i - 1)[1]
-        end = index.entry(i)[1] if i < index.entries else self.size
+        if i < index.entries:
+            if self._next_is_indexed[i - 1] == _YES:  # the batch of entry i - 1 is the only one
+                return start
+            end = index.entry(i)[1]
+        elif not self._tail_unindexed:
+            return start
+        else:
+            end = self.size
         found = self._find_batch(start, end, _LAST_OFFSET, offset)
         if found is None:
             raise CorruptIndexError(f"offset {offset} not found between positions {start} and {end}")
+        if i < index.entries:
+            self._learn(i - 1, start, end)
         return found[0]
 
     def read(self, position: int, max_bytes: int, end_position: int) -> bytes:
@@ -343,12 +374,17 @@ class Segment:
             return None
         index = self.time_index
         i = index.count_keys_below(timestamp)
-        start = index.position(i - 1) if i else 0
-        end = index.position(i) if i < index.entries else self.size
-        found = self._find_batch(start, end, _LAT_FIELD, timestamp)
-        if found is not None:
-            fields = found[1]
-            return OffsetAndTimestamp(fields[0], fields[_LAT_FIELD])
+        if 0 < i < index.entries and self._next_is_indexed[i - 1] == _YES:
+            self.last_scan_bytes = 0  # entry i - 1's batch is too early, and the next is entry i
+        else:
+            start = index.position(i - 1) if i else 0
+            end = index.position(i) if i < index.entries else self.size
+            found = self._find_batch(start, end, _LAT_FIELD, timestamp)
+            if 0 < i < index.entries:
+                self._learn(i - 1, start, end)
+            if found is not None:
+                fields = found[1]
+                return OffsetAndTimestamp(fields[0], fields[_LAT_FIELD])
         if i < index.entries:
             time, relative, _ = index.entry(i)
             return OffsetAndTimestamp(self.base_offset + relative, time)
@@ -360,9 +396,15 @@ class Segment:
             return None
         index = self.create_time_index
         i, start, end = self._region_before(index, timestamp)
-        found = self._find_batch(start, end, _MAX_CREATE_TIME_FIELD, timestamp)
-        if found is not None:
-            return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]), timestamp)
+        if 0 < i < index.entries and self._next_is_indexed[i - 1] == _YES:
+            self.last_scan_bytes = 0  # entry i - 1's batch is too early, and the next is entry i
+        else:
+            found = self._find_batch(start, end, _MAX_CREATE_TIME_FIELD, timestamp)
+            if 0 < i < index.entries:
+                self._learn(i - 1, start, end)
+            if found is not None:
+                return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]),
+                                                      timestamp)
         if i < index.entries:
             position = index.entry(i)[2]
             return self._first_record_at_or_after(position, self.read_header_at(position), timestamp)
@@ -374,6 +416,11 @@ class Segment:
         create_times = decode_columns(batch).create_time
         first = int(np.argmax(create_times >= timestamp))
         return header.base_offset + first, int(create_times[first])
+
+    def _learn(self, k: int, start: int, end: int) -> None:
+        """Keep what the lookup that just ran ``_find_batch`` from entry ``k``'s batch (at
+        ``start``; the next entry's at ``end``) saw: whether anything lies between them."""
+        self._next_is_indexed[k] = _YES if start + self._first_batch_length == end else _NO
 
     def read_header_at(self, position: int) -> BatchHeader:
         return parse_header(os.pread(self._fd, HEADER_SIZE, position))
@@ -394,6 +441,7 @@ class Segment:
         keep = self.offset_index.count_keys_below(offset - self.base_offset)
         for index in self.indexes:
             index.truncate_entries(keep)
+        del self._next_is_indexed[keep:]
         os.ftruncate(self._fd, position)
         self.size = position
         if keep:

@@ -358,6 +358,38 @@ def test_a_lookup_reads_at_most_one_index_interval_of_log(tmp_path):
                     assert scanned <= interval + 2 * 80, scanned
 
 
+def test_when_every_batch_is_indexed_time_lookups_read_no_log(tmp_path):
+    """Batches larger than index.interval.bytes are each indexed: a lookup by time (or a
+    fetch's offset lookup) is answered from the index alone. After a restart the first
+    lookup between two entries reads one header, and the same lookup then reads none."""
+    clock = ManualClock(START_MS)
+    config = dict(index_interval_bytes=100, segment_bytes=3000)
+    with open_log(tmp_path / "t-0", clock, **config) as log:
+        appends = []
+        for _ in range(60):
+            clock.advance(1)
+            appends.append(log.append(make_batch(3)))
+        assert len(log.segments) > 3
+
+        def lookup(target):
+            before = log.lookup_bytes_read
+            found = log.offset_for_time(target)
+            return found, log.lookup_bytes_read - before
+
+        for a in appends:
+            assert lookup(a.log_append_time) == ((a.base_offset, a.log_append_time), 0)
+        assert [r.offset for r in read_all(log)] == list(range(180))
+    with open_log(tmp_path / "t-0", clock, **config) as log:
+        first_reads = []
+        for a in appends:
+            found, read = lookup(a.log_append_time)
+            assert found == (a.base_offset, a.log_append_time) and read in (0, 80)
+            first_reads.append(read)
+            assert lookup(a.log_append_time) == (found, 0)
+        assert first_reads.count(80) > 40  # all but each segment's first batch
+        assert [r.offset for r in read_all(log)] == list(range(180))
+
+
 def test_truncating_to_a_segment_base_then_appending_does_not_roll(tmp_path):
     """KAFKA-6388/6492: an emptied segment must not count as full."""
     with open_log(tmp_path / "t-0", segment_bytes=600, segment_index_bytes=64, index_interval_bytes=0) as log:
