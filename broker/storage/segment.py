@@ -50,6 +50,7 @@ from tslog.protocol.batch_header import (
 from tslog.protocol.records import decode_columns
 
 from . import files
+from .batch_io import HeaderWindow, read_batches, write_fully
 from .errors import CorruptIndexError
 from .index import OffsetIndex, TimestampIndex, check_consistent
 from .types import OffsetAndTimestamp
@@ -59,7 +60,6 @@ NO_CREATE_TIME = -(2**63)
 _LAT_FIELD = BatchHeader._fields.index("log_append_time")
 _MAX_CREATE_TIME_FIELD = BatchHeader._fields.index("max_create_time")
 _LAST_OFFSET = -1  # "no record yet" for the running CreateTime maximum
-_RECOVERY_CHUNK_BYTES = 8 << 20
 # States of _next_is_indexed[k]: is the batch after entry k's batch entry k + 1's batch?
 _NOT_KNOWN, _YES, _NO = 0, 1, 2
 
@@ -118,7 +118,7 @@ class Segment:
         """Write one checked, stamped batch, given as a sequence of buffers, at the end;
         return its position."""
         position = self.size
-        _write_fully(self._fd, parts, position, header.batch_length)
+        write_fully(self._fd, parts, position, header.batch_length)
         self._track(position, header)
         return position
 
@@ -214,7 +214,7 @@ class Segment:
         valid_bytes = self.size
         self.size = 0
         last_time = previous_log_append_time
-        for position, header, batch in self._read_batches(valid_bytes):
+        for position, header, batch in read_batches(self._fd, valid_bytes):
             if header is None or header.base_offset != self.next_offset:
                 break
             if header.log_append_time < max(last_time, 0):
@@ -230,38 +230,11 @@ class Segment:
             os.ftruncate(self._fd, self.size)
         return truncated
 
-    def _read_batches(self, length: int) -> Iterator[tuple[int, BatchHeader | None, memoryview]]:
-        """Yield (position, header, batch bytes) for each batch in [0, length); a header of
-        None marks where the bytes stop making a batch."""
-        position = 0
-        buffer = b""
-        buffer_start = 0
-        while position < length:
-            offset = position - buffer_start
-            if offset + HEADER_SIZE > len(buffer):
-                buffer = os.pread(self._fd, min(_RECOVERY_CHUNK_BYTES, length - position), position)
-                buffer_start, offset = position, 0
-                if len(buffer) < HEADER_SIZE:
-                    yield position, None, memoryview(b"")
-                    return
-            header = parse_header(buffer, offset)
-            try:
-                check_header(header, length - position)
-            except BatchFormatError:
-                yield position, None, memoryview(b"")
-                return
-            if offset + header.batch_length > len(buffer):
-                buffer = os.pread(self._fd, max(_RECOVERY_CHUNK_BYTES, header.batch_length), position)
-                buffer_start, offset = position, 0
-            with memoryview(buffer) as view:
-                yield position, header, view[offset : offset + header.batch_length]
-            position += header.batch_length
-
     # -- reading ---------------------------------------------------------------------------
 
     def scan_headers(self, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
         """Yield (position, checked header) of the batches starting in [start, end)."""
-        window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
+        window = HeaderWindow(self._fd, end, self.index_interval_bytes)
         position = start
         while position < end:
             header = BatchHeader._make(window.fields_at(position))
@@ -293,7 +266,7 @@ class Segment:
         position = start + fields[3]
         if position >= end:
             return None
-        window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
+        window = HeaderWindow(self._fd, end, self.index_interval_bytes)
         window.want = self.index_interval_bytes + HEADER_SIZE
         try:
             while position < end:
@@ -349,7 +322,7 @@ class Segment:
         """Bytes from ``position`` (a batch start) up to the last batch that ends by ``end``."""
         i = self.offset_index.count_positions_at_or_below(end)
         hop = max(position, self.offset_index.entry(i - 1)[1]) if i else position
-        window = _HeaderWindow(self._fd, end, self.index_interval_bytes)
+        window = HeaderWindow(self._fd, end, self.index_interval_bytes)
         while hop + HEADER_SIZE <= end:
             length = window.fields_at(hop)[3]
             if hop + length > end:
@@ -485,52 +458,3 @@ class Segment:
 
     def __repr__(self) -> str:
         return f"Segment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
-
-
-class _HeaderWindow:
-    """Reads batch headers forward through a region of the log, a window at a time.
-
-    The first read takes one header: when batches are larger than the index interval that
-    is all there is between two index entries. Later reads take one index interval plus a
-    header, which by the indexing rule covers every header up to the next entry; more reads
-    happen only if the index was built with a larger interval than the current one.
-    """
-
-    __slots__ = ("fd", "end", "interval", "buffer", "buffer_start", "want", "bytes_read")
-
-    def __init__(self, fd: int, end: int, interval: int) -> None:
-        self.fd = fd
-        self.end = end
-        self.interval = interval
-        self.buffer = b""
-        self.buffer_start = 0
-        self.want = HEADER_SIZE
-        self.bytes_read = 0
-
-    def fields_at(self, position: int) -> tuple:
-        offset = position - self.buffer_start
-        if offset < 0 or offset + HEADER_SIZE > len(self.buffer):
-            size = max(HEADER_SIZE, min(self.want, self.end - position))
-            self.buffer = os.pread(self.fd, size, position)
-            self.bytes_read += len(self.buffer)
-            self.buffer_start, offset = position, 0
-            self.want = self.interval + HEADER_SIZE
-            if len(self.buffer) < HEADER_SIZE:
-                raise BatchFormatError(f"torn batch header at position {position}")
-        fields = HEADER_STRUCT.unpack_from(self.buffer, offset)
-        if fields[3] < HEADER_SIZE:
-            raise BatchFormatError(f"bad batch length {fields[3]} at position {position}")
-        return fields
-
-
-def _write_fully(fd: int, parts, position: int, length: int) -> None:
-    """pwritev all of ``parts`` or, on failure, cut the file back to ``position`` and raise."""
-    try:
-        written = os.pwritev(fd, parts, position)
-        if written < length:  # rare (signals, full disk): finish with plain writes
-            rest = memoryview(b"".join(parts))
-            while written < length:
-                written += os.pwrite(fd, rest[written:], position + written)
-    except BaseException:
-        os.ftruncate(fd, position)
-        raise
