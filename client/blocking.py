@@ -15,6 +15,9 @@ from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
 from tslog.protocol.messages import RequestHeader, decode_response, encode_request
 
 
+_RECEIVE_BYTES = 64 * 1024  # one recv: a small response whole, a large one's first part
+
+
 class BrokerSocket:
     """One blocking connection; responses are read in request order (as the broker sends)."""
 
@@ -26,31 +29,51 @@ class BrokerSocket:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation = 0
         self._pending: list[tuple[int, int]] = []
+        self._scratch = bytearray(_RECEIVE_BYTES)
+        self._received = b""  # bytes after the last response taken (pipelined answers)
 
     def send(self, api_key: int, body: dict) -> None:
         self._correlation = (self._correlation + 1) % 2**31
         frame = encode_request(RequestHeader(api_key, 0, self._correlation, self.client_id),
-                               body)
+                               body, validate=False)  # built here, from checked arguments
         self.sock.sendall(frame)
         self._pending.append((self._correlation, api_key))
 
-    def _read_exactly(self, n: int) -> bytearray:
-        buffer = bytearray(n)
-        view = memoryview(buffer)
+    def _recv(self) -> bytes:
+        count = self.sock.recv_into(self._scratch)
+        if count == 0:
+            raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
+                                  "the connection")
+        return self._scratch[:count]
+
+    def _recv_into(self, view: memoryview) -> None:
         got = 0
-        while got < n:
-            count = self.sock.recv_into(view[got:], n - got)
+        while got < len(view):
+            count = self.sock.recv_into(view[got:])
             if count == 0:
                 raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
                                       "the connection")
             got += count
-        return buffer
 
     def receive(self) -> dict:
+        """The next response. A small one usually takes a single ``recv`` (prefix and body
+        together); a large one is received straight into a buffer of its exact size."""
         correlation, api_key = self._pending.pop(0)
-        (length,) = FRAME_PREFIX.unpack(self._read_exactly(4))
+        received = self._received
+        while len(received) < FRAME_PREFIX.size:
+            received += self._recv()
+        (length,) = FRAME_PREFIX.unpack_from(received)
         frame_prefix(length)  # range check
-        got_id, body = decode_response(self._read_exactly(length), api_key)
+        end = FRAME_PREFIX.size + length
+        if len(received) >= end:
+            frame, self._received = memoryview(received)[FRAME_PREFIX.size:end], received[end:]
+        else:
+            frame = bytearray(length)
+            got = len(received) - FRAME_PREFIX.size
+            frame[:got] = memoryview(received)[FRAME_PREFIX.size:]
+            self._recv_into(memoryview(frame)[got:])
+            self._received = b""
+        got_id, body = decode_response(frame, api_key)
         if got_id != correlation:
             raise ConnectionError(f"response {got_id} does not answer request {correlation}")
         return body

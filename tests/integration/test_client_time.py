@@ -15,6 +15,8 @@ import time
 import pytest
 
 from tslog.client import Admin, Consumer, OffsetAndTimestamp, Producer, TopicPartition
+from tslog.client.blocking import BrokerSocket
+from tslog.protocol.messages import ApiKey
 
 PARTITIONS = 3
 
@@ -146,3 +148,25 @@ def test_sync_lookups_stay_exact_across_a_broker_restart_and_name_a_bad_partitio
         assert consumer.offsets_for_times({tps[0]: 2**62}) == {tps[0]: None}
         with pytest.raises(TslogError):
             consumer.offsets_for_times({TopicPartition("timed", PARTITIONS): middle})
+
+
+def test_a_blocking_connection_gives_each_pipelined_request_its_own_answer(broker, timeline):
+    """The blocking connection (the sync facade's lookups, Spark's reads) may have several
+    requests in flight; their small answers arrive together and each must be matched to its
+    own request, in order."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    times = sorted({m.log_append_time for m in timeline}) * 20
+    expected = [(p, expected_after(timeline, t).get(TopicPartition("timed", p), [-1])[0])
+                for t in times for p in range(PARTITIONS)]
+    connection = BrokerSocket(host, int(port), 10.0)
+    try:
+        for t in times:
+            connection.send(ApiKey.LIST_OFFSETS, {
+                "replica_id": -1, "timestamp_type": "append", "topics": [{
+                    "topic": "timed",
+                    "partitions": [{"partition": p, "timestamp": t} for p in range(PARTITIONS)]}]})
+        answers = [part for _ in times
+                   for part in connection.receive()["topics"][0]["partitions"]]
+    finally:
+        connection.close()
+    assert [(a["partition"], a["offset"]) for a in answers] == expected
