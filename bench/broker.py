@@ -1183,6 +1183,11 @@ def describe_redis(redis_server: Redis) -> str:
             f"(--save '' --appendonly no); redis-py {redis.__version__} with {parser_name}")
 
 
+SECTIONS = {"produce": section_produce, "fill": section_fill, "consume": section_consume,
+            "lookups": section_lookups, "scrape": section_scrape,
+            "replication": section_replication}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
@@ -1192,6 +1197,9 @@ def main(argv=None) -> int:
                         help="runs per figure (default 5; 2 with --quick)")
     parser.add_argument("--no-redis", action="store_true", help="skip the Redis rows")
     parser.add_argument("--dir", default=None, help="where to put temporary data")
+    parser.add_argument("--only", action="append", choices=sorted(SECTIONS), default=None,
+                        help="run just this section (repeatable; consume and lookups fill "
+                             "their partition first)")
     args = parser.parse_args(argv)
     runs = max(1, args.runs or (2 if args.quick else 5))
     if args.quick:
@@ -1226,12 +1234,10 @@ def main(argv=None) -> int:
             setup.redis = Redis(root)
             setup.redis.start()
             print(describe_redis(setup.redis))
-        section_produce(setup)
-        section_fill(setup)
-        section_consume(setup)
-        section_lookups(setup)
-        section_scrape(setup)
-        section_replication(setup)
+        chosen = set(args.only or SECTIONS)
+        for name, section in SECTIONS.items():
+            if name in chosen or (name == "fill" and chosen & {"consume", "lookups"}):
+                section(setup)
         print("\n  load average after the run: %.2f %.2f %.2f" % os.getloadavg())
     except BaseException:
         if setup.broker.process is not None:
