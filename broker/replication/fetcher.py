@@ -34,19 +34,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.frames import FRAME_PREFIX, FRAME_PREFIX_SIZE
-from tslog.protocol.messages import (
-    EARLIEST_TIMESTAMP,
-    ApiKey,
-    RequestHeader,
-    decode_response,
-    encode_request,
-)
+from tslog.protocol.messages import EARLIEST_TIMESTAMP, ApiKey
 from tslog.protocol.records import split_batches
 
 from ..metrics import replication as replication_metrics
 from ..storage import NonContiguousOffsetError
 from ..storage.epochs import UNDEFINED
+from .channel import LeaderChannel
 from .partition import Partition
 
 if TYPE_CHECKING:
@@ -58,41 +52,6 @@ PARTITION_MAX_BYTES = 4 << 20
 FETCH_MAX_BYTES = 16 << 20
 RETRY_BACKOFF_S = 0.1
 _MAX_FRAME_BYTES = FETCH_MAX_BYTES + (8 << 20)
-
-
-class LeaderChannel:
-    """One connection to a leader: request, then await its response (no pipelining)."""
-
-    def __init__(self, host: str, port: int, client_id: str) -> None:
-        self.host, self.port, self.client_id = host, port, client_id
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._correlation_id = 0
-
-    async def request(self, api_key: ApiKey, body: dict, timeout_s: float) -> dict:
-        if self._writer is None:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20), timeout_s)
-        self._correlation_id = (self._correlation_id + 1) % (2**31)
-        header = RequestHeader(api_key, 0, self._correlation_id, self.client_id)
-        self._writer.write(encode_request(header, body))
-        async with asyncio.timeout(timeout_s):
-            # Length prefix, then the body in one read: one copy of a multi-MB response.
-            (length,) = FRAME_PREFIX.unpack(await self._reader.readexactly(FRAME_PREFIX_SIZE))
-            if length > _MAX_FRAME_BYTES:
-                raise ConnectionError(f"response frame of {length} bytes is too large")
-            frame = await self._reader.readexactly(length)
-        correlation_id, response = decode_response(frame, api_key)
-        if correlation_id != self._correlation_id:
-            raise ConnectionError("response out of order")
-        if "topics" not in response:
-            raise ConnectionError(f"leader answered {api_key.name} with {response}")
-        return response
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
 
 
 class LeaderFetcher:
@@ -138,7 +97,8 @@ class LeaderFetcher:
                 if self.channel is None or (self.channel.host, self.channel.port) != address:
                     if self.channel is not None:
                         self.channel.close()
-                    self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}")
+                    self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}",
+                                                 _MAX_FRAME_BYTES)
                 if self.behind:
                     await self._check_log_start()
                 if self.unsure:
