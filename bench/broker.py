@@ -1153,7 +1153,7 @@ def section_replication(setup: Setup) -> None:
     modes = [(1, 3), (-1, 3), (-1, 1)]  # (acks, replication factor)
     # Runs of ~0.1 s measure a burst the followers copy afterwards; longer runs make acks=1
     # pay for the replication it starts, as it would when sustained.
-    batches = int(os.environ.get("TSLOG_BENCH_REPL_BATCHES", 5 * setup.produce_batches))
+    batches = 5 * setup.produce_batches
     rates: dict[tuple[int, int], list[float]] = {mode: [] for mode in modes}
     try:
         cluster.start()
