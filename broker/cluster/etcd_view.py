@@ -87,6 +87,11 @@ class EtcdClusterView:
             view._spawn(view._watch_loop(revision))
             await view._register()
             view._spawn(view._keep_alive_loop())
+            # Serve only once our own watch shows us (and everyone registered before us):
+            # a CreateTopics answered earlier would count 0 live brokers.
+            if not await view.wait_for_revision(view.registration_revision, timeout_s):
+                log.warning("broker %d: the etcd watch has not shown its own registration "
+                            "after %.0f s; going on", view.node_id, timeout_s)
             await view._campaign()
         except BaseException:
             await view.close(revoke=False)

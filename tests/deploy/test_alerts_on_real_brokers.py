@@ -15,7 +15,7 @@ import pytest
 from tslog.client import Admin, Consumer, Producer, TopicPartition
 
 from tests.deploy.deployfiles import DEPLOY
-from tests.helpers.broker_process import BrokerProcess, free_port
+from tests.helpers.broker_process import BrokerProcess, free_port, wait_cluster_ready
 from tests.helpers.etcd_process import EtcdProcess
 from tests.helpers.prometheus import PrometheusProcess
 from tests.helpers.replication import bootstrap, describe, wait_for
@@ -55,8 +55,7 @@ def stack(tmp_path):
             brokers.append(broker.launch())
             started.append(broker)
             metrics.append(f"127.0.0.1:{metrics_port}")
-        for broker in brokers:
-            broker.wait_ready()
+        wait_cluster_ready(brokers)
         prometheus = PrometheusProcess(tmp_path / "prometheus", metrics,
                                        rule_files=[ALERTS]).start()
         started.append(prometheus)

@@ -8,8 +8,8 @@ in the data directory's parent, printed by ``log_text`` when a test needs to loo
 
 ``config`` takes broker settings by field name (``{"node_id": 1, "etcd_endpoints": ...}``),
 passed as ``TSLOG_*`` environment variables. ``start_cluster`` starts N brokers of one
-etcd-backed cluster at once (launch all, then wait for each), so a three-broker test does not
-pay three interpreter start-ups in a row.
+etcd-backed cluster at once (launch all, then wait for each, then until every one lists all
+of them in Metadata), so a three-broker test does not pay three interpreter start-ups in a row.
 """
 
 from __future__ import annotations
@@ -36,22 +36,34 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def probe(host: str, port: int, timeout_s: float = 1.0) -> bool:
-    """True if a broker at host:port answers ApiVersions."""
+def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float) -> dict | None:
+    """One request on a fresh connection: the response body, or None if none came."""
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
-            sock.sendall(encode_request(RequestHeader(ApiKey.API_VERSIONS, 0, 1, "probe"), {}))
+            sock.sendall(encode_request(RequestHeader(api_key, 0, 1, "probe"), body))
             decoder = FrameDecoder()
             frames: list[bytes] = []
             while not frames:
                 data = sock.recv(65536)
                 if not data:
-                    return False
+                    return None
                 frames = decoder.feed(data)
-            correlation_id, body = decode_response(frames[0], ApiKey.API_VERSIONS)
-            return correlation_id == 1 and body["error_code"] == 0
+            correlation_id, response = decode_response(frames[0], api_key)
+            return response if correlation_id == 1 else None
     except (OSError, ValueError):
-        return False
+        return None
+
+
+def probe(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """True if a broker at host:port answers ApiVersions."""
+    body = _ask(host, port, ApiKey.API_VERSIONS, {}, timeout_s)
+    return body is not None and body["error_code"] == 0
+
+
+def brokers_seen(host: str, port: int, timeout_s: float = 1.0) -> int:
+    """How many live brokers the broker at host:port lists in Metadata (0 if no answer)."""
+    body = _ask(host, port, ApiKey.METADATA, {"topics": []}, timeout_s)
+    return len(body.get("brokers", ())) if body is not None else 0
 
 
 class BrokerProcess:
@@ -168,6 +180,19 @@ class BrokerProcess:
             self.kill()
 
 
+def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
+    """Wait until each broker answers and its view lists every one of them: a CreateTopics
+    with replication factor N counts the live brokers its own broker has seen."""
+    for process in brokers:
+        process.wait_ready()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not all(brokers_seen(p.host, p.port) == len(brokers) for p in brokers):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the brokers did not all see each other within "
+                               f"{READY_TIMEOUT_S} s")
+        time.sleep(0.02)
+
+
 def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
                   session_timeout_ms: int = 2000, cluster_name: str = "tslog",
                   config: dict | None = None) -> list[BrokerProcess]:
@@ -184,8 +209,7 @@ def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
     try:
         for process in brokers:
             process.launch()
-        for process in brokers:
-            process.wait_ready()
+        wait_cluster_ready(brokers)
     except BaseException:
         for process in brokers:
             process.kill()

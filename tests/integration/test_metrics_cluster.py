@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.helpers.broker_process import BrokerProcess, free_port
+from tests.helpers.broker_process import BrokerProcess, free_port, wait_cluster_ready
 from tests.helpers.prometheus import parse_samples
 from tests.helpers.replication import bootstrap, create_replicated, wait_for
 from tslog.client import Consumer, Producer, TopicPartition
@@ -40,8 +40,7 @@ def metered_cluster(tmp_path, etcd):
     try:
         for broker in brokers:
             broker.launch()
-        for broker in brokers:
-            broker.wait_ready()
+        wait_cluster_ready(brokers)
         yield brokers, ports
     finally:
         for broker in brokers:
