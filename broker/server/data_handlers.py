@@ -210,11 +210,11 @@ async def _after_fsync(broker: Broker, response: dict, logs: list[PartitionLog],
     once the high watermark has passed the appended batches (or time out trying)."""
     timeout_ms = min(timeout_ms or broker.config.request_timeout_ms,
                      broker.config.request_timeout_ms)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_ms / 1000
-    waiting = asyncio.ensure_future(broker.committer.wait_durable(logs))
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
     try:
-        failed = await asyncio.wait_for(asyncio.shield(waiting), timeout_ms / 1000)
+        async with asyncio.timeout_at(deadline):
+            failed = await broker.committer.durable(logs)
         timed_out = False
     except TimeoutError:
         failed, timed_out = {}, True
@@ -229,14 +229,16 @@ async def _after_fsync(broker: Broker, response: dict, logs: list[PartitionLog],
             elif plog in failed:
                 result["error_code"] = error_code_for(failed[plog], f"flush {plog.directory.name}")
             elif wait is not None:
-                result["error_code"] = await _until_committed(*wait, deadline - loop.time())
+                result["error_code"] = await _until_committed(*wait, deadline)
     return response
 
 
-async def _until_committed(part: Partition, end_offset: int, timeout_s: float) -> int:
-    """Wait until the HW reaches ``end_offset``: 0, REQUEST_TIMED_OUT or NOT_LEADER."""
+async def _until_committed(part: Partition, end_offset: int, deadline: float) -> int:
+    """Wait until the HW reaches ``end_offset`` (by the loop's clock ``deadline``): 0,
+    REQUEST_TIMED_OUT or NOT_LEADER."""
     try:
-        await asyncio.wait_for(part.wait_for_high_watermark(end_offset), max(timeout_s, 0))
+        async with asyncio.timeout_at(deadline):
+            await part.wait_for_high_watermark(end_offset)
         return 0
     except TimeoutError:
         return ErrorCode.REQUEST_TIMED_OUT
@@ -335,7 +337,8 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
                     observe_fetch(response)
                 return response
             try:
-                await asyncio.wait_for(woken, remaining)
+                async with asyncio.timeout(remaining):
+                    await woken
             except TimeoutError:
                 pass
         finally:

@@ -1,7 +1,7 @@
 """Group commit for durable acks, and the wake-up of long-polling fetches.
 
 Theory of operation of ``GroupCommitter``: a Produce with acks = -1 appends on the event loop,
-then awaits ``wait_durable(logs)``. Waiters pile up while one flush round runs in a dedicated
+then awaits ``durable(logs)``. Waiters pile up while one flush round runs in a dedicated
 thread; when it returns, the next round takes every log with waiting acks at once and fsyncs
 them in one thread call, then resolves all of that round's waiters. So N concurrent durable
 produces cost one round of fsyncs, not N (fsync is ~0.25 ms median here, its p99 in ms).
@@ -50,12 +50,11 @@ class GroupCommitter:
         self._task: asyncio.Task | None = None
         self.rounds = 0  # flush rounds run (a counter for metrics and tests)
 
-    async def wait_durable(self, logs: Iterable[PartitionLog]) -> dict[PartitionLog, Exception]:
-        """Return once everything appended to ``logs`` so far is fsynced.
-
-        Returns:
-            The logs among ``logs`` whose flush failed, with the error.
-        """
+    def durable(self, logs: Iterable[PartitionLog]) -> asyncio.Future:
+        """A future resolved once everything appended to ``logs`` so far is fsynced, with
+        the logs among them whose flush failed (and the error). A plain future rather than a
+        coroutine: every acks=all produce waits on one, and a task each would cost more than
+        the wait itself. Cancelling it (a timed-out produce) leaves the round unharmed."""
         loop = asyncio.get_running_loop()
         logs = list(logs)
         future = loop.create_future()
@@ -64,7 +63,15 @@ class GroupCommitter:
         if self._task is None:
             self._task = loop.create_task(self._run(), name="tslog-group-commit")
             self._task.add_done_callback(_log_failure)
-        return await future
+        return future
+
+    async def wait_durable(self, logs: Iterable[PartitionLog]) -> dict[PartitionLog, Exception]:
+        """Return once everything appended to ``logs`` so far is fsynced.
+
+        Returns:
+            The logs among ``logs`` whose flush failed, with the error.
+        """
+        return await self.durable(logs)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
