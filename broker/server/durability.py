@@ -65,14 +65,6 @@ class GroupCommitter:
             self._task.add_done_callback(_log_failure)
         return future
 
-    async def wait_durable(self, logs: Iterable[PartitionLog]) -> dict[PartitionLog, Exception]:
-        """Return once everything appended to ``logs`` so far is fsynced.
-
-        Returns:
-            The logs among ``logs`` whose flush failed, with the error.
-        """
-        return await self.durable(logs)
-
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         waiters: list = []
