@@ -99,6 +99,7 @@ class LeaderFetcher:
                         self.channel.close()
                     self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}",
                                                  _MAX_FRAME_BYTES)
+                self._changed.clear()  # a partition added from here on ends the next poll
                 if self.behind:
                     await self._check_log_start()
                 if self.unsure:
@@ -166,7 +167,6 @@ class LeaderFetcher:
 
     async def _fetch_once(self) -> None:
         self._drop_stale()
-        self._changed.clear()
         ready = {k: p for k, p in self.partitions.items() if k not in self.unsure}
         if not ready:
             await asyncio.sleep(RETRY_BACKOFF_S)
@@ -177,6 +177,8 @@ class LeaderFetcher:
                 {"partition": partition, "fetch_offset": part.log.log_end_offset,
                  "max_bytes": PARTITION_MAX_BYTES})
         max_wait_ms = self.manager.broker.config.replica_fetch_wait_max_ms
+        if self.unsure:  # some partitions must ask again soon (their leader was not ready)
+            max_wait_ms = min(max_wait_ms, int(RETRY_BACKOFF_S * 1000))
         body = {"replica_id": self.manager.node_id, "max_wait_ms": max_wait_ms,
                 "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
                 "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
