@@ -39,21 +39,16 @@ class BrokerSocket:
         self.sock.sendall(frame)
         self._pending.append((self._correlation, api_key))
 
-    def _recv(self) -> bytes:
-        count = self.sock.recv_into(self._scratch)
+    def _recv_into(self, view: memoryview) -> int:
+        """One ``recv`` into ``view``; the byte count (never 0: a closed stream raises)."""
+        count = self.sock.recv_into(view)
         if count == 0:
             raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
                                   "the connection")
-        return self._scratch[:count]
+        return count
 
-    def _recv_into(self, view: memoryview) -> None:
-        got = 0
-        while got < len(view):
-            count = self.sock.recv_into(view[got:])
-            if count == 0:
-                raise ConnectionError(f"broker {self.address[0]}:{self.address[1]} closed "
-                                      "the connection")
-            got += count
+    def _recv(self) -> bytes:
+        return self._scratch[:self._recv_into(memoryview(self._scratch))]
 
     def receive(self) -> dict:
         """The next response. A small one usually takes a single ``recv`` (prefix and body
@@ -71,7 +66,9 @@ class BrokerSocket:
             frame = bytearray(length)
             got = len(received) - FRAME_PREFIX.size
             frame[:got] = memoryview(received)[FRAME_PREFIX.size:]
-            self._recv_into(memoryview(frame)[got:])
+            view = memoryview(frame)
+            while got < length:
+                got += self._recv_into(view[got:])
             self._received = b""
         got_id, body = decode_response(frame, api_key)
         if got_id != correlation:

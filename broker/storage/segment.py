@@ -330,13 +330,21 @@ class Segment:
             hop += length
         return hop - position
 
-    def _region_before(self, index: TimestampIndex, timestamp: int) -> tuple[int, int, int]:
-        """(i, start, end): entries [0, i) have a key < ``timestamp``; the first batch at or
-        after it starts in [start, end) or, failing that, is the batch of entry i."""
-        i = index.count_keys_below(timestamp)
+    def _scan_before(self, index: TimestampIndex, i: int, field: int, target: int):
+        """(position, raw header fields) of the first batch whose ``field`` >= ``target``
+        between entry i - 1's batch and entry i's, or None: then the answer is entry i's
+        batch (if there is an entry i). Entries [0, i) have keys < ``target``. Reads no log
+        when nothing lies between the two entries, and learns whether it does when unsure."""
+        between = 0 < i < index.entries
+        if between and self._next_is_indexed[i - 1] == _YES:
+            self.last_scan_bytes = 0
+            return None
         start = index.position(i - 1) if i else 0
         end = index.position(i) if i < index.entries else self.size
-        return i, start, end
+        found = self._find_batch(start, end, field, target)
+        if between:
+            self._learn(i - 1, start, end)
+        return found
 
     def find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any.
@@ -347,17 +355,10 @@ class Segment:
             return None
         index = self.time_index
         i = index.count_keys_below(timestamp)
-        if 0 < i < index.entries and self._next_is_indexed[i - 1] == _YES:
-            self.last_scan_bytes = 0  # entry i - 1's batch is too early, and the next is entry i
-        else:
-            start = index.position(i - 1) if i else 0
-            end = index.position(i) if i < index.entries else self.size
-            found = self._find_batch(start, end, _LAT_FIELD, timestamp)
-            if 0 < i < index.entries:
-                self._learn(i - 1, start, end)
-            if found is not None:
-                fields = found[1]
-                return OffsetAndTimestamp(fields[0], fields[_LAT_FIELD])
+        found = self._scan_before(index, i, _LAT_FIELD, timestamp)
+        if found is not None:
+            fields = found[1]
+            return OffsetAndTimestamp(fields[0], fields[_LAT_FIELD])
         if i < index.entries:
             time, relative, _ = index.entry(i)
             return OffsetAndTimestamp(self.base_offset + relative, time)
@@ -368,16 +369,10 @@ class Segment:
         if self.size == 0 or self.max_create_time < timestamp:
             return None
         index = self.create_time_index
-        i, start, end = self._region_before(index, timestamp)
-        if 0 < i < index.entries and self._next_is_indexed[i - 1] == _YES:
-            self.last_scan_bytes = 0  # entry i - 1's batch is too early, and the next is entry i
-        else:
-            found = self._find_batch(start, end, _MAX_CREATE_TIME_FIELD, timestamp)
-            if 0 < i < index.entries:
-                self._learn(i - 1, start, end)
-            if found is not None:
-                return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]),
-                                                      timestamp)
+        i = index.count_keys_below(timestamp)
+        found = self._scan_before(index, i, _MAX_CREATE_TIME_FIELD, timestamp)
+        if found is not None:
+            return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]), timestamp)
         if i < index.entries:
             position = index.entry(i)[2]
             return self._first_record_at_or_after(position, self.read_header_at(position), timestamp)
