@@ -101,8 +101,8 @@ class Broker:
                 self.cluster.address = (self.advertised_host, port)
 
     def close(self) -> None:
-        """Checkpoint replication state, flush and close every log (clean-shutdown markers);
-        stop the fsync thread."""
+        """Finish the group commit's rounds and stop its thread; checkpoint replication
+        state, flush and close every log (clean-shutdown markers)."""
+        self.committer.shutdown()
         self.replicas.checkpoint_all()
         self.topics.close_all()
-        self.committer.shutdown()

@@ -99,6 +99,7 @@ class PartitionLog(RetentionMixin):
         )
         self._rebuild_search_keys()
         self._dirty: set[Segment] = set()
+        self._directory_dirty = False  # a segment file was created since the last flush
         self._unflushed_records = 0
         self._last_flush_ms = self.clock.now_ms()
         self.lookup_bytes_read = 0  # log bytes read by time lookups since open
@@ -251,6 +252,7 @@ class PartitionLog(RetentionMixin):
         segment = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
         segment.make_active(self.config.segment_index_bytes)
         self._segments.append(segment)
+        self._directory_dirty = True
         self._base_offsets.append(segment.base_offset)
         self._time_maxima.append(self._time_maxima[-1])  # an empty segment is never found first
         self._create_time_maxima.append(self._create_time_maxima[-1])
@@ -277,25 +279,34 @@ class PartitionLog(RetentionMixin):
             self.flush()
 
     def flush(self) -> int:
-        """fsync everything appended so far; return the new recovery point.
+        """Make everything appended so far durable; return the new recovery point.
+
+        ``fdatasync``, not ``fsync``: it writes the data and the file size (what reading the
+        log back needs) but not the timestamps, which nothing here reads; about 30% less per
+        durable round on this machine (0.59 against 0.83 ms for 900 KB). A segment file
+        created since the last flush also needs its directory entry synced, once.
 
         Safe to call from another thread while the owner appends: the segments to sync are
-        taken under the lock, the fsyncs run outside it on duplicated descriptors.
+        taken under the lock, the syncs run outside it on duplicated descriptors.
         """
         with self._lock:
             if self._closed:
                 raise LogClosedError(f"{self.directory.name} is closed")
             target = self.log_end_offset
             dirty, self._dirty = self._dirty, set()
+            directory_dirty, self._directory_dirty = self._directory_dirty, False
             self._unflushed_records = 0
             self._last_flush_ms = self.clock.now_ms()
             descriptors = [segment.fileno_for_sync() for segment in dirty]
         try:
             for fd in descriptors:
-                os.fsync(fd)
+                os.fdatasync(fd)
+            if directory_dirty:
+                files.fsync_directory(self.directory)
         except BaseException:
             with self._lock:
                 self._dirty |= dirty
+                self._directory_dirty |= directory_dirty
             raise
         finally:
             for fd in descriptors:

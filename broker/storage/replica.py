@@ -159,6 +159,7 @@ class ReplicaLog:
             active = Segment(plog.directory, offset, plog.config.index_interval_bytes)
             active.make_active(plog.config.segment_index_bytes)
             plog._segments = [active]
+            plog._directory_dirty = True
             plog._recovery_point = offset
             plog._rebuild_search_keys()
         plog.checkpoint()

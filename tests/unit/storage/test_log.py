@@ -279,6 +279,29 @@ def test_flush_messages_policy_advances_the_recovery_point(tmp_path):
         assert log.recovery_point == 4
 
 
+def test_a_flush_after_a_roll_makes_the_new_segment_file_durable_once(tmp_path, monkeypatch):
+    """A durable ack for a batch in a freshly rolled segment must survive power loss, so the
+    new file's directory entry is synced with it; flushes with no new file skip the cost."""
+    from tslog.broker.storage import files
+
+    synced = []
+    real = files.fsync_directory
+    monkeypatch.setattr(files, "fsync_directory",
+                        lambda directory: (synced.append(directory), real(directory)))
+    with open_log(tmp_path / "t-0", segment_bytes=500) as log:
+        log.append(make_batch(2))
+        log.flush()
+        assert synced == []
+        while len(log.segments) == 1:
+            log.append(make_batch(2))
+        log.flush()
+        assert synced == [tmp_path / "t-0"]
+        log.append(make_batch(1))
+        log.flush()
+        assert synced == [tmp_path / "t-0"]
+        assert log.recovery_point == log.log_end_offset
+
+
 def test_follower_copies_bytes_and_ends_with_identical_files(tmp_path):
     clock = ManualClock(START_MS)
     config = dict(segment_bytes=3000, index_interval_bytes=300, segment_ms=50)
