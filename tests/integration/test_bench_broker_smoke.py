@@ -29,7 +29,7 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
         assert header in out, out
     assert "Redis rows skipped (--no-redis)" in out
     if Path("/usr/bin/etcd").exists():  # the replication rows start three brokers and etcd
-        assert "Produce with replication factor 3" in out and "vs acks=1, 3 replicas" in out, out
+        assert "Produce with replication factor 3" in out and "acks=all / acks=1 until replicated" in out, out
     else:
         assert "replication rows SKIPPED" in out, out
     assert "tslog.client.Producer" in out and "raw Fetch loop" in out
