@@ -17,6 +17,11 @@ from tslog.protocol.frames import FRAME_PREFIX, FRAME_PREFIX_SIZE
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 
 
+class RequestInterrupted(Exception):
+    """The request's answer was given up (``LeaderChannel.interrupt``); the connection is
+    closed with it, since a late response could no longer be matched."""
+
+
 class _FrameReceiver(asyncio.BufferedProtocol):
     """Receives length-prefixed frames into exact-size buffers; hands each to a waiter."""
 
@@ -76,17 +81,30 @@ class LeaderChannel:
         self._protocol: _FrameReceiver | None = None
         self._correlation_id = 0
 
-    async def request(self, api_key: ApiKey, body: dict, timeout_s: float) -> dict:
-        loop = asyncio.get_running_loop()
+    async def connect(self, timeout_s: float) -> _FrameReceiver:
+        """The live connection, made first if there is none (returns at once if there is)."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
-            _, protocol = await asyncio.wait_for(loop.create_connection(
-                lambda: _FrameReceiver(self.max_frame_bytes), self.host, self.port), timeout_s)
+            _, protocol = await asyncio.wait_for(
+                asyncio.get_running_loop().create_connection(
+                    lambda: _FrameReceiver(self.max_frame_bytes), self.host, self.port),
+                timeout_s)
             self._protocol = protocol
+        return protocol
+
+    async def request(self, api_key: ApiKey, body: dict, timeout_s: float) -> dict:
+        """Send, then await the response. With a live connection the request is written
+        before the first suspension, so the caller's next step costs no extra loop turn.
+
+        Raises:
+            RequestInterrupted: ``interrupt`` was called while it waited.
+        """
+        protocol = await self.connect(timeout_s)
+        loop = asyncio.get_running_loop()
         self._correlation_id = (self._correlation_id + 1) % (2**31)
         header = RequestHeader(api_key, 0, self._correlation_id, self.client_id)
         protocol.waiter = waiter = loop.create_future()
-        protocol.transport.write(encode_request(header, body))
+        protocol.transport.write(encode_request(header, body, validate=False))  # built here
         async with asyncio.timeout(timeout_s):
             frame = await waiter
         correlation_id, response = decode_response(frame, api_key)
@@ -95,6 +113,14 @@ class LeaderChannel:
         if "topics" not in response:
             raise ConnectionError(f"leader answered {api_key.name} with {response}")
         return response
+
+    def interrupt(self) -> None:
+        """Give up the request in flight (a long poll that must end now): it raises
+        ``RequestInterrupted`` and the connection closes; the next request reconnects."""
+        protocol = self._protocol
+        if protocol is not None and protocol.waiter is not None and not protocol.waiter.done():
+            protocol.waiter.set_exception(RequestInterrupted("request interrupted"))
+            self.close()
 
     def close(self) -> None:
         if self._protocol is not None:

@@ -14,7 +14,10 @@ request/response channel of its own: the broker never imports the client) and lo
 2. One Fetch with ``replica_id = node_id`` for all of them (each at its log end offset), long
    polling at the leader. The leader reads a follower's fetch offset as its log end offset.
    A partition added during a long poll ends it (the connection is dropped and remade), so
-   a new partition is copied, and its acks=all produces answered, without waiting it out.
+   a new partition is copied, and its acks=all produces answered, without waiting it out:
+   a poll at the leader lasts up to ``replica_fetch_wait_max_ms`` and covers only the
+   partitions it named. The request is awaited directly, not raced in a task against a
+   "changed" event: ``add`` interrupts it, so a fetch round costs no tasks.
 3. Each returned batch goes to ``ReplicaLog.append_as_follower`` as it is (no re-stamping:
    the follower's segments and indexes come out identical), and the follower takes the
    leader's high watermark, capped by its own log end.
@@ -40,7 +43,7 @@ from tslog.protocol.records import split_batches
 from ..metrics import replication as replication_metrics
 from ..storage import NonContiguousOffsetError
 from ..storage.epochs import UNDEFINED
-from .channel import LeaderChannel
+from .channel import LeaderChannel, RequestInterrupted
 from .partition import Partition
 
 if TYPE_CHECKING:
@@ -63,14 +66,17 @@ class LeaderFetcher:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.unsure: set[tuple[str, int]] = set()  # must truncate before fetching
         self.behind: set[tuple[str, int]] = set()  # fetch offset out of the leader's range
-        self._changed = asyncio.Event()
+        self._added = False  # a partition was added since this loop turn began
+        self._polling = False  # a Fetch is in flight (``add`` interrupts it)
         self._task: asyncio.Task | None = None
         self.channel: LeaderChannel | None = None
 
     def add(self, part: Partition) -> None:
         self.partitions[part.key] = part
         self.unsure.add(part.key)
-        self._changed.set()
+        self._added = True
+        if self._polling:
+            self.channel.interrupt()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name=f"tslog-fetcher-{self.leader_id}")
@@ -99,7 +105,7 @@ class LeaderFetcher:
                         self.channel.close()
                     self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}",
                                                  _MAX_FRAME_BYTES)
-                self._changed.clear()  # a partition added from here on ends the next poll
+                self._added = False  # a partition added from here on ends the next poll
                 if self.behind:
                     await self._check_log_start()
                 if self.unsure:
@@ -182,10 +188,17 @@ class LeaderFetcher:
         body = {"replica_id": self.manager.node_id, "max_wait_ms": max_wait_ms,
                 "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
                 "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
-        response = await self._interruptible(
-            self.channel.request(ApiKey.FETCH, body, max_wait_ms / 1000 + 10.0))
-        if response is None:
+        await self.channel.connect(10.0)
+        if self._added:  # added since this turn began: truncate it first, poll after
             return
+        self._polling = True  # from here to the write there is no await: add() sees it
+        try:
+            response = await self.channel.request(ApiKey.FETCH, body,
+                                                  max_wait_ms / 1000 + 10.0)
+        except RequestInterrupted:
+            return  # a partition was added during the long poll: go round again at once
+        finally:
+            self._polling = False
         errors = False
         for group in response["topics"]:
             for answer in group["partitions"]:
@@ -200,31 +213,6 @@ class LeaderFetcher:
                 self._append(part, answer["records"], answer["high_watermark"])
         if errors:
             await asyncio.sleep(RETRY_BACKOFF_S)
-
-    async def _interruptible(self, request) -> dict | None:
-        """The fetch's response, or None if a partition was added while it long-polled.
-
-        A long poll at the leader lasts up to ``replica_fetch_wait_max_ms`` and covers only the
-        partitions it named, so a partition added meanwhile (a new topic, a new leader)
-        would wait that long for its first fetch, and an acks=all produce to it with it.
-        Instead the poll is abandoned and the connection closed (the response of a
-        cancelled request can no longer be matched); the next loop reconnects at once.
-        """
-        fetch = asyncio.ensure_future(request)
-        changed = asyncio.ensure_future(self._changed.wait())
-        try:
-            await asyncio.wait((fetch, changed), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            fetch.cancel()
-            raise
-        finally:
-            changed.cancel()
-        if fetch.done():
-            return fetch.result()
-        fetch.cancel()
-        await asyncio.gather(fetch, return_exceptions=True)
-        self.channel.close()
-        return None
 
     def _append(self, part: Partition, records: bytes, leader_high_watermark: int) -> None:
         try:
