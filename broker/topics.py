@@ -46,6 +46,12 @@ class ConfigEntry(NamedTuple):
     source: str  # "default" | "broker" | "topic"
 
 
+def delete_logs(logs: list[PartitionLog]) -> None:
+    """Close and remove logs no longer served (fsyncs and unlinks: off the loop)."""
+    for plog in logs:
+        plog.delete()
+
+
 class TopicManager:
     def __init__(self, config: BrokerConfig, store: MetadataStore, clock: Clock) -> None:
         self.config = config
@@ -126,22 +132,33 @@ class TopicManager:
                      configs: dict[str, str]) -> TopicMetadata:
         """Create a topic and its empty logs (single node). Raises TopicError."""
         topic = self.validate_new_topic(name, partitions, replication_factor, configs)
-        self.store.put_topic(topic)
-        for partition in range(topic.partitions):
-            self.open_new_partition(topic, partition)
-        self.topics[name] = topic
-        log.info("created topic %s with %d partition(s), configs %s", name, topic.partitions,
-                 configs)
+        self.publish_topic(topic, self.write_new_topic(topic))
         return topic
+
+    def write_new_topic(self, topic: TopicMetadata) -> list[PartitionLog]:
+        """The disk half of creating a topic (fsyncs: run it off the event loop): its durable
+        record and its empty logs, opened but not yet served. It changes none of the maps
+        requests read, so ``publish_topic`` on the loop makes the topic appear at once."""
+        self.store.put_topic(topic)
+        return [self._create_log(topic, partition) for partition in range(topic.partitions)]
+
+    def publish_topic(self, topic: TopicMetadata, logs: list[PartitionLog]) -> None:
+        for partition, plog in enumerate(logs):
+            self.logs[topic.name, partition] = plog
+        self.topics[topic.name] = topic
+        log.info("created topic %s with %d partition(s), configs %s", topic.name,
+                 topic.partitions, topic.configs)
 
     def open_new_partition(self, topic: TopicMetadata, partition: int) -> PartitionLog:
         """Create the empty log of a partition that is new to this broker."""
+        plog = self.logs[topic.name, partition] = self._create_log(topic, partition)
+        return plog
+
+    def _create_log(self, topic: TopicMetadata, partition: int) -> PartitionLog:
         directory = self._partition_dir(topic.name, partition)
         if directory.exists():  # orphan of a deletion interrupted by a crash
             shutil.rmtree(directory)
-        plog = PartitionLog(directory, self.log_config_for(topic.configs), self.clock)
-        self.logs[topic.name, partition] = plog
-        return plog
+        return PartitionLog(directory, self.log_config_for(topic.configs), self.clock)
 
     def drop_local_logs(self, name: str) -> list[PartitionLog]:
         """Delete this broker's logs of a topic the cluster no longer has; return them."""
@@ -163,18 +180,23 @@ class TopicManager:
 
     def delete_topic(self, name: str) -> list[PartitionLog]:
         """Forget a topic and remove its data; return its (now deleted) logs. Raises TopicError."""
-        topic = self.topics.get(name)
-        if topic is None:
+        self.forget_topic_durably(name)
+        removed = self.unpublish_topic(name)
+        delete_logs(removed)
+        return removed
+
+    def forget_topic_durably(self, name: str) -> None:
+        """First half of a deletion, on disk (run it off the loop): the topic's record goes,
+        while the topic is still served. Raises TopicError for an unknown topic."""
+        if name not in self.topics:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         self.store.delete_topic(name)
-        del self.topics[name]
-        removed = []
-        for partition in range(topic.partitions):
-            plog = self.logs.pop((name, partition))
-            plog.delete()
-            removed.append(plog)
+
+    def unpublish_topic(self, name: str) -> list[PartitionLog]:
+        """Stop serving a topic whose record is gone; return its logs for ``delete_logs``."""
+        topic = self.topics.pop(name)
         log.info("deleted topic %s", name)
-        return removed
+        return [self.logs.pop((name, partition)) for partition in range(topic.partitions)]
 
     # -- configs ---------------------------------------------------------------------------
 
@@ -216,14 +238,16 @@ class TopicManager:
         updated = self.altered_topic(name, changes)
         if validate_only:
             return
-        topic = self.topics[name]
-        overrides = updated.configs
-        log_config = self.log_config_for(overrides)
         self.store.put_topic(updated)
-        self.topics[name] = updated
-        for partition in range(topic.partitions):
-            self.logs[name, partition].config = log_config
-        log.info("topic %s configs now %s", name, overrides)
+        self.apply_topic_configs(updated)
+
+    def apply_topic_configs(self, updated: TopicMetadata) -> None:
+        """Serve a topic's new configs (already stored durably) from its live logs."""
+        log_config = self.log_config_for(updated.configs)
+        self.topics[updated.name] = updated
+        for partition in range(updated.partitions):
+            self.logs[updated.name, partition].config = log_config
+        log.info("topic %s configs now %s", updated.name, updated.configs)
 
     def altered_topic(self, name: str, changes: dict[str, str | None]) -> TopicMetadata:
         """The topic with ``changes`` applied to its overrides, validated. Raises TopicError."""

@@ -64,6 +64,7 @@ class Broker:
         self.committer = GroupCommitter()
         self.notifier = AppendNotifier()
         self.group_locks: dict[str, asyncio.Lock] = {}  # serializes each group's commits
+        self.admin_lock = asyncio.Lock()  # one topic create/delete/alter at a time (single node)
         self.stopping = False  # set at shutdown: long polls answer at once
         self.closing = False  # set on the loop before the logs close: scrapes stop reading them
         host, port = parse_host_port(config.advertised_listen or config.listen)

@@ -17,11 +17,11 @@ pytestmark = pytest.mark.timeout(30)
 
 
 
-def create(broker, topic="t", partitions=1, replication_factor=1, configs=None):
+async def create(broker, topic="t", partitions=1, replication_factor=1, configs=None):
     body = {"topics": [{"topic": topic, "partitions": partitions,
                         "replication_factor": replication_factor, "configs": configs or {}}],
             "timeout_ms": 1000}
-    return HANDLERS[ApiKey.CREATE_TOPICS](broker, body)["topics"][0]
+    return (await call(broker, ApiKey.CREATE_TOPICS, body))["topics"][0]
 
 
 def produce_body(topic, partition, records, acks=1, timeout_ms=5000):
@@ -70,22 +70,22 @@ async def test_api_versions_lists_every_api(broker):
     ("cfg", 1, 1, {"retention.mss": "1"}, ErrorCode.INVALID_CONFIG),
     ("cfg2", 1, 1, {"retention.ms": "soon"}, ErrorCode.INVALID_CONFIG),
 ])
-def test_create_topic_answers(broker, topic, partitions, rf, configs, code):
-    result = create(broker, topic, partitions, rf, configs)
+async def test_create_topic_answers(broker, topic, partitions, rf, configs, code):
+    result = await create(broker, topic, partitions, rf, configs)
     assert result["error_code"] == code
     assert (result["error_message"] is None) == (code == ErrorCode.NONE)
     assert (topic in broker.topics.topics) == (code == ErrorCode.NONE)
 
 
-def test_create_existing_topic_and_default_partition_count(make_broker):
+async def test_create_existing_topic_and_default_partition_count(make_broker):
     broker = make_broker(num_partitions=4)
-    assert create(broker, "t", partitions=-1)["error_code"] == 0
+    assert (await create(broker, "t", partitions=-1))["error_code"] == 0
     assert broker.topics.topics["t"].partitions == 4
-    assert create(broker, "t")["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert (await create(broker, "t"))["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
 
 
 async def test_metadata_lists_topics_and_flags_unknown_ones(broker):
-    create(broker, "a", 2)
+    await create(broker, "a", 2)
     everything = await call(broker, ApiKey.METADATA, {"topics": None})
     assert [t["topic"] for t in everything["topics"]] == ["a"]
     assert [p["partition"] for p in everything["topics"][0]["partitions"]] == [0, 1]
@@ -97,8 +97,8 @@ async def test_metadata_lists_topics_and_flags_unknown_ones(broker):
 
 async def test_topics_survive_reopen_and_delete_removes_data(make_broker, tmp_path):
     broker = make_broker()
-    create(broker, "keep")
-    create(broker, "drop", 2)
+    await create(broker, "keep")
+    await create(broker, "drop", 2)
     await produce(broker, "drop", 1, batch([b"x"]))
     response = await call(broker, ApiKey.DELETE_TOPICS, {"topics": ["drop", "nope"],
                                                           "timeout_ms": 1000})
@@ -107,13 +107,13 @@ async def test_topics_survive_reopen_and_delete_removes_data(make_broker, tmp_pa
     broker.close()
     reopened = make_broker()
     assert sorted(reopened.topics.topics) == ["keep"]
-    assert create(reopened, "drop")["error_code"] == 0
+    assert (await create(reopened, "drop"))["error_code"] == 0
     assert (await list_offset(reopened, "drop", 0, -1))["offset"] == 0
 
 
 async def test_describe_configs_reports_sources(make_broker):
     broker = make_broker(log={"retention.ms": 1000})
-    create(broker, "t", configs={"segment.bytes": "4096"})
+    await create(broker, "t", configs={"segment.bytes": "4096"})
     body = {"resources": [{"type": "topic", "name": "t"}, {"type": "broker", "name": "0"},
                           {"type": "topic", "name": "nope"}]}
     topic, broker_resource, missing = (await call(broker, ApiKey.DESCRIBE_CONFIGS, body))["resources"]
@@ -127,7 +127,7 @@ async def test_describe_configs_reports_sources(make_broker):
 
 async def test_alter_configs_is_incremental_persisted_and_applied_live(make_broker):
     broker = make_broker()
-    create(broker, "t", configs={"segment.bytes": "4096", "retention.ms": "5000"})
+    await create(broker, "t", configs={"segment.bytes": "4096", "retention.ms": "5000"})
 
     async def alter(configs, validate_only=False, name="t"):
         body = {"resources": [{"type": "topic", "name": name, "configs": configs}],
@@ -153,7 +153,7 @@ async def test_alter_configs_is_incremental_persisted_and_applied_live(make_brok
 
 
 async def test_produce_assigns_offsets_and_one_lat_per_request(broker):
-    create(broker, "t")
+    await create(broker, "t")
     first = await produce(broker, "t", 0, batch([b"a", b"b"]))
     assert (first["error_code"], first["base_offset"], first["log_start_offset"]) == (0, 0, 0)
     second = await produce(broker, "t", 0, batch([b"c"]) + batch([b"d", b"e"]))
@@ -180,14 +180,14 @@ def corrupt(data: bytes) -> bytes:
     (batch([b"ok"]) + batch([b"x" * 2_000_000]), ErrorCode.MESSAGE_TOO_LARGE),
 ])
 async def test_a_bad_batch_fails_its_partition_whole(broker, records, code):
-    create(broker, "t")
+    await create(broker, "t")
     result = await produce(broker, "t", 0, records)
     assert result["error_code"] == code and result["base_offset"] == -1
     assert broker.topics.get_log("t", 0).log_end_offset == 0
 
 
 async def test_other_partitions_are_served_when_one_fails(broker):
-    create(broker, "t", 2)
+    await create(broker, "t", 2)
     body = {"acks": 1, "timeout_ms": 1000, "topics": [
         {"topic": "t", "partitions": [{"partition": 0, "records": corrupt(batch([b"x"]))},
                                       {"partition": 1, "records": batch([b"y"])},
@@ -201,13 +201,13 @@ async def test_other_partitions_are_served_when_one_fails(broker):
 
 
 async def test_acks_zero_gets_no_response_but_is_written(broker):
-    create(broker, "t")
+    await create(broker, "t")
     assert HANDLERS[ApiKey.PRODUCE](broker, produce_body("t", 0, batch([b"a"]), acks=0)) is None
     assert broker.topics.get_log("t", 0).log_end_offset == 1
 
 
 async def test_acks_all_answers_after_fsync_and_group_commits(broker):
-    create(broker, "t", 4)
+    await create(broker, "t", 4)
     results = await asyncio.gather(*[produce(broker, "t", i % 4, batch([b"v"]), acks=-1)
                                      for i in range(40)])
     assert all(r["error_code"] == 0 for r in results)
@@ -218,7 +218,7 @@ async def test_acks_all_answers_after_fsync_and_group_commits(broker):
 
 
 async def test_unexpected_storage_failure_is_unknown_server_error(broker, monkeypatch):
-    create(broker, "t")
+    await create(broker, "t")
     plog = broker.topics.get_log("t", 0)
     monkeypatch.setattr(plog, "append", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
     result = await produce(broker, "t", 0, batch([b"a"]))
@@ -229,7 +229,7 @@ async def test_unexpected_storage_failure_is_unknown_server_error(broker, monkey
 
 
 async def test_fetch_returns_stored_bytes_and_the_high_watermark(broker):
-    create(broker, "t")
+    await create(broker, "t")
     await produce(broker, "t", 0, batch([b"a" * 100]))
     await produce(broker, "t", 0, batch([b"b" * 100]))
     whole = await fetch(broker, "t", 0, 0)
@@ -245,7 +245,7 @@ async def test_fetch_returns_stored_bytes_and_the_high_watermark(broker):
 
 
 async def test_long_poll_is_woken_by_an_append(broker):
-    create(broker, "t")
+    await create(broker, "t")
     waiting = asyncio.ensure_future(fetch(broker, "t", 0, 0, max_wait_ms=10_000, min_bytes=1))
     await asyncio.sleep(0.05)
     assert not waiting.done()
@@ -255,7 +255,7 @@ async def test_long_poll_is_woken_by_an_append(broker):
 
 
 async def test_long_poll_answers_empty_after_max_wait(broker):
-    create(broker, "t")
+    await create(broker, "t")
     loop = asyncio.get_running_loop()
     started = loop.time()
     result = await fetch(broker, "t", 0, 0, max_wait_ms=100, min_bytes=1)
@@ -266,7 +266,7 @@ async def test_long_poll_answers_empty_after_max_wait(broker):
 
 
 async def test_list_offsets_by_time_and_special_timestamps(broker):
-    create(broker, "t")
+    await create(broker, "t")
     a = await produce(broker, "t", 0, batch([b"a"], create_time=broker.clock.now_ms() - 5000))
     b = await produce(broker, "t", 0, batch([b"b"], create_time=broker.clock.now_ms() - 9000))
     latest = await list_offset(broker, "t", 0, -1)
@@ -288,7 +288,7 @@ async def test_list_offsets_by_time_and_special_timestamps(broker):
 
 async def test_committed_offsets_are_durable_across_reopen(make_broker):
     broker = make_broker()
-    create(broker, "t", 2)
+    await create(broker, "t", 2)
     body = {"group_id": "g", "topics": [{"topic": "t", "partitions": [
         {"partition": 0, "offset": 5, "metadata": "m"},
         {"partition": 9, "offset": 1, "metadata": ""}]}]}
@@ -307,7 +307,7 @@ async def test_committed_offsets_are_durable_across_reopen(make_broker):
 
 
 async def test_offset_commit_refuses_bad_group_and_large_metadata(broker):
-    create(broker, "t")
+    await create(broker, "t")
     entry = {"partition": 0, "offset": 1, "metadata": "x" * 5000}
     body = {"group_id": "g", "topics": [{"topic": "t", "partitions": [entry]}]}
     result = (await call(broker, ApiKey.OFFSET_COMMIT, body))["topics"][0]["partitions"][0]
@@ -323,7 +323,7 @@ async def test_offset_commit_refuses_bad_group_and_large_metadata(broker):
 async def test_retention_pass_expires_old_data_by_log_append_time(broker):
     from tslog.broker.server.listener import _checkpoints, _retention
 
-    create(broker, "t", configs={"retention.ms": "60000"})
+    await create(broker, "t", configs={"retention.ms": "60000"})
     for value in (b"a", b"b", b"c"):
         await produce(broker, "t", 0, batch([value]))
     await _retention(broker)
@@ -337,7 +337,7 @@ async def test_retention_pass_expires_old_data_by_log_append_time(broker):
 
 
 async def test_concurrent_commits_of_one_group_keep_arrival_order(broker):
-    create(broker, "t")
+    await create(broker, "t")
 
     def commit(offset):
         return call(broker, ApiKey.OFFSET_COMMIT, {"group_id": "g", "topics": [

@@ -115,3 +115,65 @@ async def test_requests_are_served_while_a_retention_pass_runs(tmp_path, monkeyp
         release.set()
         stop.set()
         await asyncio.wait_for(server, 20)
+
+
+@pytest.mark.parametrize("api", ["create", "delete", "alter"])
+async def test_topic_changes_on_a_slow_disk_do_not_hold_up_other_clients(tmp_path,
+                                                                        monkeypatch, api):
+    """A topic's record and logs are written with fsyncs (about 1 ms a partition here,
+    far more on a busy disk): produce and fetch on an existing topic are answered while a
+    CreateTopics, DeleteTopics or AlterConfigs waits on the disk, and it then succeeds."""
+    import threading
+
+    from tslog.broker.metadata import LocalMetadataStore
+
+    entered, release = threading.Event(), threading.Event()
+    real_put, real_delete = LocalMetadataStore.put_topic, LocalMetadataStore.delete_topic
+
+    def slow(real):
+        def write(self, *args):
+            entered.set()
+            release.wait(20)  # a disk that takes its time
+            return real(self, *args)
+        return write
+
+    config = BrokerConfig(data_dir=str(tmp_path / "data"), listen="127.0.0.1:0")
+    stop = asyncio.Event()
+    ready = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
+                                       ready=lambda host, port: ready.set_result(port)))
+    try:
+        port = await asyncio.wait_for(ready, 10)
+        for topic in ("t", "other"):
+            await roundtrip(port, ApiKey.CREATE_TOPICS, {"topics": [
+                {"topic": topic, "partitions": 1, "replication_factor": 1, "configs": {}}],
+                "timeout_ms": 1000})
+        monkeypatch.setattr(LocalMetadataStore, "put_topic", slow(real_put))
+        monkeypatch.setattr(LocalMetadataStore, "delete_topic", slow(real_delete))
+        change = asyncio.create_task(roundtrip(port, *{
+            "create": (ApiKey.CREATE_TOPICS, {"topics": [{"topic": "new", "partitions": 4,
+                       "replication_factor": 1, "configs": {}}], "timeout_ms": 1000}),
+            "delete": (ApiKey.DELETE_TOPICS, {"topics": ["other"], "timeout_ms": 1000}),
+            "alter": (ApiKey.ALTER_CONFIGS, {"resources": [{"type": "topic", "name": "other",
+                      "configs": {"retention.ms": "60000"}}], "validate_only": False}),
+        }[api]))
+        assert await asyncio.to_thread(entered.wait, 10)  # the change is stuck on the disk
+        for i in range(3):
+            produced = await asyncio.wait_for(roundtrip(port, ApiKey.PRODUCE, {
+                "acks": 1, "timeout_ms": 1000, "topics": [
+                    {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}),
+                5)
+            assert produced["topics"][0]["partitions"][0]["base_offset"] == i
+        assert not change.done() and not release.is_set()
+        release.set()
+        answer = await asyncio.wait_for(change, 10)
+        codes = [entry["error_code"] for entry in answer.get("topics", answer.get("resources"))]
+        assert codes == [0]
+        metadata = await roundtrip(port, ApiKey.METADATA, {"topics": None})
+        names = sorted(t["topic"] for t in metadata["topics"])
+        assert names == {"create": ["new", "other", "t"], "delete": ["t"],
+                         "alter": ["other", "t"]}[api]
+    finally:
+        release.set()
+        stop.set()
+        await asyncio.wait_for(server, 20)

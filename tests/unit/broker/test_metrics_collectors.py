@@ -48,7 +48,7 @@ def lag(values, group, topic, partition=0):
 
 
 async def test_partition_state_and_group_lag(broker):
-    create(broker, "t")
+    await create(broker, "t")
     first = await produce_at(broker, "t", [b"a", b"b"], 0)
     second = await produce_at(broker, "t", [b"c"], 2_000)
     third = await produce_at(broker, "t", [b"d", b"e", b"f"], 5_500)
@@ -74,7 +74,7 @@ async def test_partition_state_and_group_lag(broker):
 
 
 async def test_deleted_topic_leaves_no_series(broker):
-    create(broker, "gone")
+    await create(broker, "gone")
     await produce_at(broker, "gone", [b"x"], 0)
     await commit(broker, "g", "gone", 0, 0)
     response = await call(broker, ApiKey.DELETE_TOPICS, {"topics": ["gone"], "timeout_ms": 1000})
@@ -84,7 +84,7 @@ async def test_deleted_topic_leaves_no_series(broker):
 
 
 async def test_requests_errors_and_produced_records_are_counted(broker):
-    create(broker, "c")
+    await create(broker, "c")
 
     records = 'tslog_produced_records_total{topic="c"}'
     errors = 'tslog_request_errors_total{api="produce",error="unknown_topic_or_partition"}'
@@ -102,7 +102,7 @@ async def test_requests_errors_and_produced_records_are_counted(broker):
 
 async def test_scrape_from_another_thread_sees_the_latest_append(broker):
     loop = asyncio.get_running_loop()
-    create(broker, "s")
+    await create(broker, "s")
     server = MetricsServer(broker, loop, "127.0.0.1", 0)
     try:
         await produce_at(broker, "s", [b"a", b"b"], 0)
@@ -124,7 +124,7 @@ async def test_a_scrape_while_the_loop_is_stuck_answers_without_partition_state(
     """The loop cannot hand over a snapshot in time: the scrape still answers (process and
     counter series), just without the per-partition ones, instead of hanging."""
     loop = asyncio.get_running_loop()
-    create(broker, "busy")
+    await create(broker, "busy")
     result: list[bytes] = []
     scraper = threading.Thread(target=lambda: result.append(render(broker, loop, timeout_s=0.2)))
     scraper.start()
@@ -140,7 +140,7 @@ async def test_a_scrape_while_the_loop_is_stuck_answers_without_partition_state(
 async def test_end_to_end_latency_and_fetched_records(broker):
     """LAT minus the newest CreateTime of a produce, per topic; a consumer's fetch counts the
     records of the batches it was sent."""
-    create(broker, "e2e")
+    await create(broker, "e2e")
     now = broker.clock.now_ms()
     old = await produce(broker, "e2e", 0, batch([b"a", b"b"], create_time=now - 5_000))
     assert old["error_code"] == 0

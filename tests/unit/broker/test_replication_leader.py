@@ -17,7 +17,6 @@ from tests.helpers.handlers import call
 from tests.helpers.wire import batch
 from tslog.broker.replication.manager import ReplicaManager
 from tslog.broker.storage.replica import ReplicaLog
-from tslog.broker.server.handlers import HANDLERS
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 from tslog.protocol.records import build_batch
@@ -39,7 +38,7 @@ async def cluster(broker):
     broker.replicas = ReplicaManager(broker, view)
     body = {"topics": [{"topic": "t", "partitions": 1, "replication_factor": 1,
                         "configs": {"replica.lag.time.max.ms": "1000"}}], "timeout_ms": 1000}
-    assert HANDLERS[ApiKey.CREATE_TOPICS](broker, body)["topics"][0]["error_code"] == 0
+    assert (await call(broker, ApiKey.CREATE_TOPICS, body))["topics"][0]["error_code"] == 0
     view.set("t", 0, leader=0, epoch=1, isr=(0, 1, 2))
     broker.replicas.start()
     yield broker, view
@@ -132,7 +131,7 @@ async def test_a_partition_of_a_known_topic_hosted_elsewhere_answers_not_leader(
     view.set("two", 0, leader=0, epoch=0, isr=(0,))
     body = {"topics": [{"topic": "two", "partitions": 2, "replication_factor": 1,
                         "configs": {}}], "timeout_ms": 1000}
-    assert HANDLERS[ApiKey.CREATE_TOPICS](broker, body)["topics"][0]["error_code"] == 0
+    assert (await call(broker, ApiKey.CREATE_TOPICS, body))["topics"][0]["error_code"] == 0
     broker.topics.logs.pop(("two", 1)).close()  # as on a broker that holds no replica of it
     produce_body = {"acks": 1, "timeout_ms": 1000, "topics": [{"topic": "two", "partitions": [
         {"partition": p, "records": batch([b"x"])} for p in (0, 1, 2)]}]}
