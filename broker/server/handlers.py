@@ -84,11 +84,9 @@ async def _create_topics_locally(broker: Broker, body: dict) -> dict:
                 topic = topics.validate_new_topic(entry["topic"], entry["partitions"],
                                                   entry["replication_factor"], entry["configs"])
                 topics.publish_topic(topic, await asyncio.to_thread(topics.write_new_topic, topic))
-            except TopicError as exc:
-                result["error_code"], result["error_message"] = exc.error_code, exc.message
-            except OSError as exc:
-                result["error_code"] = error_code_for(exc, f"create topic {entry['topic']}")
-                result["error_message"] = f"storage error: {exc}"
+            except (TopicError, OSError) as exc:
+                result["error_code"], result["error_message"] = _failure(
+                    exc, f"create topic {entry['topic']}")
             results.append(result)
     return {"topics": results}
 
@@ -113,10 +111,8 @@ async def _delete_topics_locally(broker: Broker, body: dict) -> dict:
                 for plog in removed:
                     broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
                 forget_topic(name)
-            except TopicError as exc:
-                code = exc.error_code
-            except OSError as exc:
-                code = error_code_for(exc, f"delete topic {name}")
+            except (TopicError, OSError) as exc:
+                code = _failure(exc, f"delete topic {name}")[0]
             else:
                 try:
                     await asyncio.to_thread(delete_logs, removed)
@@ -155,11 +151,14 @@ async def _delete_topics_in_cluster(broker: Broker, body: dict) -> dict:
     return {"topics": results}
 
 
-def _failure(exc: TopicError | ClusterError) -> tuple[int, str]:
-    """(error code, message) a clustered topic or config change answers for ``exc``: the
-    topic's own error, or etcd being unreachable (logged, as the client only sees a code)."""
+def _failure(exc: TopicError | ClusterError | OSError, what: str = "") -> tuple[int, str]:
+    """(error code, message) a topic or config change answers for ``exc``: the topic's own
+    error, etcd being unreachable (clustered), or the local disk failing (single node; both
+    logged here, as the client only sees a code)."""
     if isinstance(exc, TopicError):
         return exc.error_code, exc.message
+    if isinstance(exc, OSError):
+        return error_code_for(exc, what), f"storage error: {exc}"
     log.warning("cluster metadata change failed: %s", exc)
     return ErrorCode.REQUEST_TIMED_OUT, "the cluster's metadata store (etcd) is unreachable"
 
@@ -204,11 +203,9 @@ async def _alter_configs_locally(broker: Broker, body: dict) -> dict:
                 if not body["validate_only"]:
                     await asyncio.to_thread(topics.store.put_topic, updated)
                     topics.apply_topic_configs(updated)
-            except TopicError as exc:
-                result["error_code"], result["error_message"] = exc.error_code, exc.message
-            except OSError as exc:
-                result["error_code"] = error_code_for(exc, f"alter configs of {resource['name']}")
-                result["error_message"] = f"storage error: {exc}"
+            except (TopicError, OSError) as exc:
+                result["error_code"], result["error_message"] = _failure(
+                    exc, f"alter configs of {resource['name']}")
             results.append(result)
     return {"resources": results}
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 
 import pytest
 
@@ -23,6 +25,41 @@ async def roundtrip(port: int, api_key: ApiKey, body: dict) -> dict:
         frames = decoder.feed(await reader.read(65536))
     writer.close()
     return decode_response(frames[0], api_key)[1]
+
+
+@contextlib.asynccontextmanager
+async def stuck_disk_broker(config: BrokerConfig, release: threading.Event):
+    """``serve`` in this loop; yields its port. The test's stuck disk write is released
+    before the broker stops (its shutdown waits for the thread)."""
+    stop = asyncio.Event()
+    ready = asyncio.get_running_loop().create_future()
+    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
+                                       ready=lambda host, port: ready.set_result(port)))
+    try:
+        yield await asyncio.wait_for(ready, 10)
+    finally:
+        release.set()
+        stop.set()
+        await asyncio.wait_for(server, 20)
+
+
+def stalling(real, entered: threading.Event, release: threading.Event):
+    """``real`` behind a disk that takes its time: it signals ``entered``, then waits."""
+    def write(*args, **kwargs):
+        entered.set()
+        release.wait(20)
+        return real(*args, **kwargs)
+    return write
+
+
+async def three_produces_answered_in_time(port: int) -> None:
+    """Three produces to topic t, each answered within 5 s and at the next offset."""
+    for i in range(3):
+        produced = await asyncio.wait_for(roundtrip(port, ApiKey.PRODUCE, {
+            "acks": 1, "timeout_ms": 1000, "topics": [
+                {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}),
+            5)
+        assert produced["topics"][0]["partitions"][0]["base_offset"] == i
 
 
 async def test_serve_stops_on_its_trigger_and_leaves_clean_logs(tmp_path):
@@ -74,82 +111,45 @@ async def test_a_long_poll_in_flight_does_not_hold_up_shutdown(tmp_path):
 async def test_requests_are_served_while_a_retention_pass_runs(tmp_path, monkeypatch):
     """Retention (unlinks, closes, a checkpoint with two fsyncs) runs in a worker thread: a
     pass held up by a slow disk must not hold up produce or fetch on any connection."""
-    import threading
-
     from tslog.broker.storage import PartitionLog
 
     entered, release = threading.Event(), threading.Event()
-    real = PartitionLog.delete_old_segments
-
-    def slow_disk(self, keep_from=None):
-        entered.set()
-        release.wait(20)  # a disk that takes its time
-        return real(self, keep_from)
-
-    monkeypatch.setattr(PartitionLog, "delete_old_segments", slow_disk)
+    monkeypatch.setattr(PartitionLog, "delete_old_segments",
+                        stalling(PartitionLog.delete_old_segments, entered, release))
     config = BrokerConfig(data_dir=str(tmp_path / "data"), listen="127.0.0.1:0",
                           log_retention_check_interval_ms=50)
-    stop = asyncio.Event()
-    ready = asyncio.get_running_loop().create_future()
-    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
-                                       ready=lambda host, port: ready.set_result(port)))
-    try:
-        port = await asyncio.wait_for(ready, 10)
+    async with stuck_disk_broker(config, release) as port:
         await roundtrip(port, ApiKey.CREATE_TOPICS, {"topics": [
             {"topic": "t", "partitions": 1, "replication_factor": 1, "configs": {}}],
             "timeout_ms": 1000})
         assert await asyncio.to_thread(entered.wait, 10)  # a retention pass is stuck on disk
-        for i in range(3):
-            produced = await asyncio.wait_for(roundtrip(port, ApiKey.PRODUCE, {
-                "acks": 1, "timeout_ms": 1000, "topics": [
-                    {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}),
-                5)
-            assert produced["topics"][0]["partitions"][0]["base_offset"] == i
+        await three_produces_answered_in_time(port)
         fetched = await asyncio.wait_for(roundtrip(port, ApiKey.FETCH, {
             "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
             "topics": [{"topic": "t", "partitions": [
                 {"partition": 0, "fetch_offset": 0, "max_bytes": 1 << 20}]}]}), 5)
         assert fetched["topics"][0]["partitions"][0]["high_watermark"] == 3
         assert not release.is_set()  # all of it answered while the pass was still stuck
-    finally:
-        release.set()
-        stop.set()
-        await asyncio.wait_for(server, 20)
 
 
 @pytest.mark.parametrize("api", ["create", "delete", "alter"])
 async def test_topic_changes_on_a_slow_disk_do_not_hold_up_other_clients(tmp_path,
                                                                         monkeypatch, api):
     """A topic's record and logs are written with fsyncs (about 1 ms a partition here,
-    far more on a busy disk): produce and fetch on an existing topic are answered while a
+    far more on a busy disk): produces to an existing topic are answered while a
     CreateTopics, DeleteTopics or AlterConfigs waits on the disk, and it then succeeds."""
-    import threading
-
     from tslog.broker.metadata import LocalMetadataStore
 
     entered, release = threading.Event(), threading.Event()
-    real_put, real_delete = LocalMetadataStore.put_topic, LocalMetadataStore.delete_topic
-
-    def slow(real):
-        def write(self, *args):
-            entered.set()
-            release.wait(20)  # a disk that takes its time
-            return real(self, *args)
-        return write
-
     config = BrokerConfig(data_dir=str(tmp_path / "data"), listen="127.0.0.1:0")
-    stop = asyncio.Event()
-    ready = asyncio.get_running_loop().create_future()
-    server = asyncio.create_task(serve(config, shutdown_trigger=stop.wait(),
-                                       ready=lambda host, port: ready.set_result(port)))
-    try:
-        port = await asyncio.wait_for(ready, 10)
+    async with stuck_disk_broker(config, release) as port:
         for topic in ("t", "other"):
             await roundtrip(port, ApiKey.CREATE_TOPICS, {"topics": [
                 {"topic": topic, "partitions": 1, "replication_factor": 1, "configs": {}}],
                 "timeout_ms": 1000})
-        monkeypatch.setattr(LocalMetadataStore, "put_topic", slow(real_put))
-        monkeypatch.setattr(LocalMetadataStore, "delete_topic", slow(real_delete))
+        for method in ("put_topic", "delete_topic"):
+            monkeypatch.setattr(LocalMetadataStore, method, stalling(
+                getattr(LocalMetadataStore, method), entered, release))
         change = asyncio.create_task(roundtrip(port, *{
             "create": (ApiKey.CREATE_TOPICS, {"topics": [{"topic": "new", "partitions": 4,
                        "replication_factor": 1, "configs": {}}], "timeout_ms": 1000}),
@@ -158,12 +158,7 @@ async def test_topic_changes_on_a_slow_disk_do_not_hold_up_other_clients(tmp_pat
                       "configs": {"retention.ms": "60000"}}], "validate_only": False}),
         }[api]))
         assert await asyncio.to_thread(entered.wait, 10)  # the change is stuck on the disk
-        for i in range(3):
-            produced = await asyncio.wait_for(roundtrip(port, ApiKey.PRODUCE, {
-                "acks": 1, "timeout_ms": 1000, "topics": [
-                    {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}),
-                5)
-            assert produced["topics"][0]["partitions"][0]["base_offset"] == i
+        await three_produces_answered_in_time(port)
         assert not change.done() and not release.is_set()
         release.set()
         answer = await asyncio.wait_for(change, 10)
@@ -173,7 +168,3 @@ async def test_topic_changes_on_a_slow_disk_do_not_hold_up_other_clients(tmp_pat
         names = sorted(t["topic"] for t in metadata["topics"])
         assert names == {"create": ["new", "other", "t"], "delete": ["t"],
                          "alter": ["other", "t"]}[api]
-    finally:
-        release.set()
-        stop.set()
-        await asyncio.wait_for(server, 20)
