@@ -85,6 +85,13 @@ class GroupOffsetStore:
         The caller serialises commits of one group. Raises OSError."""
         await asyncio.to_thread(self.write, group_id, self.merged(group_id, offsets))
 
+    async def forget_topic(self, group_id: str, topic: str) -> None:
+        """Drop the group's committed offsets of a deleted topic, durably (as Kafka does): a
+        topic re-created under the name must not hand the group its predecessor's offsets.
+        The caller serialises it with the group's commits. Raises OSError."""
+        kept = {tp: value for tp, value in self.fetch(group_id).items() if tp[0] != topic}
+        await asyncio.to_thread(self.write, group_id, kept)
+
     def write(self, group_id: str, offsets: Offsets) -> None:
         """Store the group's complete offsets durably, then make them visible. Slow (fsync):
         the server calls it in a thread, one call per group at a time. Raises OSError."""

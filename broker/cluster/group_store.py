@@ -13,7 +13,8 @@ Hashing the group id keeps any id (slashes, unicode) a single key segment.
 
 Every broker watches the prefix into a cache, so OffsetFetch and the lag metrics read memory,
 and a broker that just committed reads its own write at once (the cache is updated before
-the commit is answered).
+the commit is answered). Deleting a topic deletes its keys under every group (one prefix
+delete per group); a delete event names the group only by its hash, so the cache finds it.
 """
 
 from __future__ import annotations
@@ -76,6 +77,28 @@ class EtcdGroupOffsetStore:
             raise OSError(str(exc)) from None
         self._apply(group_id, offsets, revision)
 
+    async def forget_topic(self, group_id: str, topic: str) -> None:
+        """Delete the group's committed offsets of a deleted topic from etcd (one prefix
+        delete; the other brokers drop them from their caches by the watch). Raises OSError."""
+        prefix = f"{self.prefix}{group_hash(group_id)}/{topic}/"
+        try:
+            _, revision = await self.etcd.txn([], [self.etcd.delete_prefix(prefix)])
+        except EtcdError as exc:
+            raise OSError(str(exc)) from None
+        self._forget(group_id, [tp for tp in self.fetch(group_id) if tp[0] == topic], revision)
+
+    def _forget(self, group_id: str, partitions: list, revision: int) -> None:
+        """Remove keys from the cache unless a newer revision of one is there already."""
+        gone = set()
+        for tp in partitions:
+            key = (group_id, *tp)
+            if self._revisions.get(key, 0) <= revision:
+                self._revisions[key] = revision
+                gone.add(tp)
+        if gone:
+            self._groups[group_id] = {tp: value for tp, value in
+                                      self._groups.get(group_id, {}).items() if tp not in gone}
+
     def _apply(self, group_id: str, offsets: Offsets, revision: int) -> None:
         """Lay ``offsets`` over the cache unless a newer revision of a key is there already
         (our own commit is applied at once; its watch event may come after a later one)."""
@@ -110,12 +133,25 @@ class EtcdGroupOffsetStore:
                             "group offsets")
 
     def _on_event(self, event: WatchEvent) -> None:
-        if event.deleted:
-            return  # offsets are never deleted by tslog; an operator's delete shows at resync
+        if event.deleted:  # a deleted topic's offsets (or an operator's delete)
+            self._on_delete(event.kv.key, event.kv.mod_revision)
+            return
         entry = self._decode(event.kv.key, event.kv.value)
         if entry is not None:
             group_id, tp, value = entry
             self._apply(group_id, {tp: value}, event.kv.mod_revision)
+
+    def _on_delete(self, key: str, revision: int) -> None:
+        """A deleted key names the group by its hash only: find the group in the cache."""
+        try:
+            hashed, rest = key[len(self.prefix):].split("/", 1)
+            topic, partition = rest.rsplit("/", 1)
+            tp = (topic, int(partition))
+        except ValueError:
+            return
+        for group_id in list(self._groups):
+            if group_hash(group_id) == hashed:
+                self._forget(group_id, [tp], revision)
 
     def _decode(self, key: str, value: bytes):
         try:

@@ -118,8 +118,24 @@ async def _delete_topics_locally(broker: Broker, body: dict) -> dict:
                     await asyncio.to_thread(delete_logs, removed)
                 except OSError as exc:  # the topic is gone; leftovers go at the next create
                     log.error("deleting the files of topic %s: %r", name, exc)
+                await _forget_committed_offsets(broker, name)
             results.append({"topic": name, "error_code": code})
     return {"topics": results}
+
+
+async def _forget_committed_offsets(broker: Broker, topic: str) -> None:
+    """A deleted topic's committed offsets leave every group, as in Kafka: re-created under
+    the same name, the topic must not hand a group its predecessor's offsets (past the new
+    log end, a consumer would reset by its policy and, with ``latest``, skip records)."""
+    for group_id, offsets in broker.groups.all_groups().items():
+        if not any(tp[0] == topic for tp in offsets):
+            continue
+        try:
+            async with broker.group_locks.setdefault(group_id, asyncio.Lock()):
+                await broker.groups.forget_topic(group_id, topic)
+        except OSError as exc:  # the topic is deleted all the same; logged for the operator
+            log.error("dropping the committed offsets of deleted topic %s from group %r: %r",
+                      topic, group_id, exc)
 
 
 async def _create_topics_in_cluster(broker: Broker, body: dict) -> dict:
@@ -139,7 +155,8 @@ async def _create_topics_in_cluster(broker: Broker, body: dict) -> dict:
 
 
 async def _delete_topics_in_cluster(broker: Broker, body: dict) -> dict:
-    """Remove from etcd; every broker's watch then deletes its local logs of the topic."""
+    """Remove from etcd; every broker's watch then deletes its local logs of the topic, and
+    the groups' committed offsets of it (deleted in etcd here)."""
     results = []
     for name in body["topics"]:
         code = 0
@@ -147,6 +164,8 @@ async def _delete_topics_in_cluster(broker: Broker, body: dict) -> dict:
             await broker.cluster_store.remove_topic(name)
         except (TopicError, ClusterError) as exc:
             code = _failure(exc)[0]
+        else:
+            await _forget_committed_offsets(broker, name)
         results.append({"topic": name, "error_code": code})
     return {"topics": results}
 

@@ -72,3 +72,27 @@ def test_offsets_survive_the_controller_and_every_broker_answers_them(three):
                  f"broker {broker.node_id} sees the new commit")
     controller.start()  # a broker that was away catches up from etcd
     wait_for(lambda: fetched(controller, "readers") == expected, 15, "the returning broker")
+
+
+def test_deleting_a_topic_drops_its_committed_offsets_on_every_broker(three):
+    """The deleting broker removes the keys from etcd; the others drop them by the watch,
+    and a topic re-created under the name starts every group with nothing committed."""
+    assert create(three[0], "gone", 2, 3)["error_code"] == 0
+    assert create(three[0], "kept", 1, 3)["error_code"] == 0
+    wait_for(lambda: all(len([t for t in metadata(b)["topics"] if t["error_code"] == 0]) == 2
+                         for b in three), 10, "every broker knows both topics")
+    assert commit(three[0], "readers", {("gone", 0): 5, ("gone", 1): 6, ("kept", 0): 7}) == [
+        0, 0, 0]
+    wait_for(lambda: all(len(fetched(b, "readers")) == 3 for b in three), 10,
+             "every broker answers the commits")
+    with Wire(three[1].host, three[1].port) as wire:
+        body = wire.request(ApiKey.DELETE_TOPICS, {"topics": ["gone"], "timeout_ms": 5000})
+    assert body["topics"][0]["error_code"] == 0
+    for broker in three:
+        wait_for(lambda: fetched(broker, "readers") == {("kept", 0): (7, "m7")}, 10,
+                 f"broker {broker.node_id} forgets the deleted topic's offsets")
+    assert create(three[2], "gone", 2, 3)["error_code"] == 0
+    with Wire(three[0].host, three[0].port) as wire:
+        body = wire.request(ApiKey.OFFSET_FETCH, {"group_id": "readers", "topics": [
+            {"topic": "gone", "partitions": [0, 1]}]})
+    assert [p["offset"] for p in body["topics"][0]["partitions"]] == [-1, -1]

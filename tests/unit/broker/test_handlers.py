@@ -306,6 +306,33 @@ async def test_committed_offsets_are_durable_across_reopen(make_broker):
         {"partition": 0, "offset": 5, "metadata": "m", "error_code": 0}]}]
 
 
+async def test_deleting_a_topic_drops_its_committed_offsets_from_every_group(make_broker):
+    """As in Kafka: re-created under the same name, the topic hands no group the offsets of
+    its predecessor (a consumer past the new log end would reset and could skip records)."""
+    broker = make_broker()
+    await create(broker, "t", 2)
+    await create(broker, "keep")
+    for group in ("a", "b"):
+        body = {"group_id": group, "topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "offset": 40, "metadata": ""},
+                                          {"partition": 1, "offset": 41, "metadata": ""}]},
+            {"topic": "keep", "partitions": [{"partition": 0, "offset": 7, "metadata": "k"}]}]}
+        await call(broker, ApiKey.OFFSET_COMMIT, body)
+    deleted = await call(broker, ApiKey.DELETE_TOPICS, {"topics": ["t"], "timeout_ms": 1000})
+    assert deleted["topics"][0]["error_code"] == 0
+    await create(broker, "t", 2)
+    broker.close()
+    reopened = make_broker()  # and durably so
+    for group in ("a", "b"):
+        everything = await call(reopened, ApiKey.OFFSET_FETCH, {"group_id": group,
+                                                                "topics": None})
+        assert everything["topics"] == [{"topic": "keep", "partitions": [
+            {"partition": 0, "offset": 7, "metadata": "k", "error_code": 0}]}]
+        asked = await call(reopened, ApiKey.OFFSET_FETCH, {"group_id": group, "topics": [
+            {"topic": "t", "partitions": [0, 1]}]})
+        assert [p["offset"] for p in asked["topics"][0]["partitions"]] == [-1, -1]
+
+
 async def test_offset_commit_refuses_bad_group_and_large_metadata(broker):
     await create(broker, "t")
     entry = {"partition": 0, "offset": 1, "metadata": "x" * 5000}
