@@ -140,7 +140,15 @@ class TopicManager:
         record and its empty logs, opened but not yet served. It changes none of the maps
         requests read, so ``publish_topic`` on the loop makes the topic appear at once."""
         self.store.put_topic(topic)
-        return [self._create_log(topic, partition) for partition in range(topic.partitions)]
+        logs: list[PartitionLog] = []
+        try:
+            for partition in range(topic.partitions):
+                logs.append(self._create_log(topic, partition))
+        except BaseException:  # a full disk: leave neither open logs nor a record behind
+            delete_logs(logs)
+            self.store.delete_topic(topic.name)
+            raise
+        return logs
 
     def publish_topic(self, topic: TopicMetadata, logs: list[PartitionLog]) -> None:
         for partition, plog in enumerate(logs):
@@ -177,13 +185,6 @@ class TopicManager:
                 if key[0] == topic.name:
                     plog.config = log_config
             log.info("topic %s configs now %s", topic.name, topic.configs)
-
-    def delete_topic(self, name: str) -> list[PartitionLog]:
-        """Forget a topic and remove its data; return its (now deleted) logs. Raises TopicError."""
-        self.forget_topic_durably(name)
-        removed = self.unpublish_topic(name)
-        delete_logs(removed)
-        return removed
 
     def forget_topic_durably(self, name: str) -> None:
         """First half of a deletion, on disk (run it off the loop): the topic's record goes,
@@ -228,18 +229,6 @@ class TopicManager:
         if key in topic_overrides:
             return "topic"
         return "broker" if key in self.config.log else "default"
-
-    def alter_topic_configs(self, name: str, changes: dict[str, str | None],
-                            validate_only: bool) -> None:
-        """Incremental change: str overrides, None returns to the broker default. Raises TopicError.
-
-        Applied to the live logs at once (new segments pick up index sizes when they roll).
-        """
-        updated = self.altered_topic(name, changes)
-        if validate_only:
-            return
-        self.store.put_topic(updated)
-        self.apply_topic_configs(updated)
 
     def apply_topic_configs(self, updated: TopicMetadata) -> None:
         """Serve a topic's new configs (already stored durably) from its live logs."""

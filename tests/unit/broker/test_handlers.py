@@ -84,6 +84,32 @@ async def test_create_existing_topic_and_default_partition_count(make_broker):
     assert (await create(broker, "t"))["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
 
 
+async def test_a_create_the_disk_refuses_half_way_leaves_nothing_behind(make_broker,
+                                                                       monkeypatch):
+    from tslog.broker import topics as topics_module
+
+    broker = make_broker()
+    real, made = topics_module.PartitionLog, []
+
+    def second_partition_fails(directory, *args):
+        if len(made) == 1:
+            raise OSError(28, "No space left on device")
+        made.append(real(directory, *args))
+        return made[-1]
+
+    monkeypatch.setattr(topics_module, "PartitionLog", second_partition_fails)
+    result = await create(broker, "t", 3)
+    assert result["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert "No space left" in result["error_message"]
+    assert "t" not in broker.topics.topics and not broker.topics.logs
+    assert not made[0].directory.exists()  # the partition made before the failure is gone
+    monkeypatch.setattr(topics_module, "PartitionLog", real)
+    broker.close()
+    reopened = make_broker()
+    assert "t" not in reopened.topics.topics  # no record was left either
+    assert (await create(reopened, "t", 3))["error_code"] == 0
+
+
 async def test_metadata_lists_topics_and_flags_unknown_ones(broker):
     await create(broker, "a", 2)
     everything = await call(broker, ApiKey.METADATA, {"topics": None})
