@@ -58,7 +58,6 @@ class GroupCommitter:
         self._condition = threading.Condition()
         self._logs: set[PartitionLog] = set()
         self._waiters: list[tuple[asyncio.Future, list[PartitionLog]]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
         self.rounds = 0  # flush rounds run (a counter for metrics and tests)
@@ -78,7 +77,6 @@ class GroupCommitter:
             self._logs.update(logs)
             self._waiters.append((future, logs))
             if self._thread is None:
-                self._loop = loop
                 self._thread = threading.Thread(target=self._run, name="tslog-fsync",
                                                 daemon=True)
                 self._thread.start()
@@ -104,10 +102,15 @@ class GroupCommitter:
                 failed = exc if isinstance(exc, Exception) else ConnectionAbortedError(
                     "group commit stopped")
             self.rounds += 1
-            try:
-                self._loop.call_soon_threadsafe(_resolve, waiters, failed)
-            except RuntimeError:  # the loop is closed: nobody is left to answer
-                pass
+            # One loop in the broker; a Broker driven from several loops (tests) gets each its own.
+            loops = {future.get_loop() for future, _ in waiters}
+            for loop in loops:
+                mine = waiters if len(loops) == 1 else [
+                    waiter for waiter in waiters if waiter[0].get_loop() is loop]
+                try:
+                    loop.call_soon_threadsafe(_resolve, mine, failed)
+                except RuntimeError:  # that loop is closed: nobody is left to answer
+                    pass
 
     def shutdown(self) -> None:
         """Finish the rounds owed (their waiters are answered if the loop still runs), then
