@@ -161,6 +161,7 @@ def _refusal(broker: Broker, topic: str, partition: int, part: Partition | None,
 def handle_produce(broker: Broker, body: dict):
     acks = body["acks"]
     durable: list[PartitionLog] = []
+    replicated = False
     topics_out = []
     for group in body["topics"]:
         topic = group["topic"]
@@ -187,10 +188,12 @@ def handle_produce(broker: Broker, body: dict):
                                     len(records), result["log_append_time"],
                                     newest_create_time(records))
                     if acks == -1:
-                        durable.append(plog)
-                        result["_log"] = plog
-                        if not part.alone:
+                        if part.alone:  # the only copy: acknowledged once it is on disk
+                            durable.append(plog)
+                            result["_log"] = plog
+                        else:  # acknowledged once every in-sync replica holds it
                             result["_wait"] = (part, end)
+                            replicated = True
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a code
                     result["error_code"] = error_code_for(exc, f"produce {topic}-{partition}")
                 result["log_start_offset"] = plog.log_start_offset
@@ -199,46 +202,64 @@ def handle_produce(broker: Broker, body: dict):
     response = {"topics": topics_out}
     if acks == 0:
         return None
-    if durable:
-        return _after_fsync(broker, response, durable, body["timeout_ms"])
+    if durable or replicated:
+        return _acknowledge_all(broker, response, durable, body["timeout_ms"])
     return response
 
 
-async def _after_fsync(broker: Broker, response: dict, logs: list[PartitionLog],
-                       timeout_ms: int) -> dict:
-    """Answer an acks = -1 produce once its logs are fsynced and, for replicated partitions,
-    once the high watermark has passed the appended batches (or time out trying)."""
+async def _acknowledge_all(broker: Broker, response: dict, logs: list[PartitionLog],
+                           timeout_ms: int) -> dict:
+    """Answer an acks = -1 produce once each batch survives the loss of any one broker
+    (or time out trying).
+
+    A leader alone in its ISR holds the only copy, so the batch must be on its disk: the
+    group-commit fsync. With followers in the ISR, the batch is safe once every in-sync
+    replica holds it, i.e. once the high watermark has passed it. As in Kafka, that waits
+    for no fsync (``flush.messages``/``flush.ms`` ask for those): waiting for both made
+    every acks=all produce pay a disk round trip on top of the followers' (bench/broker.py).
+    """
     timeout_ms = min(timeout_ms or broker.config.request_timeout_ms,
                      broker.config.request_timeout_ms)
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
-    # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
-    try:
-        async with asyncio.timeout_at(deadline):
-            failed = await broker.committer.durable(logs)
-        timed_out = False
-    except TimeoutError:
-        failed, timed_out = {}, True
+    failed, timed_out = {}, False
+    if logs:
+        # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
+        try:
+            async with asyncio.timeout_at(deadline):
+                failed = await broker.committer.durable(logs)
+        except TimeoutError:
+            timed_out = True
     for group in response["topics"]:
         for result in group["partitions"]:
             plog = result.pop("_log", None)
             wait = result.pop("_wait", None)
-            if plog is None:
+            if wait is not None:
+                result["error_code"] = await _until_committed(broker, *wait, deadline)
+            elif plog is None:
                 continue
-            if timed_out:
+            elif timed_out:
                 result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             elif plog in failed:
                 result["error_code"] = error_code_for(failed[plog], f"flush {plog.directory.name}")
-            elif wait is not None:
-                result["error_code"] = await _until_committed(*wait, deadline)
     return response
 
 
-async def _until_committed(part: Partition, end_offset: int, deadline: float) -> int:
+async def _until_committed(broker: Broker, part: Partition, end_offset: int,
+                           deadline: float) -> int:
     """Wait until the HW reaches ``end_offset`` (by the loop's clock ``deadline``): 0,
-    REQUEST_TIMED_OUT or NOT_LEADER."""
+    REQUEST_TIMED_OUT, NOT_LEADER or a flush's error code.
+
+    The HW also passes a batch when its followers leave the ISR instead of copying it: the
+    leader then holds the only copy, which must be fsynced before the answer, as if the
+    leader had been alone from the start."""
     try:
         async with asyncio.timeout_at(deadline):
             await part.wait_for_high_watermark(end_offset)
+            if part.alone:
+                plog = part.log
+                failed = await broker.committer.durable([plog])
+                if plog in failed:
+                    return error_code_for(failed[plog], f"flush {plog.directory.name}")
         return 0
     except TimeoutError:
         return ErrorCode.REQUEST_TIMED_OUT

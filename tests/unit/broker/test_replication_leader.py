@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 
 import pytest
 
@@ -93,6 +94,53 @@ async def test_acks_all_answers_once_the_high_watermark_passes_the_batch(cluster
     await fetch(broker, 1, replica_id=2)
     answer = await asyncio.wait_for(pending, 5)
     assert answer["error_code"] == 0 and answer["base_offset"] == 0
+
+
+def stall_flushes(monkeypatch, plog) -> threading.Event:
+    """Make ``plog``'s fsyncs hang (a stuck disk) until the returned event is set."""
+    released = threading.Event()
+    flush = plog.flush
+
+    def stuck_flush():
+        released.wait(10)
+        return flush()
+
+    monkeypatch.setattr(plog, "flush", stuck_flush)
+    return released
+
+
+async def test_acks_all_with_followers_waits_for_their_copies_not_for_the_disk(cluster,
+                                                                              monkeypatch):
+    broker, _ = cluster
+    plog = broker.topics.get_log("t", 0)
+    disk = stall_flushes(monkeypatch, plog)
+    try:
+        pending = asyncio.ensure_future(produce(broker, batch([b"x"]), acks=-1))
+        await asyncio.sleep(0.02)
+        await fetch(broker, 1, replica_id=1)
+        await fetch(broker, 1, replica_id=2)
+        answer = await asyncio.wait_for(pending, 5)
+        assert answer["error_code"] == 0
+        assert plog.recovery_point == 0  # as in Kafka: three copies, none fsynced yet
+    finally:
+        disk.set()
+
+
+async def test_acks_all_fsyncs_the_only_copy_when_the_followers_leave_the_isr(cluster,
+                                                                              monkeypatch):
+    broker, view = cluster
+    plog = broker.topics.get_log("t", 0)
+    disk = stall_flushes(monkeypatch, plog)
+    try:
+        pending = asyncio.ensure_future(produce(broker, batch([b"x"]), acks=-1))
+        await asyncio.sleep(0.02)
+        view.set("t", 0, leader=0, epoch=1, isr=(0,))  # the HW passes the batch this way
+        await asyncio.sleep(0.1)
+        assert not pending.done()  # the leader's copy, now the only one, is not on disk
+    finally:
+        disk.set()
+    answer = await asyncio.wait_for(pending, 5)
+    assert answer["error_code"] == 0 and plog.recovery_point == 1
 
 
 async def test_acks_all_times_out_when_followers_do_not_fetch(cluster):
