@@ -461,9 +461,10 @@ class RawLookups:
 
 
 class SyncClientLookups:
-    """``Consumer.offsets_for_times`` (blocking facade: a hop to the client's loop thread)."""
+    """``Consumer.offsets_for_times``: the blocking facade answers a lookup on the caller's
+    thread over a blocking socket of its own (``client/_direct.py``)."""
 
-    name = "Consumer.offsets_for_times (sync facade, loop-thread hop)"
+    name = "Consumer.offsets_for_times (sync facade, on the caller's thread)"
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         from tslog.client import Consumer, TopicPartition

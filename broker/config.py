@@ -59,6 +59,7 @@ class BrokerConfig:
     log_retention_check_interval_ms: int = 300_000  # how often retention runs (ms)
     log_checkpoint_interval_ms: int = 60_000  # how often recovery points are written (ms)
     shutdown_grace_ms: int = 10_000  # in-flight requests get this long to finish on SIGTERM
+    idle_poll_us: int = 100  # keep polling this long after close-together requests; 0 = off
     test_clock_offset_ms: int = 0  # TESTS ONLY: shift the broker's wall clock by this (ms)
     num_partitions: int = 1  # partitions of a topic created with partitions = -1
     etcd_endpoints: str = ""  # "host:port,host:port" of etcd; empty = single node, no etcd
@@ -153,6 +154,8 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         problems.append("node_id must be >= 0")
     if config.shutdown_grace_ms < 0:
         problems.append("shutdown_grace_ms must be >= 0")
+    if not 0 <= config.idle_poll_us <= 10_000:
+        problems.append("idle_poll_us must be 0 (off) to 10000")
     for name in ("listen", "advertised_listen", "metrics_listen"):
         value = getattr(config, name)
         if value is not None:

@@ -151,6 +151,7 @@ class BrokerConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        started = time.perf_counter()
         self._last_activity = self._loop.time()
         try:
             frames = self._decoder.feed(data)
@@ -163,6 +164,7 @@ class BrokerConnection(asyncio.Protocol):
                 return
             self._handle_frame(frame)
         self._write_ready()
+        self.broker.idle_poller.handled(self._loop, started)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True

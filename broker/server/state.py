@@ -21,6 +21,7 @@ from ..metadata import LocalMetadataStore, MetadataStore
 from ..replication.manager import ReplicaManager
 from ..topics import TopicManager
 from .durability import AppendNotifier, GroupCommitter
+from .idle_poll import IdlePoller
 
 
 class BrokerClock:
@@ -63,6 +64,7 @@ class Broker:
         self.clock = clock
         self.committer = GroupCommitter()
         self.notifier = AppendNotifier()
+        self.idle_poller = IdlePoller(config.idle_poll_us)
         self.group_locks: dict[str, asyncio.Lock] = {}  # serializes each group's commits
         self.admin_lock = asyncio.Lock()  # one topic create/delete/alter at a time (single node)
         self.stopping = False  # set at shutdown: long polls answer at once

@@ -140,3 +140,10 @@ def test_bad_cluster_settings_are_all_reported():
         load(env={"TSLOG_UNCLEAN_LEADER_ELECTION_ENABLE": "maybe"})
     with pytest.raises(ConfigError, match="etcd_endpoints"):
         load(env={"TSLOG_ETCD_ENDPOINTS": "no-port"})
+
+
+def test_idle_polling_is_bounded_and_can_be_turned_off():
+    assert load(env={"TSLOG_IDLE_POLL_US": "0"}).idle_poll_us == 0
+    for bad in ("-1", "10001"):
+        with pytest.raises(ConfigError, match="idle_poll_us must be 0 \\(off\\) to 10000"):
+            load(env={"TSLOG_IDLE_POLL_US": bad})
