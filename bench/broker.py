@@ -780,7 +780,9 @@ def section_produce(setup: Setup) -> None:
         for path in ("raw", "client", "batch"):
             rates = produced[(path, acks)]
             rate = median(rates)
-            if acks == 1:
+            if path == "client":  # not batches of 1000: the issue's targets are for those
+                target, ok = "- (one record per call)", None
+            elif acks == 1:
                 target = "3x Redis c=1 and >= 1M"
                 ok = rate >= 1e6 and (redis_c1 is None or rate >= 3 * redis_c1)
             else:
@@ -803,6 +805,9 @@ def section_produce(setup: Setup) -> None:
         rows,
         notes=["value MB/s counts the 100-byte values only; batch MB/s the ~112 bytes a "
                "record takes in a batch.",
+               "the targets are for batches of 1000 (the raw and send_batch rows); send() "
+               "hands the client one record per call, so its rows measure the client's Python "
+               "work per record (about 1 us) and carry no target.",
                "Redis XADD (redis-benchmark, C client, 100 commands pipelined) is Redis' "
                "best case, in memory without persistence; the acks=all rows compare "
                "against the same figure."])
