@@ -86,8 +86,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
 
     Args:
         bootstrap: "host:port[,host:port]".
-        acks: 0 (no response), 1 (leader wrote it), "all"/-1 (fsynced, and replicated to the
-            in-sync replicas in a cluster).
+        acks: 0 (no response), 1 (leader wrote it), "all"/-1 (every in-sync replica has
+            it; a leader alone in its ISR, as on a single node, fsyncs it first).
         linger_ms: how long a batch waits for more records before it is sent.
         batch_size: bytes per partition batch before it is sent without waiting (capped so
             one batch fits in one request of ``max_request_size``).
