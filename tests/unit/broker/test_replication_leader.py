@@ -96,8 +96,11 @@ async def test_acks_all_answers_once_the_high_watermark_passes_the_batch(cluster
     assert answer["error_code"] == 0 and answer["base_offset"] == 0
 
 
-def stall_flushes(monkeypatch, plog) -> threading.Event:
-    """Make ``plog``'s fsyncs hang (a stuck disk) until the returned event is set."""
+@pytest.fixture
+def stuck_disk(cluster, monkeypatch):
+    """t-0's log, whose fsyncs hang (a stuck disk) until the returned event is set."""
+    broker, _ = cluster
+    plog = broker.topics.get_log("t", 0)
     released = threading.Event()
     flush = plog.flush
 
@@ -106,39 +109,38 @@ def stall_flushes(monkeypatch, plog) -> threading.Event:
         return flush()
 
     monkeypatch.setattr(plog, "flush", stuck_flush)
-    return released
+    yield plog, released
+    released.set()
+
+
+async def appended_acks_all_produce(broker) -> asyncio.Future:
+    """An acks=all produce of one record, appended and waiting for its answer."""
+    pending = asyncio.ensure_future(produce(broker, batch([b"x"]), acks=-1))
+    await asyncio.sleep(0.02)
+    return pending
 
 
 async def test_acks_all_with_followers_waits_for_their_copies_not_for_the_disk(cluster,
-                                                                              monkeypatch):
+                                                                              stuck_disk):
     broker, _ = cluster
-    plog = broker.topics.get_log("t", 0)
-    disk = stall_flushes(monkeypatch, plog)
-    try:
-        pending = asyncio.ensure_future(produce(broker, batch([b"x"]), acks=-1))
-        await asyncio.sleep(0.02)
-        await fetch(broker, 1, replica_id=1)
-        await fetch(broker, 1, replica_id=2)
-        answer = await asyncio.wait_for(pending, 5)
-        assert answer["error_code"] == 0
-        assert plog.recovery_point == 0  # as in Kafka: three copies, none fsynced yet
-    finally:
-        disk.set()
+    plog, _ = stuck_disk
+    pending = await appended_acks_all_produce(broker)
+    await fetch(broker, 1, replica_id=1)
+    await fetch(broker, 1, replica_id=2)
+    answer = await asyncio.wait_for(pending, 5)
+    assert answer["error_code"] == 0
+    assert plog.recovery_point == 0  # as in Kafka: three copies, none fsynced yet
 
 
 async def test_acks_all_fsyncs_the_only_copy_when_the_followers_leave_the_isr(cluster,
-                                                                              monkeypatch):
+                                                                              stuck_disk):
     broker, view = cluster
-    plog = broker.topics.get_log("t", 0)
-    disk = stall_flushes(monkeypatch, plog)
-    try:
-        pending = asyncio.ensure_future(produce(broker, batch([b"x"]), acks=-1))
-        await asyncio.sleep(0.02)
-        view.set("t", 0, leader=0, epoch=1, isr=(0,))  # the HW passes the batch this way
-        await asyncio.sleep(0.1)
-        assert not pending.done()  # the leader's copy, now the only one, is not on disk
-    finally:
-        disk.set()
+    plog, disk = stuck_disk
+    pending = await appended_acks_all_produce(broker)
+    view.set("t", 0, leader=0, epoch=1, isr=(0,))  # the HW passes the batch this way
+    await asyncio.sleep(0.1)
+    assert not pending.done()  # the leader's copy, now the only one, is not on disk
+    disk.set()
     answer = await asyncio.wait_for(pending, 5)
     assert answer["error_code"] == 0 and plog.recovery_point == 1
 
