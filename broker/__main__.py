@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 
+from .allocator import keep_large_blocks_in_the_heap
 from .cluster.errors import ClusterError
 from .config import ConfigError, load_config
 from .server import serve
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name in ignored:
         log.warning("ignoring environment variable %s: not a broker setting", name)
+    keep_large_blocks_in_the_heap()
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(config))
