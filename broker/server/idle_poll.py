@@ -6,8 +6,9 @@ median, of which the broker's own work, decoding to the response's send, was 21 
 client asking again a few tens of microseconds later found the loop asleep in epoll_wait
 every time. Polling (epoll with a zero timeout) for ``idle_poll_us`` after a request finds
 that next request still awake: the round trip fell from 70 to 43 us at the median and from
-about 110 to 65 us at p99 (a raw ListOffsets loop as in bench/broker.py's lookup section). Seastar's reactor, under ScyllaDB and Redpanda,
-polls the same way before it sleeps (``--idle-poll-time-us``).
+about 110 to 65 us at p99 (a raw ListOffsets loop as in bench/broker.py's lookup section).
+Seastar's reactor, under ScyllaDB and Redpanda, polls the same way before it sleeps
+(``--idle-poll-time-us``).
 
 It polls only while it pays: after a request that came within ``idle_poll_us`` of the one
 before it (a client in a request-response loop, or a busy connection). Traffic spaced wider
