@@ -19,11 +19,15 @@ class AsyncAdmin:
     """Cluster administration; ``async with AsyncAdmin("host:port") as admin: ...``."""
 
     def __init__(self, bootstrap, *, request_timeout_ms: int = 30_000, retries: int = 5,
-                 retry_backoff_ms: int = 100, client_id: str = "tslog-admin") -> None:
+                 retry_backoff_ms: int = 100, client_id: str = "tslog-admin",
+                 lookup_poll_us: int = 100) -> None:
+        """``lookup_poll_us``: ``list_offsets`` polls for its answer this long at most
+        (as ``AsyncConsumer``'s); 0 turns it off."""
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,
-                                request_timeout_ms=request_timeout_ms)
+                                request_timeout_ms=request_timeout_ms,
+                                lookup_poll_us=lookup_poll_us)
         self._closed = False
 
     async def start(self) -> None:

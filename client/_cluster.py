@@ -55,7 +55,9 @@ class Cluster:
                  request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000,
                  metadata_max_age_ms: int = 300_000, max_in_flight: int = 5,
-                 connect_timeout_ms: int = 10_000) -> None:
+                 connect_timeout_ms: int = 10_000, lookup_poll_us: int = 0) -> None:
+        if not isinstance(lookup_poll_us, int) or not 0 <= lookup_poll_us <= 10_000:
+            raise ValueError("lookup_poll_us must be an int from 0 (off) to 10000")
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -65,6 +67,8 @@ class Cluster:
         self.metadata_max_age_ms = metadata_max_age_ms
         self.max_in_flight = max_in_flight
         self.connect_timeout_ms = connect_timeout_ms
+        # How long a time lookup polls for its answer before sleeping (_connection's doc).
+        self.lookup_poll_s = lookup_poll_us / 1e6
         self.brokers: dict[int, tuple[str, int]] = {}
         self.controller_id = -1
         self.topics: dict[str, dict[int, PartitionInfo]] = {}
@@ -193,11 +197,12 @@ class Cluster:
         return delay_ms * random.uniform(0.8, 1.2) / 1000
 
     async def request(self, node_id: int | None, api_key: int, body: dict, *,
-                      timeout_ms: int | None = None) -> dict:
+                      timeout_ms: int | None = None, poll: bool = False) -> dict:
         """Send to a broker and return the response body, retrying retriable errors.
 
         Only for requests that are safe to repeat (metadata, offsets, admin reads); the
         producer runs its own loop because a retried produce may duplicate records.
+        ``poll``: a time lookup, which polls for its answer for ``lookup_poll_s``.
         """
         attempt = 0
         while True:
@@ -207,7 +212,8 @@ class Cluster:
                 if conn is None or conn.closed or self._closed:
                     conn = await self.connection(node_id)
                 return await conn.send(api_key, body,
-                                       timeout_ms=timeout_ms or self.request_timeout_ms)
+                                       timeout_ms=timeout_ms or self.request_timeout_ms,
+                                       poll_s=self.lookup_poll_s if poll else 0.0)
             except TslogError as exc:
                 if not exc.retriable or attempt >= self.retries or self._closed:
                     raise

@@ -18,6 +18,14 @@ Connection stays closed.
 
 Produce with acks=0 expects no response: its future resolves once the bytes are handed to the
 transport.
+
+Answer polling (``poll_s`` of a request, for time lookups): while such a request waits, a
+ready callback keeps the event loop polling its sockets with a zero timeout instead of
+sleeping in ``epoll_wait``, for at most ``poll_s`` after the send and never past the answer.
+Why: a thread that sleeps halts its vCPU, and on a virtual machine the wake-up when the
+answer arrives costs more than the broker's whole answer (ListOffsets round trip here: 73 us
+at the median sleeping, 34 us polling; p99 125 us against 80). The price is the CPU of the
+wait itself, at most ``poll_s`` a request; other callbacks on the loop run as usual.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import collections
 import itertools
 import logging
 import socket
+import time
 
 from tslog.protocol.chunked import encode_request_chunks
 from tslog.protocol.errors import ProtocolError
@@ -66,6 +75,8 @@ class Connection(asyncio.Protocol):
         self._paused = False
         self.on_close = None  # optional callback(connection), for the owner's bookkeeping
         self.on_ready = None  # optional callback(): a slot freed or writing resumed
+        self._poll_until = 0.0  # answer polling goes on until then (perf_counter seconds)
+        self._polling = False
 
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str | None = None,
@@ -166,12 +177,14 @@ class Connection(asyncio.Protocol):
                 and len(self._pending) < self.max_in_flight)
 
     def send_nowait(self, api_key: int, body: dict, *, timeout_ms: int | None,
-                    expect_response: bool = True, api_version: int = 0) -> asyncio.Future:
+                    expect_response: bool = True, api_version: int = 0,
+                    poll_s: float = 0.0) -> asyncio.Future:
         """Write one request now and return the future of its response body.
 
         The caller checks ``has_capacity`` first when it must respect ``max_in_flight``; this
         method never waits. The future fails with a ``TslogError`` subclass: the broker's
-        top-level error code, ``RequestTimedOutError`` or ``ConnectionLostError``.
+        top-level error code, ``RequestTimedOutError`` or ``ConnectionLostError``. With
+        ``poll_s`` the loop polls for the answer that long at most (see the module's doc).
         """
         loop = asyncio.get_running_loop()
         future = loop.create_future()
@@ -194,21 +207,26 @@ class Connection(asyncio.Protocol):
                 self._arm_timer(loop, deadline)
         self._pending.append((correlation_id, api_key, api_version, future, deadline,
                               timeout_ms))
+        if poll_s > 0:
+            self._poll_until = max(self._poll_until, time.perf_counter() + poll_s)
+            if not self._polling:
+                self._polling = True
+                loop.call_soon(self._poll_for_answers, loop)
         return future
 
     async def send(self, api_key: int, body: dict, *, timeout_ms: int | None = 30_000,
-                   expect_response: bool = True) -> dict | None:
+                   expect_response: bool = True, poll_s: float = 0.0) -> dict | None:
         """Wait for an in-flight slot and the transport's buffer, send, await the response."""
         if len(self._pending) < self.max_in_flight and not self._paused:  # nothing to wait for
             return await self.send_nowait(api_key, body, timeout_ms=timeout_ms,
-                                          expect_response=expect_response)
+                                          expect_response=expect_response, poll_s=poll_s)
         while len(self._pending) >= self.max_in_flight and not self.closed:
             waiter = asyncio.get_running_loop().create_future()
             self._slot_waiters.append(waiter)
             await waiter
         await self.drain()
         return await self.send_nowait(api_key, body, timeout_ms=timeout_ms,
-                                      expect_response=expect_response)
+                                      expect_response=expect_response, poll_s=poll_s)
 
     async def drain(self) -> None:
         """Wait while the transport's write buffer is over its high-water mark."""
@@ -224,6 +242,14 @@ class Connection(asyncio.Protocol):
         return f"<Connection {self.host}:{self.port}>"
 
     # --------------------------------------------------------------------------- private
+
+    def _poll_for_answers(self, loop) -> None:
+        """A ready callback makes the loop's next wait a zero-timeout poll: go on while an
+        answer is awaited and the window lasts."""
+        if self._pending and time.perf_counter() < self._poll_until:
+            loop.call_soon(self._poll_for_answers, loop)
+        else:
+            self._polling = False
 
     def _arm_timer(self, loop, when: float) -> None:
         if self._timer is not None:

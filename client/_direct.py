@@ -54,7 +54,7 @@ class DirectLookups:
                         self._cluster.client_id)
                 body = connection.request(ApiKey.LIST_OFFSETS, {
                     "replica_id": -1, "timestamp_type": timestamp_type,
-                    "topics": group_by_topic(parts)})
+                    "topics": group_by_topic(parts)}, poll_s=self._cluster.lookup_poll_s)
             except socket.timeout:
                 self._drop(address)
                 raise RequestTimedOutError(

@@ -61,7 +61,7 @@ async def list_offsets(
                 by_node[leader][tp] = {"timestamp": timestamp}
         requests = [cluster.request(node, ApiKey.LIST_OFFSETS, {
             "replica_id": -1, "timestamp_type": timestamp_type,
-            "topics": group_by_topic(parts)}) for node, parts in by_node.items()]
+            "topics": group_by_topic(parts)}, poll=True) for node, parts in by_node.items()]
         if len(requests) == 1:  # the usual case: no tasks for gather to create
             replies = [await requests[0]]
         else:

@@ -5,11 +5,17 @@ A Spark task reads a range with its own thread and no loop, and the synchronous 
 answers time lookups on the caller's thread (``_direct.py``) instead of handing each one to
 the client's loop thread and back, which costs two thread wake-ups per request. It speaks
 the same frames as everything else, through ``tslog.protocol``.
+
+A request may poll for its answer (``poll_s``): zero-timeout polls of the socket for that
+long at most before the blocking receive, so the thread does not halt its vCPU for an answer
+due in tens of microseconds (see ``_connection.py``'s answer polling, the same idea).
 """
 
 from __future__ import annotations
 
+import select
 import socket
+import time
 
 from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
 from tslog.protocol.messages import RequestHeader, decode_response, encode_request
@@ -31,6 +37,7 @@ class BrokerSocket:
         self._pending: list[tuple[int, int]] = []
         self._scratch = bytearray(_RECEIVE_BYTES)
         self._received = b""  # bytes after the last response taken (pipelined answers)
+        self._poller: select.poll | None = None  # made on first use of answer polling
 
     def send(self, api_key: int, body: dict) -> None:
         self._correlation = (self._correlation + 1) % 2**31
@@ -50,11 +57,23 @@ class BrokerSocket:
     def _recv(self) -> bytes:
         return self._scratch[:self._recv_into(memoryview(self._scratch))]
 
-    def receive(self) -> dict:
+    def _poll_readable(self, poll_s: float) -> None:
+        """Spin on zero-timeout polls until the socket is readable or ``poll_s`` passed."""
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(self.sock, select.POLLIN)
+        poll, clock = self._poller.poll, time.perf_counter
+        deadline = clock() + poll_s
+        while not poll(0) and clock() < deadline:
+            pass
+
+    def receive(self, poll_s: float = 0.0) -> dict:
         """The next response. A small one usually takes a single ``recv`` (prefix and body
         together); a large one is received straight into a buffer of its exact size."""
         correlation, api_key = self._pending.pop(0)
         received = self._received
+        if poll_s > 0 and len(received) < FRAME_PREFIX.size:
+            self._poll_readable(poll_s)
         while len(received) < FRAME_PREFIX.size:
             received += self._recv()
         (length,) = FRAME_PREFIX.unpack_from(received)
@@ -75,9 +94,9 @@ class BrokerSocket:
             raise ConnectionError(f"response {got_id} does not answer request {correlation}")
         return body
 
-    def request(self, api_key: int, body: dict) -> dict:
+    def request(self, api_key: int, body: dict, poll_s: float = 0.0) -> dict:
         self.send(api_key, body)
-        return self.receive()
+        return self.receive(poll_s)
 
     def close(self) -> None:
         try:
