@@ -466,11 +466,14 @@ class SyncClientLookups:
 
     name = "Consumer.offsets_for_times (sync facade, on the caller's thread)"
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, lookup_poll_us: int | None = None) -> None:
         from tslog.client import Consumer, TopicPartition
 
         self.tp = TopicPartition(topic, 0)
-        self.consumer = Consumer(bootstrap, group_id=None)
+        options = {} if lookup_poll_us is None else {"lookup_poll_us": lookup_poll_us}
+        if lookup_poll_us is not None:
+            self.name = f"{self.name}, lookup_poll_us={lookup_poll_us}"
+        self.consumer = Consumer(bootstrap, group_id=None, **options)
         self.consumer.assign([self.tp])
         self.consumer.offsets_for_times({self.tp: 0})  # connected before the clock
 
@@ -913,6 +916,7 @@ def section_lookups(setup: Setup) -> None:
         lookers.append(RawLookups(setup.broker.port, setup.topic))
         lookers.append(AsyncClientLookups(setup.broker.bootstrap, setup.topic))
         lookers.append(SyncClientLookups(setup.broker.bootstrap, setup.topic))
+        lookers.append(SyncClientLookups(setup.broker.bootstrap, setup.topic, lookup_poll_us=0))
         lookers.append(EchoFloor(sample_request))
         for _ in range(setup.runs):
             run_latencies: dict = {}
@@ -961,7 +965,10 @@ def section_lookups(setup: Setup) -> None:
                "answers must be <ms>-0.",
                f"the paths take turns in chunks of {chunk:,} lookups; the raw loop and the "
                "floor use a blocking socket in this process, the client rows the tslog "
-               "client's own connection."])
+               "client's own connection.",
+               "the client rows poll for their answer for up to lookup_poll_us (default 100 "
+               "us) instead of sleeping in recv, as redis-py, the raw loop and the floor do; "
+               "the row with lookup_poll_us=0 shows the client sleeping."])
 
 
 # ------------------------------------------------------------------------ metrics scraping
