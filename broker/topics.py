@@ -3,13 +3,16 @@
 Owner: the broker's event loop. Every method here is synchronous. ``open_all`` (startup
 recovery) and ``close_all`` (shutdown) run in a thread while nothing else touches the logs;
 retention and checkpoints run in a worker thread (``apply_retention``, ``checkpoint``), which
-the storage engine allows beside its owner's appends and reads. Creating and deleting topics is rare and quick (a JSON file
-and a few directories), so it runs on the loop, which keeps the topic maps single-threaded.
+the storage engine allows beside its owner's appends and reads. The topic maps change only on
+the loop; the disk work of a change (records and logs written with fsyncs, files unlinked)
+runs in a thread before or after, so a change never stalls the loop for long.
 
 Crash safety of the two-step changes: a topic is written to the metadata store before its
 directories are made (a crash in between leaves a topic whose missing logs ``open_all``
 creates), and removed from the store before its directories go (a crash in between leaves
 orphan directories, which a later create of the same name wipes first; they are never served).
+A deleted log's directory is renamed aside before its files go (``storage.files``), and
+``open_all`` removes what a crash left renamed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tslog.protocol.errors import ErrorCode
 from .config import BrokerConfig
 from .metadata import MetadataStore, TopicMetadata, topic_name_problem
 from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
-from .storage.files import partition_dir_name
+from .storage.files import partition_dir_name, remove_retired, retired_directories
 
 log = logging.getLogger("tslog.broker.topics")
 
@@ -71,6 +74,9 @@ class TopicManager:
         A clustered broker passes the cluster's topics (read on the loop beforehand) and the
         partitions it holds a replica of; it knows every topic but opens only those logs.
         """
+        for directory in retired_directories(self.data_dir):  # a deletion a crash cut short
+            log.info("removing %s, left by a deletion before a restart", directory.name)
+            remove_retired(directory)
         for topic in (self.store.topics() if topics is None else topics).values():
             log_config = self.log_config_for(topic.configs)
             for partition in range(topic.partitions):
@@ -168,12 +174,18 @@ class TopicManager:
             shutil.rmtree(directory)
         return PartitionLog(directory, self.log_config_for(topic.configs), self.clock)
 
-    def drop_local_logs(self, name: str) -> list[PartitionLog]:
-        """Delete this broker's logs of a topic the cluster no longer has; return them."""
+    def drop_local_logs(self, name: str) -> tuple[list[PartitionLog], list[Path]]:
+        """Stop serving this broker's logs of a topic the cluster no longer has: each is
+        closed and its directory renamed aside, quick enough for the loop. Returns the logs
+        and the renamed directories, whose files ``remove_retired`` deletes in a thread."""
         removed = [self.logs.pop(key) for key in [k for k in self.logs if k[0] == name]]
+        retired = []
         for plog in removed:
-            plog.delete()
-        return removed
+            try:
+                retired.append(plog.retire())
+            except OSError as exc:  # closed all the same; a later create wipes the orphan
+                log.error("cannot set %s aside for deletion: %r", plog.directory, exc)
+        return removed, retired
 
     def set_topic(self, topic: TopicMetadata) -> None:
         """Take a topic's metadata from the cluster; new configs apply to its open logs."""

@@ -30,7 +30,7 @@ from ..cluster.topic_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
-from ..storage.files import write_atomically
+from ..storage.files import remove_retired, write_atomically
 from .state import Broker
 
 log = logging.getLogger("tslog.broker.cluster")
@@ -98,6 +98,18 @@ class TopicSync:
         topics = {name: record.metadata for name, record in records.items()}
         return Broker.open(config, store, cluster=self.view, initial=(topics, hosted))
 
+    @staticmethod
+    def _remove_in_thread(directories: list[Path]) -> None:
+        """Unlink a deleted topic's files off the loop (a gigabyte takes ~170 ms here)."""
+        def remove() -> None:
+            for directory in directories:
+                try:
+                    remove_retired(directory)
+                except OSError as exc:  # tried again at the next start
+                    log.error("cannot remove %s: %r", directory, exc)
+        if directories:
+            asyncio.get_running_loop().run_in_executor(None, remove)
+
     def _load(self) -> dict[str, str]:
         try:
             return dict(json.loads(self.path.read_text(encoding="utf-8"))["topics"])
@@ -130,8 +142,10 @@ class TopicSync:
         for name in list(topics.topics):
             record = records.get(name)
             if record is None or (name in self.ids and record.topic_id != self.ids[name]):
-                for plog in topics.drop_local_logs(name):
+                removed, retired = topics.drop_local_logs(name)
+                for plog in removed:
                     broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
+                self._remove_in_thread(retired)
                 del topics.topics[name]
                 changed |= self.ids.pop(name, None) is not None
                 forget_topic(name)

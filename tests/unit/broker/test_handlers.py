@@ -399,3 +399,23 @@ async def test_concurrent_commits_of_one_group_keep_arrival_order(broker):
     await asyncio.gather(*[commit(offset) for offset in range(1, 30)])
     fetched = await call(broker, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None})
     assert fetched["topics"][0]["partitions"][0]["offset"] == 29
+
+
+async def test_a_deletion_cut_short_by_a_crash_is_finished_at_the_next_start(make_broker, tmp_path):
+    broker = make_broker()
+    for name in ("doomed", "kept"):
+        assert (await create(broker, name, partitions=2))["error_code"] == 0
+        assert (await produce(broker, name, 0, batch([b"a", b"b"])))["error_code"] == 0
+    # The topic's record went, the loop's half of a cluster deletion ran (logs closed,
+    # directories renamed aside), then the process died before its thread unlinked the files.
+    broker.topics.forget_topic_durably("doomed")
+    removed, retired = broker.topics.drop_local_logs("doomed")
+    assert len(removed) == 2 and all(path.exists() for path in retired)
+    broker.close()
+    reopened = make_broker()
+    assert not any(path.exists() for path in retired)
+    data = tmp_path / "data"
+    assert sorted(p.name for p in data.iterdir() if p.name.startswith(("doomed", "kept"))) == [
+        "kept-0", "kept-1"]
+    assert sorted(reopened.topics.topics) == ["kept"]
+    assert reopened.topics.get_log("kept", 0).log_end_offset == 2  # its records stayed
