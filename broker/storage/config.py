@@ -37,6 +37,7 @@ class LogConfig:
     flush_ms: int = NEVER  # fsync when the last fsync is this old at an append
     min_insync_replicas: int = 1  # acks=all is refused (NOT_ENOUGH_REPLICAS) with a smaller ISR
     replica_lag_time_max_ms: int = 30_000  # a follower not caught up this long leaves the ISR
+    producer_id_expiration_ms: int = _DAY_MS  # forget an idempotent producer idle this long
 
     def __post_init__(self) -> None:
         problems = []
@@ -60,6 +61,7 @@ class LogConfig:
             (self.flush_ms >= 0, "flush.ms must be >= 0"),
             (self.min_insync_replicas >= 1, "min.insync.replicas must be >= 1"),
             (self.replica_lag_time_max_ms >= 1, "replica.lag.time.max.ms must be >= 1"),
+            (self.producer_id_expiration_ms >= 1, "producer.id.expiration.ms must be >= 1"),
         ]
         problems = [message for ok, message in checks if not ok]
         if problems:

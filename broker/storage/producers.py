@@ -12,6 +12,14 @@ The state is a function of the log's batch headers (followers copy them byte for
 any replica rebuilds it by reading headers: one dict update per batch, never a record. A
 snapshot file ``producer-state`` (msgpack: the offset it covers and the entries), written at
 each checkpoint, bounds that scan on open to the batches after the snapshot.
+
+Expiry: every idempotent producer a client starts gets a new id, so without it the table
+(and the snapshot rewritten at every checkpoint) would grow for as long as the partition
+lives. At each checkpoint, producers whose newest batch is more than
+``producer.id.expiration.ms`` of LogAppendTime older than the partition's newest batch are
+forgotten (Kafka: ``producer.id.expiration.ms``, one day). Measured on the log's own time,
+not a clock, so every replica forgets the same producers; a retry that comes after that
+is taken as a new batch, as for any unknown producer.
 """
 
 from __future__ import annotations
@@ -107,6 +115,15 @@ class ProducerStateTable:
             entry = self.producers[producer_id] = ProducerEntry(header.producer_epoch)
         entry.batches.append((header.base_sequence, last_sequence_of(header),
                               header.base_offset, header.log_append_time))
+
+    def expire(self, older_than_lat: int) -> int:
+        """Forget producers whose newest batch has a LAT before ``older_than_lat`` (and any
+        left without batches); returns how many went. O(producers): at checkpoints only."""
+        expired = [producer_id for producer_id, entry in self.producers.items()
+                   if not entry.batches or entry.batches[-1][3] < older_than_lat]
+        for producer_id in expired:
+            del self.producers[producer_id]
+        return len(expired)
 
     def truncate_to(self, offset: int) -> bool:
         """Forget batches at or after ``offset``. Returns False when a producer's every kept

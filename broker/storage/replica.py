@@ -89,7 +89,7 @@ class ReplicaLog:
                 producers.update(header)
         self.producers = producers
         self.high_watermark = min(self._read_high_watermark(), end)
-        self._checkpointed: tuple[int, int] | None = None  # (HW, producer offset) last written
+        self._checkpointed: tuple | None = None  # (HW, producer offset, producers) last written
 
     def _read_high_watermark(self) -> int:
         try:
@@ -171,9 +171,12 @@ class ReplicaLog:
     def checkpoint_snapshot(self) -> tuple[bytes, bytes] | None:
         """On the owner's thread: the (high-watermark, producer-state) file contents to write,
         or None when neither changed since the last snapshot (an idle partition costs no
-        fsync). Also follows retention's cuts in the epoch checkpoint."""
+        fsync). Also follows retention's cuts in the epoch checkpoint and forgets producers
+        idle for ``producer.id.expiration.ms`` of the log's time (``producers.py``)."""
         self.epochs.truncate_from_start(self.log.log_start_offset)
-        state = (self.high_watermark, self.producers.covered_offset)
+        producers = self.producers
+        producers.expire(self.log.last_log_append_time - self.log.config.producer_id_expiration_ms)
+        state = (self.high_watermark, producers.covered_offset, len(producers.producers))
         if state == self._checkpointed:
             return None
         self._checkpointed = state

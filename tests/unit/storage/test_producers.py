@@ -75,3 +75,14 @@ def test_snapshot_round_trip_and_truncation(tmp_path):
 def test_a_garbage_snapshot_reads_as_empty(tmp_path):
     (tmp_path / "producer-state").write_bytes(b"\xc1garbage")
     assert ProducerStateTable.read_snapshot(tmp_path).producers == {}
+
+
+def test_expire_forgets_the_producers_whose_newest_batch_is_older():
+    table = ProducerStateTable()
+    table.update(header(7, 0, offset=0, lat=100))
+    table.update(header(7, 2, offset=2, lat=900))  # producer 7 was active at 900
+    table.update(header(8, 0, offset=4, lat=400))
+    assert table.expire(older_than_lat=500) == 1
+    assert sorted(table.producers) == [7]
+    assert table.check(header(7, 2)) == (2, 900)
+    assert table.check(header(8, 0)) is None  # unknown again: taken as a new producer

@@ -115,3 +115,26 @@ def test_retention_never_deletes_what_lies_at_or_past_the_high_watermark(tmp_pat
     log.delete_old_segments()  # without a HW (a single node: the log end) it all goes
     assert log.log_start_offset == log.log_end_offset == 20
     log.close()
+
+
+def test_producers_idle_for_the_expiration_are_forgotten_alike_on_every_replica(tmp_path):
+    """Without expiry every producer a client ever started stays in memory and in each
+    checkpoint's snapshot; it is measured on the log's LAT, so a follower forgets the same."""
+    clock = ManualClock(START_MS)
+    leader = ReplicaLog(open_log(tmp_path / "leader", clock, producer_id_expiration_ms=1000))
+    follower = ReplicaLog(open_log(tmp_path / "follower", ManualClock(START_MS + 99_000),
+                                   producer_id_expiration_ms=1000))
+    for pid in (1, 2):
+        info = leader.append_as_leader(idempotent(0, pid=pid), 0)
+        follower.append_as_follower(leader.log.read(info.base_offset))
+    clock.advance(1001)
+    info = leader.append_as_leader(idempotent(2, pid=2), 0)  # producer 2 goes on, 1 is idle
+    follower.append_as_follower(leader.log.read(info.base_offset))
+    for replica in (leader, follower):
+        replica.high_watermark = replica.log.log_end_offset
+        replica.checkpoint()
+        assert sorted(replica.producers.producers) == [2]
+    leader.log.close()
+    reopened = ReplicaLog(open_log(tmp_path / "leader", clock, producer_id_expiration_ms=1000))
+    assert sorted(reopened.producers.producers) == [2]  # the snapshot on disk forgot it too
+    assert reopened.producers.check(parse_header(idempotent(2, pid=2))) == (4, START_MS + 1001)
