@@ -22,6 +22,7 @@ from tslog.protocol.errors import ErrorCode
 
 from ..cluster.view import ClusterView, LocalClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
+from ..storage.background import BackgroundWriter
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
@@ -44,6 +45,9 @@ class ReplicaManager:
         self._proposing: set[tuple[str, int]] = set()
         self._tasks: set[asyncio.Task] = set()
         self._started = False
+        # Leader-epoch checkpoints that may lag (a new epoch) are written here, so a failover
+        # that moves many partitions does not wait for their fsyncs on the loop.
+        self.writer = BackgroundWriter("tslog-epoch-writes")
         # A single node reports no replication events (its metrics stay 0, not "elections").
         self._clustered = not isinstance(view, LocalClusterView)
 
@@ -58,7 +62,7 @@ class ReplicaManager:
         if plog is None:
             self.partitions.pop((topic, partition), None)
             return None
-        part = Partition(topic, partition, ReplicaLog(plog), self.node_id)
+        part = Partition(topic, partition, ReplicaLog(plog, self.writer), self.node_id)
         self.partitions[topic, partition] = part
         state = self.view.partition_state(topic, partition)
         if state is not None:
@@ -95,7 +99,7 @@ class ReplicaManager:
     def open_all(self) -> None:
         """Open the replication state of every log (reads headers: run it in a thread)."""
         for (topic, partition), plog in self.broker.topics.logs.items():
-            self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog),
+            self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog, self.writer),
                                                           self.node_id)
         if isinstance(self.view, LocalClusterView):  # a cluster allocates ids in its store
             self.view.seed_producer_ids(max(
@@ -124,7 +128,9 @@ class ReplicaManager:
             part.fail_waiters()
 
     def checkpoint_all(self) -> None:
-        """Persist every partition's high watermark and producer snapshot (at shutdown)."""
+        """At shutdown: finish the epoch writes handed to the thread, then persist every
+        partition's high watermark and producer snapshot."""
+        self.writer.close()
         self.write_snapshots(self.snapshots())
 
     def snapshots(self) -> list:

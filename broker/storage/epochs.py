@@ -18,12 +18,20 @@ takes over (its epoch, at its log end offset); a follower adds one when a copied
 an epoch newer than its latest (O(1) per batch: one comparison). Truncating the log removes
 the entries that start at or after the cut; deleting old segments moves the first entry's
 start up. Opening drops entries past the log end (the file may be newer than a torn tail).
+
+When the file is written: a cut (``truncate_from_end``) before the call returns, because an
+entry the log no longer backs would misplace the end of an epoch after a crash. A new epoch
+or a moved start may be written later (``persist``'s ``deferrable``; ``ReplicaLog`` hands
+them to a background thread so that a failover does not wait for hundreds of fsyncs): a file
+that lacks them is repaired when the log is opened, from the batch headers after the
+producer snapshot, which ``ReplicaLog`` writes only after the epochs it covers.
 """
 
 from __future__ import annotations
 
 import bisect
 from pathlib import Path
+from typing import Callable
 
 from . import files
 
@@ -35,8 +43,11 @@ _VERSION = 0
 class LeaderEpochCache:
     """The (epoch, start offset) entries of one partition, mirrored to its checkpoint file."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str,
+                 persist: Callable[[bytes, bool], None] | None = None) -> None:
+        """``persist(content, deferrable)`` stores the file's new content (default: at once)."""
         self.path = Path(directory) / CHECKPOINT_FILE
+        self._persist = persist or (lambda content, _: files.write_atomically(self.path, content))
         self.entries: list[tuple[int, int]] = self._read()
 
     def _read(self) -> list[tuple[int, int]]:
@@ -55,10 +66,10 @@ class LeaderEpochCache:
             raise ValueError(f"{self.path}: leader-epoch checkpoint has a torn entry list")
         return [(e[0], e[1]) for e in entries]
 
-    def _write(self) -> None:
+    def _write(self, deferrable: bool) -> None:
         lines = [str(_VERSION), str(len(self.entries))]
         lines += [f"{epoch} {start}" for epoch, start in self.entries]
-        files.write_atomically(self.path, ("\n".join(lines) + "\n").encode())
+        self._persist(("\n".join(lines) + "\n").encode(), deferrable)
 
     @property
     def latest_epoch(self) -> int:
@@ -70,7 +81,7 @@ class LeaderEpochCache:
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset`` unless an epoch >= it is known.
 
-        Returns True when an entry was added (the file was rewritten).
+        Returns True when an entry was added (the file is rewritten, maybe later).
         """
         if self.entries and epoch <= self.entries[-1][0]:
             return False
@@ -79,7 +90,7 @@ class LeaderEpochCache:
             # past this point, so it ends here.
             self.entries = [e for e in self.entries if e[1] < start_offset]
         self.entries.append((epoch, start_offset))
-        self._write()
+        self._write(deferrable=True)
         return True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -102,7 +113,7 @@ class LeaderEpochCache:
         kept = [e for e in self.entries if e[1] < end_offset]
         if len(kept) != len(self.entries):
             self.entries = kept
-            self._write()
+            self._write(deferrable=False)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Old segments were deleted up to ``start_offset``: entries that ended before it go,
@@ -114,4 +125,4 @@ class LeaderEpochCache:
         kept += self.entries[i:]
         if kept != self.entries:
             self.entries = kept
-            self._write()
+            self._write(deferrable=True)

@@ -21,11 +21,13 @@ header when there is no snapshot); recovery already validated them.
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Iterator
 
 from tslog.protocol.batch_header import BatchHeader, parse_header
 
 from . import files
+from .background import BackgroundWriter
 from .epochs import LeaderEpochCache
 from .errors import LogClosedError
 from .log import PartitionLog
@@ -69,11 +71,15 @@ def iter_headers(plog: PartitionLog, from_offset: int) -> Iterator[BatchHeader]:
 class ReplicaLog:
     """A ``PartitionLog`` with its leader epochs, producer state and high watermark."""
 
-    def __init__(self, plog: PartitionLog) -> None:
+    def __init__(self, plog: PartitionLog, writer: BackgroundWriter | None = None) -> None:
+        """``writer``: where epoch-file writes that may wait go (None: written at once)."""
         self.log = plog
         self.directory = plog.directory
         end = plog.log_end_offset
-        self.epochs = LeaderEpochCache(plog.directory)
+        self._writer = writer
+        self._epochs_lock = threading.Lock()  # guards _epochs_pending; never held for I/O
+        self._epochs_pending: bytes | None = None  # the epoch file's content not yet written
+        self.epochs = LeaderEpochCache(plog.directory, persist=self._persist_epochs)
         self.epochs.truncate_from_end(end)
         self.epochs.truncate_from_start(plog.log_start_offset)
         producers = ProducerStateTable.read_snapshot(plog.directory)
@@ -182,10 +188,36 @@ class ReplicaLog:
         self._checkpointed = state
         return f"{self.high_watermark}\n".encode(), self.producers.snapshot_bytes()
 
+    def _persist_epochs(self, content: bytes, deferrable: bool) -> None:
+        with self._epochs_lock:
+            self._epochs_pending = content
+        if deferrable and self._writer is not None:
+            self._writer.submit(self.write_pending_epochs)
+        else:
+            self.write_pending_epochs()
+
+    def write_pending_epochs(self) -> None:
+        """Write the epoch file's newest content if it is not on disk yet; any thread. Under
+        the checkpoint lock, so writes land in order and never in a deleted directory."""
+        with self.log._checkpoint_lock:
+            with self._epochs_lock:
+                content, self._epochs_pending = self._epochs_pending, None
+            if content is None or self.log._closed:
+                return
+            try:
+                files.write_atomically(self.epochs.path, content)
+            except BaseException:
+                with self._epochs_lock:  # kept for the next try, unless a newer one came
+                    if self._epochs_pending is None:
+                        self._epochs_pending = content
+                raise
+
     def write_snapshot(self, snapshot: tuple[bytes, bytes]) -> None:
         """Write what ``checkpoint_snapshot`` returned (four fsyncs): safe from any thread.
         Serialised with the log's own checkpoint writers and its deletion, so a deleted
-        partition's directory never gets a file back."""
+        partition's directory never gets a file back. The epochs go first: a producer
+        snapshot bounds the header scan that repairs a lagging epoch file on open."""
+        self.write_pending_epochs()
         high_watermark, producers = snapshot
         with self.log._checkpoint_lock:
             if self.log._closed:

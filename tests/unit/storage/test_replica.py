@@ -1,7 +1,11 @@
 """ReplicaLog: epochs, producers and the high watermark move with the log."""
 
+import threading
+
 from tests.helpers.storage import START_MS, make_batch, open_log
 from tslog.broker.storage import ManualClock
+from tslog.broker.storage.background import BackgroundWriter
+from tslog.broker.storage.epochs import LeaderEpochCache
 from tslog.broker.storage.replica import ReplicaLog
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.records import build_batch
@@ -138,3 +142,69 @@ def test_producers_idle_for_the_expiration_are_forgotten_alike_on_every_replica(
     reopened = ReplicaLog(open_log(tmp_path / "leader", clock, producer_id_expiration_ms=1000))
     assert sorted(reopened.producers.producers) == [2]  # the snapshot on disk forgot it too
     assert reopened.producers.check(parse_header(idempotent(2, pid=2))) == (4, START_MS + 1001)
+
+
+class StuckWriter:
+    """A BackgroundWriter whose thread is held busy until ``release``: what the loop's
+    hand-off looks like while the disk is slow."""
+
+    def __init__(self):
+        self.writer = BackgroundWriter("test-epoch-writes")
+        self._release = threading.Event()
+        self.writer.submit(lambda: self._release.wait(10))
+
+    def release(self):
+        self._release.set()
+        self.writer.close()
+
+
+def epochs_on_disk(directory):
+    return LeaderEpochCache(directory).entries
+
+
+def test_a_new_epoch_does_not_wait_for_the_disk_but_lands_before_the_producer_snapshot(tmp_path):
+    stuck = StuckWriter()
+    replica = ReplicaLog(open_log(tmp_path / "p"), stuck.writer)
+    try:
+        replica.become_leader(3)  # a failover: answered without the file's two fsyncs
+        replica.append_as_leader(idempotent(0), 3)
+        assert replica.epochs.entries == [(3, 0)]
+        assert epochs_on_disk(tmp_path / "p") == []
+        replica.high_watermark = 2
+        replica.checkpoint()  # its producer snapshot covers epoch 3's batch: epochs go first
+        assert epochs_on_disk(tmp_path / "p") == [(3, 0)]
+    finally:
+        stuck.release()
+
+
+def test_a_cut_is_on_disk_at_once_and_no_older_deferred_write_undoes_it(tmp_path):
+    stuck = StuckWriter()
+    replica = ReplicaLog(open_log(tmp_path / "p"), stuck.writer)
+    replica.become_leader(1)
+    replica.append_as_leader(make_batch(2), 1)
+    replica.become_leader(2)  # deferred: the writer is stuck
+    replica.append_as_leader(make_batch(2), 2)
+    replica.truncate_to(2)  # a follower cutting a divergent tail
+    assert epochs_on_disk(tmp_path / "p") == [(1, 0)]
+    stuck.release()  # the deferred writes run now, and find nothing newer to write
+    assert epochs_on_disk(tmp_path / "p") == [(1, 0)]
+
+
+def test_an_epoch_whose_deferred_write_a_crash_lost_is_rebuilt_on_open(tmp_path):
+    directory = tmp_path / "p"
+    replica = ReplicaLog(open_log(directory))
+    replica.become_leader(1)
+    replica.append_as_leader(idempotent(0), 1)
+    replica.high_watermark = 2
+    replica.checkpoint()
+    stuck = StuckWriter()
+    replica._writer = stuck.writer  # from here on, new epochs wait for a stuck disk
+    replica.become_leader(4)
+    replica.append_as_leader(idempotent(2), 4)
+    replica.log.close_handles()  # SIGKILL: the deferred write never ran
+    assert epochs_on_disk(directory) == [(1, 0)]
+    stuck.release()  # the log is closed: nothing is written any more
+    assert epochs_on_disk(directory) == [(1, 0)]
+    reopened = ReplicaLog(open_log(directory))
+    assert reopened.epochs.entries == [(1, 0), (4, 2)]
+    assert reopened.epochs.end_offset_for(1, reopened.log_end_offset) == (1, 2)
