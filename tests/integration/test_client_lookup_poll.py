@@ -5,7 +5,8 @@ than its window of CPU when an answer is slow, stops when the answer comes, and 
 the answer itself is the same either way. Method: a real broker is stopped with SIGSTOP
 while a lookup waits for it, so the answer is late by as long as the test chooses; the CPU
 this process uses meanwhile shows whether the lookup polled (it spins) or slept (it uses
-none). Windows of 10 ms stand far above scheduling noise. Both paths are covered: the async
+none). Windows of 10 ms stand far above scheduling noise; the lower bound leaves room for a
+loop that other processes keep off the CPU for part of its window (polling uses wall time). Both paths are covered: the async
 consumer on the caller's loop, and the sync facade's direct socket on the caller's thread.
 """
 
@@ -86,7 +87,7 @@ async def test_an_async_lookup_polls_for_its_window_then_sleeps(filled):
     broker, target, first = filled
     used, found = await async_lookup_cpu(broker.bootstrap, broker, target, WINDOW_US)
     assert found[TP].offset == first
-    assert 0.4 * WINDOW_US / 1e6 <= used < 2.5 * WINDOW_US / 1e6  # polled, then slept
+    assert 0.2 * WINDOW_US / 1e6 <= used < 2.5 * WINDOW_US / 1e6  # polled, then slept
     used, found = await async_lookup_cpu(broker.bootstrap, broker, target, 0)
     assert found[TP].offset == first
     assert used < 0.3 * WINDOW_US / 1e6  # off: slept from the start
@@ -96,7 +97,7 @@ def test_a_sync_lookup_polls_on_the_callers_thread_for_its_window_then_sleeps(fi
     broker, target, first = filled
     used, found = sync_lookup_cpu(broker.bootstrap, broker, target, WINDOW_US)
     assert found[TP].offset == first
-    assert 0.4 * WINDOW_US / 1e6 <= used < 2.5 * WINDOW_US / 1e6
+    assert 0.2 * WINDOW_US / 1e6 <= used < 2.5 * WINDOW_US / 1e6
     used, found = sync_lookup_cpu(broker.bootstrap, broker, target, 0)
     assert found[TP].offset == first
     assert used < 0.3 * WINDOW_US / 1e6
