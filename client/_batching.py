@@ -15,7 +15,7 @@ import time
 
 from ._accumulator import BatchFuture
 from ._partitioner import key_partition
-from .errors import MessageTooLargeError, UnknownTopicOrPartitionError
+from .errors import ClientClosedError, MessageTooLargeError, UnknownTopicOrPartitionError
 
 _BYTES_OR_NONE = frozenset((bytes, bytearray, memoryview, type(None)))
 _BATCH = object()  # marks a deferred send_batch in _DeferredRecord.args

@@ -9,6 +9,10 @@ the same frames as everything else, through ``tslog.protocol``.
 A request may poll for its answer (``poll_s``): zero-timeout polls of the socket for that
 long at most before the blocking receive, so the thread does not halt its vCPU for an answer
 due in tens of microseconds (see ``_connection.py``'s answer polling, the same idea).
+
+A response is received into a buffer of the length its prefix announces, so that length is
+capped first (``max_frame_bytes``, the asyncio connection's default): a peer announcing
+4 GiB gets ``FrameTooLargeError`` and a closed socket, not a 4 GiB allocation.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import select
 import socket
 import time
 
-from tslog.protocol.frames import FRAME_PREFIX, frame_prefix
+from tslog.protocol.frames import FRAME_PREFIX, MAX_FRAME_BYTES, FrameTooLargeError
 from tslog.protocol.messages import RequestHeader, decode_response, encode_request
 
 
@@ -25,12 +29,22 @@ _RECEIVE_BYTES = 64 * 1024  # one recv: a small response whole, a large one's fi
 
 
 class BrokerSocket:
-    """One blocking connection; responses are read in request order (as the broker sends)."""
+    """One blocking connection; responses are read in request order (as the broker sends).
+
+    Args:
+        host, port: the broker.
+        timeout_s: connect timeout, and the socket timeout of every send and receive.
+        client_id: sent in each request header.
+        max_frame_bytes: largest response body accepted; a larger announced length closes
+            the connection and raises ``FrameTooLargeError`` before anything is allocated.
+    """
 
     def __init__(self, host: str, port: int, timeout_s: float,
-                 client_id: str | None = "tslog-python") -> None:
+                 client_id: str | None = "tslog-python", *,
+                 max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
         self.address = (host, port)
         self.client_id = client_id
+        self.max_frame_bytes = max_frame_bytes
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation = 0
@@ -69,7 +83,13 @@ class BrokerSocket:
 
     def receive(self, poll_s: float = 0.0) -> dict:
         """The next response. A small one usually takes a single ``recv`` (prefix and body
-        together); a large one is received straight into a buffer of its exact size."""
+        together); a large one is received straight into a buffer of its exact size.
+
+        Raises:
+            FrameTooLargeError: the announced length exceeds ``max_frame_bytes``; the
+                connection is closed (the stream cannot be resynchronised).
+            ConnectionError: the broker closed the connection, or answered out of order.
+        """
         correlation, api_key = self._pending.pop(0)
         received = self._received
         if poll_s > 0 and len(received) < FRAME_PREFIX.size:
@@ -77,7 +97,9 @@ class BrokerSocket:
         while len(received) < FRAME_PREFIX.size:
             received += self._recv()
         (length,) = FRAME_PREFIX.unpack_from(received)
-        frame_prefix(length)  # range check
+        if length > self.max_frame_bytes:
+            self.close()
+            raise FrameTooLargeError(length, self.max_frame_bytes)
         end = FRAME_PREFIX.size + length
         if len(received) >= end:
             frame, self._received = memoryview(received)[FRAME_PREFIX.size:end], received[end:]
