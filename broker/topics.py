@@ -9,10 +9,12 @@ runs in a thread before or after, so a change never stalls the loop for long.
 
 Crash safety of the two-step changes: a topic is written to the metadata store before its
 directories are made (a crash in between leaves a topic whose missing logs ``open_all``
-creates), and removed from the store before its directories go (a crash in between leaves
-orphan directories, which a later create of the same name wipes first; they are never served).
-A deleted log's directory is renamed aside before its files go (``storage.files``), and
-``open_all`` removes what a crash left renamed.
+creates), and removed from the store before its directories go. On a single node the
+removal is a deletion journal entry (``metadata.DeletionJournal``: it needs no free space, so
+a full disk can be freed), cleared only once the directories are gone; ``open_all`` removes
+the directories of every topic still in the journal. A deleted log's directory is renamed
+aside before its files go (``storage.files``), and ``open_all`` removes what a crash left
+renamed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from tslog.protocol.errors import ErrorCode
 from .config import BrokerConfig
 from .metadata import MetadataStore, TopicMetadata, topic_name_problem
 from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
-from .storage.files import partition_dir_name, remove_retired, retired_directories
+from .storage.files import (partition_dir_name, partition_directories, remove_retired,
+                            retired_directories)
 
 log = logging.getLogger("tslog.broker.topics")
 
@@ -77,6 +80,12 @@ class TopicManager:
         for directory in retired_directories(self.data_dir):  # a deletion a crash cut short
             log.info("removing %s, left by a deletion before a restart", directory.name)
             remove_retired(directory)
+        if topics is None and self.store.pending_deletions():
+            try:
+                self.finish_deletion(min(self.store.pending_deletions()), [])
+            except OSError as exc:  # a full disk: the journal keeps them for next time
+                log.error("cannot finish the deletions of %s: %r",
+                          sorted(self.store.pending_deletions()), exc)
         for topic in (self.store.topics() if topics is None else topics).values():
             log_config = self.log_config_for(topic.configs)
             for partition in range(topic.partitions):
@@ -145,6 +154,8 @@ class TopicManager:
         """The disk half of creating a topic (fsyncs: run it off the event loop): its durable
         record and its empty logs, opened but not yet served. It changes none of the maps
         requests read, so ``publish_topic`` on the loop makes the topic appear at once."""
+        if topic.name in self.store.pending_deletions():  # its predecessor's files first
+            self.finish_deletion(topic.name, [])
         self.store.put_topic(topic)
         logs: list[PartitionLog] = []
         try:
@@ -153,6 +164,10 @@ class TopicManager:
         except BaseException:  # a full disk: leave neither open logs nor a record behind
             delete_logs(logs)
             self.store.delete_topic(topic.name)
+            try:
+                self.store.deletion_done(topic.name)
+            except OSError:  # still full: the journal keeps the name, harmlessly
+                pass
             raise
         return logs
 
@@ -205,8 +220,20 @@ class TopicManager:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         self.store.delete_topic(name)
 
+    def finish_deletion(self, name: str, logs: list[PartitionLog]) -> None:
+        """Last half of a deletion, on disk (run it off the loop): the topic's logs go, and
+        any directory left of it or of an earlier deletion still in the journal (one a crash
+        or a full disk cut short), then the store hears that they are gone (which rewrites
+        its record if the disk was too full before). Raises OSError."""
+        delete_logs(logs)
+        for pending in sorted(self.store.pending_deletions() | {name}):
+            for directory in partition_directories(self.data_dir, pending):
+                log.info("removing %s, left by a deletion of topic %s", directory.name, pending)
+                shutil.rmtree(directory)
+            self.store.deletion_done(pending)
+
     def unpublish_topic(self, name: str) -> list[PartitionLog]:
-        """Stop serving a topic whose record is gone; return its logs for ``delete_logs``."""
+        """Stop serving a topic whose record is gone; return its logs for ``finish_deletion``."""
         topic = self.topics.pop(name)
         log.info("deleted topic %s", name)
         return [self.logs.pop((name, partition)) for partition in range(topic.partitions)]

@@ -20,7 +20,7 @@ from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
 from ..metrics.definitions import forget_topic
-from ..topics import TopicError, delete_logs
+from ..topics import TopicError
 from .data_handlers import error_code_for, handle_fetch, handle_list_offsets, handle_produce
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .state import Broker
@@ -98,8 +98,9 @@ def handle_delete_topics(broker: Broker, body: dict):
 
 
 async def _delete_topics_locally(broker: Broker, body: dict) -> dict:
-    """The record goes first (in a thread), then the topic stops being served (on the
-    loop), then its files go (in a thread): a failed record write changes nothing."""
+    """The record goes first (in a thread; a journal entry that needs no free space), then
+    the topic stops being served (on the loop), then its files go (in a thread), which on a
+    full disk makes the room to rewrite the record: a failed record write changes nothing."""
     topics = broker.topics
     results = []
     async with broker.admin_lock:
@@ -115,8 +116,8 @@ async def _delete_topics_locally(broker: Broker, body: dict) -> dict:
                 code = _failure(exc, f"delete topic {name}")[0]
             else:
                 try:
-                    await asyncio.to_thread(delete_logs, removed)
-                except OSError as exc:  # the topic is gone; leftovers go at the next create
+                    await asyncio.to_thread(topics.finish_deletion, name, removed)
+                except OSError as exc:  # the topic is gone; leftovers go at the next start
                     log.error("deleting the files of topic %s: %r", name, exc)
                 await _forget_committed_offsets(broker, name)
             results.append({"topic": name, "error_code": code})

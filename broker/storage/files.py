@@ -9,11 +9,17 @@ A deleted partition's directory is first renamed aside to
 ``<topic>-<partition>.<unique>.deleted`` (one rename), and its files are removed afterwards,
 in a thread: unlinking a gigabyte of segments takes about 170 ms here. The name is free at
 once for a topic created again, and directories a crash left renamed go at the next start.
+Every name stays within ``NAME_MAX`` (255 bytes): a partition directory is at most 254
+(a 249-character topic, ``-`` and a partition below 10000), and a retired name keeps only as
+much of the topic as fits beside the 41 bytes of ``.<unique>.deleted`` (the unique part alone
+tells retired directories apart; the rest is for an operator reading ``ls``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -27,6 +33,7 @@ SEGMENT_SUFFIXES = (LOG_SUFFIX,) + INDEX_SUFFIXES
 TEMP_SUFFIX = ".tmp"
 
 RETIRED_SUFFIX = ".deleted"  # a partition directory never ends so: it ends in -<partition>
+NAME_MAX = 255  # bytes in one file name (Linux's NAME_MAX, and ext4's, xfs's and tmpfs's)
 
 RECOVERY_POINT_FILE = "recovery-point"
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
@@ -48,11 +55,33 @@ def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+def retired_name(name: str) -> str:
+    """A unique name for a partition directory ``name`` set aside for deletion, at most
+    ``NAME_MAX`` bytes: ``<topic>-<partition>.<uuid hex>.deleted``, the topic cut short if
+    the whole would not fit (the partition number is kept)."""
+    tail = f".{uuid.uuid4().hex}{RETIRED_SUFFIX}"
+    room = NAME_MAX - len(tail.encode())
+    if len(name.encode()) > room:
+        stem, dash, partition = name.rpartition("-")
+        keep = f"{dash}{partition}" if dash and partition.isdigit() else ""
+        name = name.encode()[:room - len(keep.encode())].decode("utf-8", "ignore") + keep
+    return name + tail
+
+
 def retire_directory(directory: Path) -> Path:
     """Rename a deleted partition's directory aside; returns its new path."""
-    retired = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{RETIRED_SUFFIX}")
+    retired = directory.with_name(retired_name(directory.name))
     os.rename(directory, retired)
     return retired
+
+
+def partition_directories(data_dir: Path, topic: str) -> list[Path]:
+    """The partition directories of ``topic`` in ``data_dir`` (``<topic>-<digits>``)."""
+    if not data_dir.is_dir():
+        return []
+    pattern = re.compile(re.escape(topic) + r"-\d+")
+    return sorted(entry for entry in data_dir.iterdir()
+                  if pattern.fullmatch(entry.name) and entry.is_dir())
 
 
 def retired_directories(data_dir: Path) -> list[Path]:
@@ -71,11 +100,16 @@ def remove_retired(directory: Path) -> None:
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content."""
     temp = path.with_name(path.name + TEMP_SUFFIX)
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:  # a full disk: leave no half-written temp file taking space
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
     fsync_directory(path.parent)
 
 
