@@ -241,11 +241,25 @@ class TopicManager:
     # -- configs ---------------------------------------------------------------------------
 
     def log_config_for(self, overrides: dict[str, str]) -> LogConfig:
-        return LogConfig.from_mapping(overrides, base=self.broker_log_config)
+        """The config of a stored topic. An override that is no longer valid (stored by an
+        older version that accepted it, e.g. ``segment.index.bytes`` of 2^40) is skipped
+        with a warning: the broker still starts, and serves the topic with the default."""
+        try:
+            return LogConfig.from_mapping(overrides, base=self.broker_log_config)
+        except ConfigError:
+            valid = {}
+            for key, value in overrides.items():
+                try:
+                    LogConfig.from_mapping({key: value}, base=self.broker_log_config)
+                except ConfigError as exc:
+                    log.warning("ignoring a stored topic config: %s", exc)
+                else:
+                    valid[key] = value
+            return LogConfig.from_mapping(valid, base=self.broker_log_config)
 
     def _checked_log_config(self, overrides: dict[str, str]) -> LogConfig:
         try:
-            return self.log_config_for(overrides)
+            return LogConfig.from_mapping(overrides, base=self.broker_log_config)
         except ConfigError as exc:
             raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 

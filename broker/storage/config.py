@@ -3,19 +3,46 @@
 A topic's config is the broker-wide defaults overlaid with the topic's own keys; both are
 written with the dotted names users know from Kafka (``segment.bytes``, ``retention.ms``...).
 ``LogConfig.from_mapping`` rejects unknown keys and wrong values with one error listing all of
-them, so a typo in a config file never silently becomes a default.
+them, so a typo in a config file never silently becomes a default. Every key has an inclusive
+range (``RANGES``, documented in docs/protocol.md); a value outside it is refused, on a topic
+(INVALID_CONFIG) and in the broker's ``[log]`` defaults (the broker does not start).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-UNLIMITED = -1
-NEVER = 2**63 - 1  # "no bound" for the flush and timestamp-bound settings
 _INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+UNLIMITED = -1
+NEVER = _INT64_MAX  # "no bound" for the flush and timestamp-bound settings
 _DAY_MS = 24 * 3600 * 1000
+_DIGITS_MAX = 19  # digits of _INT64_MAX: a longer number is out of every range
+_DECIMAL = re.compile(r"[-+]?[0-9]+")
+
+RANGES: dict[str, tuple[int, int]] = {
+    # Inclusive bounds of every key, documented in docs/protocol.md ("Topic configs"): Kafka's
+    # where it has one (a Java int or long), tighter where tslog's files need it.
+    "segment.bytes": (14, _INT32_MAX),  # file positions in the offset index are 32-bit
+    "segment.ms": (1, _INT64_MAX),
+    # Three files of this size are preallocated (sparse) and mapped per active segment; a
+    # 1 GiB time index already holds more entries than a 2 GiB segment has batches.
+    "segment.index.bytes": (64, 1 << 30),
+    "index.interval.bytes": (0, _INT32_MAX),
+    "retention.ms": (-1, _INT64_MAX),
+    "retention.bytes": (-1, _INT64_MAX),
+    "max.message.bytes": (80, _INT32_MAX),
+    "message.timestamp.before.max.ms": (0, _INT64_MAX),
+    "message.timestamp.after.max.ms": (0, _INT64_MAX),
+    "flush.messages": (1, _INT64_MAX),
+    "flush.ms": (0, _INT64_MAX),
+    "min.insync.replicas": (1, _INT32_MAX),
+    "replica.lag.time.max.ms": (1, _INT64_MAX),
+    "producer.id.expiration.ms": (1, _INT64_MAX),
+}
 
 
 class ConfigError(ValueError):
@@ -43,45 +70,41 @@ class LogConfig:
         problems = []
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
+            low, high = RANGES[_dotted(field.name)]
             if not isinstance(value, int) or isinstance(value, bool):
-                problems.append(f"{_dotted(field.name)} must be an integer, got {value!r}")
-        if problems:
-            raise ConfigError("; ".join(problems))
-        checks = [
-            (14 <= self.segment_bytes <= _INT32_MAX, "segment.bytes must be in [14, 2^31-1]"),
-            (self.segment_ms >= 1, "segment.ms must be >= 1"),
-            (self.segment_index_bytes >= 64, "segment.index.bytes must be >= 64"),
-            (0 <= self.index_interval_bytes <= _INT32_MAX, "index.interval.bytes must be >= 0"),
-            (self.retention_ms >= -1, "retention.ms must be >= -1"),
-            (self.retention_bytes >= -1, "retention.bytes must be >= -1"),
-            (self.max_message_bytes >= 80, "max.message.bytes must be >= 80"),
-            (self.message_timestamp_before_max_ms >= 0, "message.timestamp.before.max.ms must be >= 0"),
-            (self.message_timestamp_after_max_ms >= 0, "message.timestamp.after.max.ms must be >= 0"),
-            (self.flush_messages >= 1, "flush.messages must be >= 1"),
-            (self.flush_ms >= 0, "flush.ms must be >= 0"),
-            (self.min_insync_replicas >= 1, "min.insync.replicas must be >= 1"),
-            (self.replica_lag_time_max_ms >= 1, "replica.lag.time.max.ms must be >= 1"),
-            (self.producer_id_expiration_ms >= 1, "producer.id.expiration.ms must be >= 1"),
-        ]
-        problems = [message for ok, message in checks if not ok]
+                problems.append(f"{_dotted(field.name)} must be an integer, got {_shown(value)}")
+            elif not low <= value <= high:
+                problems.append(f"{_dotted(field.name)} must be in [{low}, {high}], "
+                                f"got {_shown(value)}")
         if problems:
             raise ConfigError("; ".join(problems))
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], base: "LogConfig | None" = None) -> "LogConfig":
-        """Overlay dotted-name ``values`` on ``base`` (or the defaults)."""
+        """Overlay dotted-name ``values`` on ``base`` (or the defaults). A string value must
+        be a decimal integer (an optional sign, ASCII digits, surrounding spaces ignored), as
+        in Kafka: no ``1e3``, ``1_000`` or ``0x10``."""
         known = {_dotted(field.name): field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
-            raise ConfigError(f"unknown log config keys: {', '.join(unknown)}")
+            raise ConfigError(f"unknown log config keys: {', '.join(k[:60] for k in unknown)}")
         changes = {}
         problems = []
         for key, value in values.items():
             if isinstance(value, str):
-                try:
-                    value = int(value)
-                except ValueError:
-                    problems.append(f"{key} must be an integer, got {value!r}")
+                text = value.strip(" \t")
+                if not _DECIMAL.fullmatch(text):
+                    problems.append(f"{key} must be an integer, got {_shown(value)}")
+                    continue
+                if len(text.lstrip("+-")) > _DIGITS_MAX:  # no 4300-digit int() on the loop
+                    low, high = RANGES[key]
+                    problems.append(f"{key} must be in [{low}, {high}], got {_shown(value)}")
+                    continue
+                value = int(text)
+            if isinstance(value, int) and not isinstance(value, bool):
+                low, high = RANGES[key]
+                if not low <= value <= high:  # listed with the other keys' problems
+                    problems.append(f"{key} must be in [{low}, {high}], got {_shown(value)}")
                     continue
             changes[known[key]] = value
         if problems:
@@ -111,3 +134,9 @@ class LogConfig:
 
 def _dotted(field_name: str) -> str:
     return field_name.replace("_", ".")
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message (which goes back on the wire): never a huge one."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
