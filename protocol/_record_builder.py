@@ -18,6 +18,7 @@ import numpy as np
 import zstandard
 from crc32c import crc32c
 
+from ._record_check import MAX_UNCOMPRESSED_BYTES, NULL_LENGTH, SECTION_SIZES
 from .batch_header import (
     ATTR_HAS_HEADERS,
     COMPRESSION_NONE,
@@ -29,11 +30,8 @@ from .batch_header import (
     NO_TIMESTAMP,
 )
 
-SECTION_SIZES = struct.Struct("<III")  # keys_bytes, values_bytes, headers_bytes
 MAX_BATCH_BYTES = 2**31 - 1  # batch_length is an int32
-MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024  # largest records section a reader will inflate
 ZSTD_LEVEL = 3
-NULL_LENGTH = struct.pack("<i", -1)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # zstandard's compressor objects must not be used by two threads at once.

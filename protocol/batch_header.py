@@ -4,7 +4,10 @@ A record batch is stored on disk and sent on the wire as the same bytes: an 80-b
 little-endian header followed by the records section (see ``records.py`` and
 ``docs/storage-format.md``). The broker only ever reads and patches this header; it never
 decodes records on the produce or fetch path, so everything the broker needs to decide
-(offsets, times, sizes, checksum) lives here and is read with one ``struct`` call.
+(offsets, times, sizes, checksum) lives here and is read with one ``struct`` call. Before a
+batch gets offsets, though, ``validate_batch`` also checks that its records section agrees with
+this header (``check_records``: column-wise, constant Python work per batch), because a
+consumer can read nothing past a batch it cannot decode.
 
 Layout (offsets in bytes, all integers little-endian)::
 
@@ -45,7 +48,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from .errors import ErrorCode
+from ._record_check import MAX_UNCOMPRESSED_BYTES, check_section, inflate
+from .errors import BatchFormatError
 
 HEADER_STRUCT = struct.Struct("<qiIiBBHiiqqqqqhhi")
 HEADER_SIZE = HEADER_STRUCT.size  # 80
@@ -62,12 +66,6 @@ COMPRESSION_NONE = 0
 COMPRESSION_ZSTD = 1
 ATTR_HAS_HEADERS = 0b100
 _KNOWN_ATTRIBUTES = COMPRESSION_MASK | ATTR_HAS_HEADERS
-
-
-class BatchFormatError(ValueError):
-    """The bytes are not a well-formed record batch (bad length, magic, counts or CRC)."""
-
-    error_code = ErrorCode.CORRUPT_MESSAGE  # what a broker answers for such a batch
 
 
 class BatchHeader(NamedTuple):
@@ -102,6 +100,10 @@ class BatchHeader(NamedTuple):
     @property
     def compression(self) -> int:
         return self.attributes & COMPRESSION_MASK
+
+    @property
+    def has_headers(self) -> bool:
+        return bool(self.attributes & ATTR_HAS_HEADERS)
 
 
 def parse_header(buffer, position: int = 0) -> BatchHeader:
@@ -203,14 +205,33 @@ def verify_crc(batch, header: BatchHeader | None = None) -> None:
         raise BatchFormatError("batch CRC mismatch")
 
 
+def check_records(batch, header: BatchHeader) -> None:
+    """Raise CorruptRecordsError unless a reader can decode every record of ``batch``.
+
+    ``header`` is ``batch``'s own, already checked (``check_header``) and covering exactly
+    ``len(batch)`` bytes. A zstd section is inflated (bounded by ``MAX_UNCOMPRESSED_BYTES``),
+    then the section is checked column-wise against the header (``_record_check.py``).
+    Constant Python work per batch; the numpy and msgpack work grows with the records.
+    """
+    section = memoryview(batch).cast("B")[HEADER_SIZE:]
+    if header.attributes & COMPRESSION_MASK == COMPRESSION_ZSTD:
+        section = inflate(section, MAX_UNCOMPRESSED_BYTES)
+    check_section(section, header)
+
+
 def validate_batch(batch) -> BatchHeader:
-    """Full check of one complete batch held in ``batch`` (header consistency and CRC)."""
+    """Full check of one complete batch held in ``batch``: header consistency, CRC, and
+    that every record can be decoded (``check_records``)."""
     return validate_batch_for_stamping(batch)[0]
 
 
 def validate_batch_for_stamping(batch) -> tuple[BatchHeader, int]:
     """``validate_batch`` that also returns the records' running CRC, so a leader can stamp
-    the batch (``stamped_header``) without reading the records a second time."""
+    the batch (``stamped_header``) without reading the records a second time.
+
+    Every path that takes a batch into a log (leader, follower, recovery) runs this, so a
+    batch no consumer could read is refused (CORRUPT_MESSAGE) before it gets an offset.
+    """
     if len(batch) < HEADER_SIZE:
         raise BatchFormatError(f"{len(batch)} bytes is shorter than a batch header")
     header = parse_header(batch)
@@ -222,6 +243,7 @@ def validate_batch_for_stamping(batch) -> tuple[BatchHeader, int]:
     running = records_crc(batch)
     if crc_with_header(batch, running) != header.crc:
         raise BatchFormatError("batch CRC mismatch")
+    check_records(batch, header)
     return header, running
 
 

@@ -12,6 +12,11 @@ belong here; purely local failures are ordinary exceptions.
 The exception split follows h11: ``LocalProtocolError`` means this side misused the API (a bug
 here), ``RemoteProtocolError`` means the peer sent something we cannot accept. Each carries an
 ``error_code`` hint so a server knows what to answer before it closes the connection.
+
+``BatchFormatError`` is the same idea for a record batch: the bytes came from a peer or a disk
+and cannot be a batch a reader could decode; a broker answers CORRUPT_MESSAGE and keeps the
+connection. It lives here, below every module of the batch format, so the header checks
+(``batch_header.py``) and the records-section checks (``_record_check.py``) share it.
 """
 
 from __future__ import annotations
@@ -112,3 +117,13 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer sent bytes we cannot accept: garbage, a truncated stream, an oversized frame."""
+
+
+class BatchFormatError(ValueError):
+    """The bytes are not a well-formed record batch (bad length, magic, counts or CRC)."""
+
+    error_code = ErrorCode.CORRUPT_MESSAGE  # what a broker answers for such a batch
+
+
+class CorruptRecordsError(BatchFormatError):
+    """The records section does not match its header or its own size fields."""

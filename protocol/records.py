@@ -22,32 +22,30 @@ Layout of the (uncompressed) section that follows the 80-byte header, little-end
     bytes     headers          msgpack list of n entries: nil or a list of [str, bin] pairs
 
 With COMPRESSION_ZSTD the whole section is one zstd frame; the header and its CRC describe the
-stored (compressed) bytes. Nothing here is read by the broker on the produce or fetch path.
-See ``docs/storage-format.md``. Building lives in ``_record_builder.py`` and is re-exported
-here; this module decodes. Decoding must be total: whatever the bytes, it returns columns or
-raises a ``BatchFormatError``, because batches arrive from peers and from disks.
+stored (compressed) bytes. See ``docs/storage-format.md``. Building lives in
+``_record_builder.py`` and is re-exported here; this module decodes. Decoding must be total:
+whatever the bytes, it returns columns or raises a ``BatchFormatError``, because batches
+arrive from peers and from disks. Whether a section can be decoded is decided by
+``_record_check.check_section`` alone: the broker runs it before it accepts a batch and the
+decoder runs it before it builds columns, so what the broker accepts every reader decodes.
 """
 
 from __future__ import annotations
 
-import threading
 from itertools import repeat
 from typing import Iterator, NamedTuple
 
-import msgpack
 import numpy as np
-import zstandard
 
-from ._record_builder import (
-    MAX_BATCH_BYTES,
+from ._record_builder import MAX_BATCH_BYTES, ZSTD_LEVEL, build_batch
+from ._record_check import (
     MAX_UNCOMPRESSED_BYTES,
     NULL_LENGTH,
     SECTION_SIZES,
-    ZSTD_LEVEL,
-    build_batch,
+    check_section,
+    inflate,
 )
 from .batch_header import (
-    ATTR_HAS_HEADERS,
     COMPRESSION_ZSTD,
     HEADER_SIZE,
     BatchFormatError,
@@ -55,8 +53,9 @@ from .batch_header import (
     check_header,
     parse_header,
     peek_length,
-    validate_batch,
+    verify_crc as verify_crc_of,
 )
+from .errors import CorruptRecordsError
 
 __all__ = [
     "MAX_BATCH_BYTES",
@@ -72,13 +71,6 @@ __all__ = [
     "split_batches",
     "to_arrow",
 ]
-
-# zstandard's decompressor objects must not be used by two threads at once.
-_zstd = threading.local()
-
-
-class CorruptRecordsError(BatchFormatError):
-    """The records section does not match its header or its own size fields."""
 
 
 class Record(NamedTuple):
@@ -116,19 +108,11 @@ class RecordColumns(NamedTuple):
         return len(self.create_time)
 
 
-def _decompressor() -> zstandard.ZstdDecompressor:
-    try:
-        return _zstd.decompressor
-    except AttributeError:
-        _zstd.decompressor = zstandard.ZstdDecompressor()
-        return _zstd.decompressor
-
-
 # ---------------------------------------------------------------------------------- decoding
 
 
 def _checked_header(view: memoryview) -> BatchHeader:
-    """validate_batch without the CRC, for callers that verified it already."""
+    """The header checks of validate_batch, without the CRC or the records."""
     if len(view) < HEADER_SIZE:
         raise BatchFormatError(f"{len(view)} bytes is shorter than a batch header")
     header = parse_header(view)
@@ -138,98 +122,40 @@ def _checked_header(view: memoryview) -> BatchHeader:
     return header
 
 
-def _inflate(section: memoryview, max_uncompressed_bytes: int) -> memoryview:
-    try:
-        size = zstandard.frame_content_size(section)
-        if size > max_uncompressed_bytes:
-            raise CorruptRecordsError(f"records section inflates to {size} bytes, over the limit")
-        data = _decompressor().decompress(
-            section,
-            max_output_size=max_uncompressed_bytes if size < 0 else 0,
-            allow_extra_data=False,
-        )
-    except CorruptRecordsError:
-        raise
-    except Exception as exc:  # zstd's C code reports garbage in several ways
-        raise CorruptRecordsError(f"records section does not decompress: {exc}") from None
-    return memoryview(data)
-
-
-def _lengths_to_offsets(section, start: int, n: int, blob_bytes: int, what: str):
-    """Turn an int32 length column into (int32 offsets[n + 1], bool valid[n])."""
+def _offsets(section, start: int, n: int, blob_bytes: int):
+    """Turn a checked int32 length column into (int32 offsets[n + 1], bool valid[n])."""
     raw = section[start:start + 4 * n]
-    if blob_bytes == 0 and bytes(raw) == NULL_LENGTH * n:  # e.g. a batch without keys
+    if blob_bytes == 0 and raw == NULL_LENGTH * n:  # e.g. a batch without keys
         return np.zeros(n + 1, dtype=np.int32), np.zeros(n, dtype=bool)
-    lengths = np.empty(n + 1, dtype=np.int64)  # int64: a sum of hostile int32s cannot wrap
+    lengths = np.empty(n + 1, dtype=np.int32)  # the check proved the sums fit the batch
     lengths[0] = 0
     lengths[1:] = np.frombuffer(raw, dtype="<i4")
-    lowest = lengths.min()
-    if lowest >= 0:
-        valid = np.ones(n, dtype=bool)
-    elif lowest == -1:
-        valid = lengths[1:] >= 0
+    valid = lengths[1:] >= 0
+    if not valid.all():
         np.maximum(lengths, 0, out=lengths)
-    else:
-        raise CorruptRecordsError(f"negative {what} length other than -1")
-    offsets = lengths.cumsum()
-    if offsets[n] != blob_bytes:
-        raise CorruptRecordsError(
-            f"{what} lengths add up to {offsets[n]} bytes, the {what} blob holds {blob_bytes}"
-        )
-    return offsets.astype(np.int32), valid
-
-
-def _decode_headers(blob: memoryview, n: int) -> list:
-    try:
-        entries = msgpack.unpackb(blob, raw=False, use_list=False)
-    except Exception as exc:  # msgpack reports garbage with many exception types
-        raise CorruptRecordsError(f"headers blob is not msgpack: {exc}") from None
-    if type(entries) is not tuple or len(entries) != n:
-        raise CorruptRecordsError("headers blob is not a list of one entry per record")
-    for entry in entries:
-        if entry is None:
-            continue
-        if type(entry) is not tuple:
-            raise CorruptRecordsError("a headers entry is neither nil nor a list")
-        for pair in entry:
-            if not (type(pair) is tuple and len(pair) == 2
-                    and type(pair[0]) is str and type(pair[1]) is bytes):
-                raise CorruptRecordsError("a header is not a [str, bin] pair")
-    return list(entries)
+    return lengths.cumsum(dtype=np.int32), valid
 
 
 def _decode_section(header: BatchHeader, section: memoryview) -> RecordColumns:
+    # The same check the broker ran before it accepted the batch: whatever it accepted,
+    # this decodes (tests/property/test_batch_validation.py holds the two together).
+    keys_bytes, values_bytes, headers = check_section(section, header)
     n = header.record_count
     fixed = SECTION_SIZES.size + 16 * n
-    if len(section) < fixed:
-        raise CorruptRecordsError(f"records section of {len(section)} bytes is too short for {n}")
-    keys_bytes, values_bytes, headers_bytes = SECTION_SIZES.unpack_from(section, 0)
-    if fixed + keys_bytes + values_bytes + headers_bytes != len(section):
-        raise CorruptRecordsError("records section sizes disagree with the batch length")
-    if bool(headers_bytes) != bool(header.attributes & ATTR_HAS_HEADERS):
-        raise CorruptRecordsError("headers blob size disagrees with the has-headers attribute")
-    create_time = np.frombuffer(section, "<i8", n, SECTION_SIZES.size).astype(np.int64)
-    if (create_time[0] != header.first_create_time
-            or create_time.min() != header.min_create_time
-            or create_time.max() != header.max_create_time):
-        raise CorruptRecordsError("create times disagree with the batch header")
-    key_offsets, key_valid = _lengths_to_offsets(
-        section, SECTION_SIZES.size + 8 * n, n, keys_bytes, "key")
-    value_offsets, value_valid = _lengths_to_offsets(
-        section, SECTION_SIZES.size + 12 * n, n, values_bytes, "value")
+    key_offsets, key_valid = _offsets(section, SECTION_SIZES.size + 8 * n, n, keys_bytes)
+    value_offsets, value_valid = _offsets(section, SECTION_SIZES.size + 12 * n, n, values_bytes)
     values_start = fixed + keys_bytes
-    headers_start = values_start + values_bytes
     return RecordColumns(
         base_offset=header.base_offset,
         log_append_time=header.log_append_time,
-        create_time=create_time,
+        create_time=np.frombuffer(section, "<i8", n, SECTION_SIZES.size).astype(np.int64),
         key_offsets=key_offsets,
         key_valid=key_valid,
         keys=section[fixed:values_start],
         value_offsets=value_offsets,
         value_valid=value_valid,
-        values=section[values_start:headers_start],
-        headers=_decode_headers(section[headers_start:], n) if headers_bytes else None,
+        values=section[values_start:values_start + values_bytes],
+        headers=None if headers is None else list(headers),
     )
 
 
@@ -252,10 +178,12 @@ def decode_columns(
             records section is inconsistent. Nothing else, whatever the bytes.
     """
     view = memoryview(batch).cast("B")
-    header = validate_batch(view) if verify_crc else _checked_header(view)
+    header = _checked_header(view)
+    if verify_crc:
+        verify_crc_of(view, header)
     section = view[HEADER_SIZE:]
     if header.compression == COMPRESSION_ZSTD:
-        section = _inflate(section, max_uncompressed_bytes)
+        section = inflate(section, max_uncompressed_bytes)
     return _decode_section(header, section)
 
 

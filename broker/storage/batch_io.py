@@ -22,12 +22,13 @@ from tslog.protocol.batch_header import (
 RECOVERY_CHUNK_BYTES = 8 << 20
 
 
-def read_batches(fd: int, length: int) -> Iterator[tuple[int, BatchHeader | None, memoryview]]:
-    """Yield (position, header, batch bytes) for each batch in [0, length); a header of
+def read_batches(fd: int, length: int,
+                 start: int = 0) -> Iterator[tuple[int, BatchHeader | None, memoryview]]:
+    """Yield (position, header, batch bytes) for each batch in [start, length); a header of
     None marks where the bytes stop making a batch."""
-    position = 0
+    position = start
     buffer = b""
-    buffer_start = 0
+    buffer_start = start
     while position < length:
         offset = position - buffer_start
         if offset + HEADER_SIZE > len(buffer):
