@@ -53,6 +53,12 @@ class BrokerConfig:
     max_frame_bytes: int = 16 * _MIB  # largest request frame body accepted
     max_connections: int = 1000  # further connections are closed at once
     max_in_flight_requests: int = 128  # per connection; reading pauses beyond this
+    # Responses answered but not yet taken by the client's socket (bytes): per connection,
+    # reading its requests pauses at this until the socket drains ...
+    max_unsent_response_bytes: int = 8 * _MIB
+    # ... and across all connections: at this, only connections holding nothing unsent
+    # take another request
+    max_total_unsent_response_bytes: int = 256 * _MIB
     connections_max_idle_ms: int = 600_000  # close a connection silent this long (ms)
     request_timeout_ms: int = 30_000  # upper bound on any wait inside one request (ms)
     fetch_max_bytes: int = 50 * _MIB  # cap on one Fetch response's records, whatever asked
@@ -123,7 +129,7 @@ _POSITIVE = {
     "max_frame_bytes", "max_connections", "max_in_flight_requests", "connections_max_idle_ms",
     "request_timeout_ms", "fetch_max_bytes", "log_retention_check_interval_ms",
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
-    "replica_fetch_wait_max_ms",
+    "replica_fetch_wait_max_ms", "max_unsent_response_bytes", "max_total_unsent_response_bytes",
 }
 
 

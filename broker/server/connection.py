@@ -1,17 +1,36 @@
 """One client connection: frames in, handlers run, responses out in request order.
 
-Theory of operation: ``data_received`` feeds the bytes to a ``FrameDecoder`` and handles each
-whole frame at once. A request gets a slot in ``_pending`` (a deque in request order). Fast
-handlers return a body and the slot is filled immediately; slow ones (durable produce, long
-poll, offset commit) return an awaitable that runs as a task and fills its slot when done.
-After every event the filled slots at the head of the deque are written, so responses go out
-in request order however the handlers finish (pipelining).
+Theory of operation: ``data_received`` feeds the bytes to a ``FrameDecoder`` and queues each
+whole frame in ``_backlog``; ``pump`` handles queued frames while no limit holds them back.
+A request gets a slot in ``_pending`` (a deque in request order). Fast handlers return a body
+and the slot is filled immediately; slow ones (durable produce, long poll, offset commit)
+return an awaitable that runs as a task and fills its slot when done. After every event the
+filled slots at the head of the deque are written, so responses go out in request order
+however the handlers finish (pipelining).
 
 Limits: the frame cap (a bigger length prefix closes the connection before any of the body is
-read), at most ``max_in_flight_requests`` unanswered requests (reading pauses beyond that, and
-while the transport's write buffer is full, so a client that never reads cannot grow our
-memory), and an idle timer. Bad input costs the client its request or its connection, and
-the broker one log line; never a traceback on the wire.
+read), at most ``max_in_flight_requests`` unanswered requests, and an idle timer. Bad input
+costs the client its request or its connection, and the broker one log line; never a
+traceback on the wire.
+
+Unsent bytes (a client that never reads must not grow our memory): a connection's *unsent*
+bytes are its answered responses not yet written (``_held``: waiting behind an unanswered
+request) plus the transport's write buffer (``_buffered``). Requests are handled one at a time
+from the backlog, and none while unsent >= ``max_unsent_response_bytes``; the socket has to
+drain first (``resume_writing`` says when). So a connection holds at most that cap plus the
+responses to requests already handled when it was reached (one synchronous response, plus any
+long polls still running). Reading from the socket pauses while the backlog is blocked, so the
+backlog is at most one read's worth of small requests. Broker-wide, ``ConnectionRegistry``
+sums every connection's unsent bytes; at ``max_total_unsent_response_bytes`` only connections
+that hold nothing (nothing held, write buffer under its high-water mark) handle another
+request; the others wait until their own socket drains. So no client waits on another's
+reading, a well-behaved consumer is still served (one request at a time, while the pressure
+lasts), and the total stays under the cap plus one response per connection.
+
+Accounting is event-driven, no timers: ``_buffered`` is read after each write and at
+``resume_writing``. Between those the real buffer only shrinks, so the figures can be high,
+never low, and by at most the transport's high-water mark (``_WRITE_HIGH_BYTES``) for a
+connection that is not paused for writing: no limit can wait on a drain nobody reports.
 """
 
 from __future__ import annotations
@@ -42,15 +61,20 @@ from .state import Broker
 log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
+# The transport's write-buffer high-water mark: past it ``pause_writing`` is called, and
+# ``resume_writing`` once it drains to a quarter. Those two calls keep the unsent figures
+# honest; the limits themselves are ``max_unsent_response_bytes`` and the broker-wide one.
+_WRITE_HIGH_BYTES = 64 * 1024
 
 
 class _Slot:
-    __slots__ = ("correlation_id", "frame", "task", "chunked", "api", "started")
+    __slots__ = ("correlation_id", "frame", "size", "task", "chunked", "api", "started")
 
     def __init__(self, correlation_id: int, frame: list | None = None,
                  chunked: bool = False) -> None:
         self.correlation_id = correlation_id
         self.frame = frame  # the encoded response (a list of buffers), once known
+        self.size = 0  # bytes of ``frame``, counted in the connection's ``_held``
         self.task: asyncio.Task | None = None
         self.chunked = chunked  # a Fetch: records are written from their own buffers
         self.api = None  # the request's ApiMetrics, while a task answers it
@@ -76,13 +100,24 @@ def _encode(correlation_id: int, body: dict, chunked: bool = False) -> list:
         return [encode_response(correlation_id, _SERVER_ERROR)]
 
 
-class ConnectionRegistry:
-    """The live connections: enforces ``max_connections`` and drains them at shutdown."""
+def _frame_bytes(frame: list) -> int:
+    if len(frame) == 1:
+        return len(frame[0])
+    return sum(map(len, frame))
 
-    def __init__(self, max_connections: int) -> None:
+
+class ConnectionRegistry:
+    """The live connections: enforces ``max_connections``, sums their unsent response bytes
+    against ``max_unsent_bytes`` (see the module docstring), and drains them at shutdown."""
+
+    def __init__(self, max_connections: int, max_unsent_bytes: int = 1 << 62) -> None:
         self.max_connections = max_connections
         self.connections: set[BrokerConnection] = set()
         self.refused = 0
+        self.max_unsent_bytes = max_unsent_bytes
+        self.unsent_bytes = 0  # every connection's held + buffered response bytes
+        self.waiting: set[BrokerConnection] = set()  # held back by the broker-wide cap
+        self._wake_scheduled = False
 
     def admit(self, connection: BrokerConnection) -> bool:
         if len(self.connections) >= self.max_connections:
@@ -94,9 +129,25 @@ class ConnectionRegistry:
         return True
 
     def release(self, connection: BrokerConnection) -> None:
+        self.waiting.discard(connection)
         if connection in self.connections:
             self.connections.remove(connection)
             OPEN_CONNECTIONS.dec()
+
+    def wake(self) -> None:
+        """The total went down: soon, let the connections it held back try again (each
+        re-checks, and waits again if the ones before it took the room). Called from deep
+        inside other connections' writes, so it only schedules."""
+        if not self._wake_scheduled and self.unsent_bytes < self.max_unsent_bytes:
+            self._wake_scheduled = True
+            asyncio.get_running_loop().call_soon(self._wake_now)
+
+    def _wake_now(self) -> None:
+        self._wake_scheduled = False
+        waiting = list(self.waiting)
+        self.waiting.clear()
+        for connection in waiting:
+            connection.pump()
 
     async def drain(self, grace_s: float) -> None:
         """Stop reading everywhere, let in-flight requests finish for ``grace_s``, then close."""
@@ -119,15 +170,21 @@ class BrokerConnection(asyncio.Protocol):
         self.registry = registry
         config = broker.config
         self.max_in_flight = config.max_in_flight_requests
+        self.max_unsent = config.max_unsent_response_bytes
         self.idle_s = config.connections_max_idle_ms / 1000
         self._decoder = FrameDecoder(config.max_frame_bytes)
         self._pending: collections.deque[_Slot] = collections.deque()
+        self._backlog: collections.deque[bytes] = collections.deque()  # frames not handled yet
+        self._held = 0  # bytes of answered responses waiting behind an unanswered one
+        self._buffered = 0  # the transport's write buffer, as last read
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future = self._loop.create_future()
         self.peer = "?"
         self._closing = False
-        self._shutting_down = False
+        self._shutting_down = False  # the broker stops: no new requests, close when answered
+        self._eof = False  # the client half-closed: answer what it sent, then close
+        self._pumping = False
         self._read_paused = False
         self._write_paused = False
         self._last_activity = 0.0
@@ -145,6 +202,9 @@ class BrokerConnection(asyncio.Protocol):
             self._closing = True
             transport.abort()
             return
+        # Below the cap, so a connection the cap holds back is paused for writing and hears
+        # of the drain (see the module docstring).
+        transport.set_write_buffer_limits(high=min(_WRITE_HIGH_BYTES, self.max_unsent // 2))
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
 
@@ -159,16 +219,16 @@ class BrokerConnection(asyncio.Protocol):
             REFUSED["oversize_frame"].inc()
             self._close_bad(str(exc))
             return
-        for frame in frames:
-            if self._closing:
-                return
-            self._handle_frame(frame)
-        self._write_ready()
+        self._backlog.extend(frames)
+        self.pump()
         self.broker.idle_poller.handled(self._loop, started)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
-        self.registry.release(self)
+        registry = self.registry
+        registry.release(self)
+        registry.unsent_bytes -= self._held + self._buffered
+        self._held = self._buffered = 0
         if self._idle_handle is not None:
             self._idle_handle.cancel()
         if self._decoder.buffered_bytes:
@@ -178,25 +238,67 @@ class BrokerConnection(asyncio.Protocol):
             if slot.task is not None:
                 slot.task.cancel()
         self._pending.clear()
+        self._backlog.clear()
         if not self.closed.done():
             self.closed.set_result(None)
+        if registry.waiting:
+            registry.wake()
 
     def eof_received(self) -> bool | None:
         """The client half-closed: answer what it already sent, then close our side."""
-        if self._pending and not self._closing:
-            self._shutting_down = True
+        if (self._pending or self._backlog) and not self._closing:
+            self._eof = True
             return True  # keep the transport open for the responses still owed
         return None  # nothing owed: let the transport close
 
     def pause_writing(self) -> None:
-        self._write_paused = True
-        self._update_reading()
+        self._write_paused = True  # ``_write_ready`` reads the buffer's size right after
 
     def resume_writing(self) -> None:
+        """The write buffer drained to its low-water mark: count it, and read on."""
         self._write_paused = False
-        self._update_reading()
+        if self._closing:
+            return
+        self._last_activity = self._loop.time()  # the client is reading: not idle
+        self._count_buffered()
+        self.pump()
 
     # -- requests --------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Handle backlogged requests while no limit holds them back, write what is
+        answered, and pause or resume reading the socket to match."""
+        if self._pumping or self._closing:
+            return  # the call below this one on the stack goes on from here
+        self._pumping = True
+        try:
+            backlog = self._backlog
+            while True:
+                handled = False
+                while backlog and not self._blocked():
+                    self._handle_frame(backlog.popleft())
+                    if self._closing:
+                        return
+                    handled = True
+                # Writing can lower the unsent bytes: then the backlog may go on.
+                if not self._write_ready() or not handled or not backlog:
+                    break
+        finally:
+            self._pumping = False
+        self._update_reading()
+
+    def _blocked(self) -> bool:
+        """True while this connection must not take another request (module docstring)."""
+        if (len(self._pending) >= self.max_in_flight
+                or self._held + self._buffered >= self.max_unsent):
+            return True
+        registry = self.registry
+        if registry.unsent_bytes < registry.max_unsent_bytes:
+            return False
+        if not self._held and not self._write_paused:
+            return False  # holds (almost) nothing: its fair share, whoever else holds
+        registry.waiting.add(self)
+        return True
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
@@ -208,8 +310,9 @@ class BrokerConnection(asyncio.Protocol):
         except RequestError as exc:
             REFUSED[_refusal_reason(exc)].inc()
             log.warning("%s: refused request %d: %s", self.peer, exc.correlation_id, exc)
-            self._pending.append(_Slot(exc.correlation_id,
-                                       _encode(exc.correlation_id, exc.response_body())))
+            slot = _Slot(exc.correlation_id)
+            self._pending.append(slot)
+            self._fill(slot, _encode(exc.correlation_id, exc.response_body()))
             return
         started = time.perf_counter()
         try:
@@ -221,16 +324,22 @@ class BrokerConnection(asyncio.Protocol):
             finish_request(api_metrics(header.api_key, body), None, started)
             return
         slot = _Slot(header.correlation_id, chunked=header.api_key == ApiKey.FETCH)
+        self._pending.append(slot)
         if type(result) is dict:
-            slot.frame = _encode(header.correlation_id, result, slot.chunked)
+            self._fill(slot, _encode(header.correlation_id, result, slot.chunked))
             finish_request(api_metrics(header.api_key, body), result, started)
         else:
             slot.api = api_metrics(header.api_key, body)
             slot.started = started
             slot.task = self._loop.create_task(result)
             slot.task.add_done_callback(lambda task, slot=slot: self._on_done(slot, task))
-        self._pending.append(slot)
-        self._update_reading()
+
+    def _fill(self, slot: _Slot, frame: list) -> None:
+        """The slot is answered: its bytes count as held until ``_write_ready`` writes them."""
+        slot.frame = frame
+        slot.size = size = _frame_bytes(frame)
+        self._held += size
+        self.registry.unsent_bytes += size
 
     def _on_done(self, slot: _Slot, task: asyncio.Task) -> None:
         if self._closing or task.cancelled():
@@ -241,27 +350,44 @@ class BrokerConnection(asyncio.Protocol):
             body = _SERVER_ERROR
         else:
             body = task.result()
-        slot.frame = _encode(slot.correlation_id, body, slot.chunked)
+        self._fill(slot, _encode(slot.correlation_id, body, slot.chunked))
         finish_request(slot.api, body, slot.started)
-        self._write_ready()
+        self.pump()
 
-    def _write_ready(self) -> None:
-        """Write the answered requests at the head of the queue, in order."""
+    def _write_ready(self) -> bool:
+        """Write the answered requests at the head of the queue, in order; True if any."""
         pending = self._pending
+        if not pending or pending[0].frame is None:
+            return False
         frames = []
+        released = 0
         while pending and pending[0].frame is not None:
-            frames += pending.popleft().frame
-        if frames and not self._closing:
+            slot = pending.popleft()
+            frames += slot.frame
+            released += slot.size
+        self._held -= released
+        self.registry.unsent_bytes -= released
+        if not self._closing:
             self._transport.writelines(frames)
-        if self._shutting_down and not pending:
-            self._close()
-        else:
-            self._update_reading()
+            self._count_buffered()
+        return True
+
+    def _count_buffered(self) -> None:
+        buffered = self._transport.get_write_buffer_size()
+        registry = self.registry
+        registry.unsent_bytes += buffered - self._buffered
+        self._buffered = buffered
+        if registry.waiting:
+            registry.wake()
 
     def _update_reading(self) -> None:
-        if self._closing or self._shutting_down:
+        if self._closing:
             return
-        should_pause = self._write_paused or len(self._pending) >= self.max_in_flight
+        if self._shutting_down or self._eof:
+            if not self._pending and not self._backlog:
+                self._close()
+            return
+        should_pause = bool(self._backlog) or self._blocked()
         if should_pause and not self._read_paused:
             self._read_paused = True
             self._transport.pause_reading()
@@ -280,6 +406,10 @@ class BrokerConnection(asyncio.Protocol):
             log.warning("%s: idle for %.0f ms; closing", self.peer, idle_for * 1000)
             REFUSED["idle_timeout"].inc()
             self._close()
+            if self._transport.get_write_buffer_size():
+                # Its client has not read for the whole idle time: a close would keep the
+                # unsent answers (up to the cap) until it does, maybe forever.
+                self._transport.abort()
             return
         delay = self.idle_s if self._pending else self.idle_s - idle_for
         self._idle_handle = self._loop.call_later(delay, self._check_idle)
@@ -294,16 +424,19 @@ class BrokerConnection(asyncio.Protocol):
         if self._closing:
             return
         self._closing = True
+        self._backlog.clear()
         for slot in self._pending:
             if slot.task is not None:
                 slot.task.cancel()
         self._transport.close()
 
     def begin_shutdown(self) -> None:
-        """Read no more requests; close once every in-flight one is answered."""
+        """Read no more requests (those not yet handled are dropped, as if never read);
+        close once every in-flight one is answered."""
         if self._closing:
             return
         self._shutting_down = True
+        self._backlog.clear()
         self._transport.pause_reading()
         if not self._pending:
             self._close()

@@ -137,7 +137,7 @@ async def _first(*awaitables: Awaitable) -> None:
 async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,
                         ready: Callable[[str, int], None] | None) -> None:
     loop = asyncio.get_running_loop()
-    registry = ConnectionRegistry(config.max_connections)
+    registry = ConnectionRegistry(config.max_connections, config.max_total_unsent_response_bytes)
     host, port = config.listen_address
     server = await loop.create_server(lambda: BrokerConnection(broker, registry), host, port,
                                       reuse_address=True, backlog=1024)

@@ -22,6 +22,8 @@ class FakeTransport(asyncio.Transport):
         self.written = bytearray()
         self.closed = False
         self.reading = True
+        self.aborted = False
+        self.unsent = 0  # what the "socket" has not taken: set by tests of the unsent caps
 
     def get_extra_info(self, name, default=None):
         return ("127.0.0.1", 5555) if name == "peername" else default
@@ -29,6 +31,12 @@ class FakeTransport(asyncio.Transport):
     def writelines(self, frames) -> None:
         for frame in frames:
             self.written += frame
+
+    def get_write_buffer_size(self) -> int:
+        return self.unsent
+
+    def set_write_buffer_limits(self, high=None, low=None) -> None:
+        pass
 
     def write(self, data) -> None:
         self.written += data
@@ -43,7 +51,7 @@ class FakeTransport(asyncio.Transport):
         self.closed = True
 
     def abort(self) -> None:
-        self.closed = True
+        self.closed = self.aborted = True
 
     def responses(self) -> list[tuple[int, dict]]:
         return [split_response(frame) for frame in FrameDecoder(1 << 30).feed(self.written)]
@@ -119,6 +127,20 @@ async def test_idle_connection_is_closed(make_broker):
     assert transport.closed
 
 
+async def test_an_idle_connection_whose_client_never_reads_is_aborted(make_broker):
+    """Closing would keep its unsent answers until the client reads, maybe forever."""
+    broker = make_broker(connections_max_idle_ms=50)
+    broker.topics.create_topic("t", 1, 1, {})
+    broker.topics.get_log("t", 0).append(batch([b"v" * 1000] * 10))
+    connection, transport = connect(broker)
+    transport.unsent = 10_000  # the socket took none of the answer
+    connection.data_received(data_fetch(1))
+    await asyncio.sleep(0.2)
+    assert transport.aborted
+    connection.connection_lost(None)  # what a real transport calls next
+    assert connection.registry.unsent_bytes == 0
+
+
 async def test_shutdown_waits_for_in_flight_requests(broker):
     broker.topics.create_topic("t", 1, 1, {})
     registry = ConnectionRegistry(10)
@@ -131,6 +153,61 @@ async def test_shutdown_waits_for_in_flight_requests(broker):
     await asyncio.sleep(0.3)
     assert transport.closed and [cid for cid, _ in transport.responses()] == [1]
 
+
+
+def fill_topic(broker, batches: int = 4) -> None:
+    broker.topics.create_topic("t", 1, 1, {})
+    for _ in range(batches):
+        broker.topics.get_log("t", 0).append(batch([b"v" * 1000] * 100))
+
+
+def data_fetch(correlation_id):
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+            "topics": [{"topic": "t", "partitions": [
+                {"partition": 0, "fetch_offset": 0, "max_bytes": 1 << 20}]}]}
+    return request(ApiKey.FETCH, body, correlation_id)
+
+
+async def test_requests_wait_while_unsent_bytes_exceed_the_connection_cap(make_broker):
+    """Bytes, not requests: with the socket not draining, one Fetch's answer reaches the cap
+    and the other requests of the same read wait (reading paused) until it drains."""
+    broker = make_broker(max_unsent_response_bytes=64 * 1024)
+    fill_topic(broker)
+    connection, transport = connect(broker)
+    transport.unsent = 400_000  # the socket takes nothing
+    connection.data_received(b"".join(data_fetch(i) for i in range(1, 6)))
+    assert [cid for cid, _ in transport.responses()] == [1] and not transport.reading
+    assert connection.registry.unsent_bytes == 400_000
+    transport.unsent = 0
+    connection.resume_writing()  # drained: the other four are answered, in order
+    assert [cid for cid, _ in transport.responses()] == [1, 2, 3, 4, 5] and transport.reading
+
+
+async def test_at_the_broker_wide_cap_only_connections_holding_nothing_read(make_broker):
+    """Over the broker-wide total, a connection whose socket holds bytes waits; one whose
+    socket drained is still served; the first goes on once the total drops."""
+    broker = make_broker(max_unsent_response_bytes=1 << 20,
+                         max_total_unsent_response_bytes=1 << 20)
+    fill_topic(broker)
+    registry = ConnectionRegistry(10, 1 << 20)
+    hostile, normal = BrokerConnection(broker, registry), BrokerConnection(broker, registry)
+    hostile_transport, normal_transport = FakeTransport(), FakeTransport()
+    hostile.connection_made(hostile_transport)
+    normal.connection_made(normal_transport)
+    hostile_transport.unsent = normal_transport.unsent = 600_000  # neither socket drains
+    hostile.pause_writing()  # (a real transport calls it past its high-water mark)
+    hostile.data_received(data_fetch(1))
+    normal.data_received(data_fetch(1))
+    assert registry.unsent_bytes == 1_200_000  # over the total: each answered once
+    hostile.data_received(data_fetch(2))
+    assert [cid for cid, _ in hostile_transport.responses()] == [1]
+    assert not hostile_transport.reading and hostile in registry.waiting
+    normal_transport.unsent = 0  # its client read everything: it holds nothing
+    normal.data_received(data_fetch(2))
+    assert [cid for cid, _ in normal_transport.responses()] == [1, 2]
+    assert registry.unsent_bytes == 600_000  # under the total: the hostile one is woken
+    await asyncio.sleep(0)
+    assert [cid for cid, _ in hostile_transport.responses()] == [1, 2]
 
 
 @pytest.fixture(scope="module")
