@@ -102,3 +102,22 @@ def test_a_value_is_accepted_exactly_when_it_is_in_range(key, value, as_text):
         assert low <= value <= high
         assert config.to_mapping()[key] == value
 
+
+
+def test_the_documented_table_matches_the_ranges():
+    """docs/protocol.md lists every key with the same bounds."""
+    from pathlib import Path
+    text = (Path(__file__).parents[3] / "docs" / "protocol.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [cell.strip().strip("`") for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0] in RANGES:
+            rows[cells[0]] = (cells[1], cells[2])
+    assert set(rows) == set(RANGES)
+    for key, (low, high) in RANGES.items():
+        assert rows[key] == (_documented(low), _documented(high)), key
+
+
+def _documented(bound: int) -> str:
+    names = {2**31 - 1: "2^31-1", 2**63 - 1: "2^63-1", 1 << 30: "2^30"}
+    return names.get(bound, str(bound))
