@@ -15,6 +15,15 @@ metadata is derived from it (offset = base_offset + index). One future per batch
 ``send`` cheap and works across threads, awaited from asyncio or waited on with ``get()``.
 ``send_batch`` skips the per-record work entirely: its lists become a batch as they are
 (``append_batch``), and its ``BatchFuture`` makes metadata only when asked.
+
+Delivery deadlines: every batch gets ``deadline = created + delivery_timeout`` when it is
+made (a record joining an open batch inherits the batch's, earlier than its own), and
+``expire`` takes every batch past it out of the queues, whether it waits for linger, for a
+retry, for a connection, or for a response. Why here and not in the sender's error paths:
+those paths each assumed some event (a response, a timeout, a connect failure, a wake-up)
+would come; a deadline the sender checks every round, and sleeps no longer than, needs
+none. ``_next_deadline`` is a lower bound of the incomplete batches' deadlines, so the scan
+runs about once per deadline, not once per round.
 """
 
 from __future__ import annotations
@@ -42,9 +51,9 @@ class ProducerBatch:
     """Records for one partition that travel (and succeed or fail) together."""
 
     __slots__ = ("tp", "values", "keys", "create_times", "headers", "size_bytes", "created",
-                 "future", "attempts", "retry_at", "_built")
+                 "deadline", "future", "attempts", "retry_at", "_built")
 
-    def __init__(self, tp: TopicPartition, now: float) -> None:
+    def __init__(self, tp: TopicPartition, now: float, deadline: float = float("inf")) -> None:
         self.tp = tp
         self.values: list = []
         self.keys: list | None = None  # created at the first non-null key
@@ -52,6 +61,7 @@ class ProducerBatch:
         self.headers: list | None = None
         self.size_bytes = 0
         self.created = now
+        self.deadline = deadline  # time.monotonic() by which it must succeed or fail
         self.future: concurrent.futures.Future = concurrent.futures.Future()
         self.attempts = 0
         self.retry_at = 0.0
@@ -120,6 +130,10 @@ class RecordFuture:
         """Call ``callback(self)`` when done (possibly on the client's loop thread)."""
         self._batch.future.add_done_callback(lambda _: callback(self))
 
+    def batches(self) -> list:
+        """What this outcome waits for: the batch (or a deferred stand-in) in a list."""
+        return [self._batch]
+
 
 class BatchFuture:
     """The outcome of one ``send_batch``: a list of ``RecordMetadata`` in the input's order.
@@ -137,6 +151,10 @@ class BatchFuture:
 
     def _futures(self) -> list:
         return [source.future for source, _ in self._parts]
+
+    def batches(self) -> list:
+        """What this outcome waits for: its batches (or deferred stand-ins)."""
+        return [source for source, _ in self._parts]
 
     def _result(self) -> list[RecordMetadata]:
         out: list = [None] * self._count
@@ -193,9 +211,11 @@ class BatchFuture:
 class RecordAccumulator:
     """Open batches per partition, closed batches waiting to be sent, and byte accounting."""
 
-    def __init__(self, batch_size: int, linger_ms: float) -> None:
+    def __init__(self, batch_size: int, linger_ms: float,
+                 delivery_timeout_ms: float = 120_000) -> None:
         self.batch_size = batch_size
         self.linger_s = linger_ms / 1000
+        self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.lock = threading.Lock()
         self.space = threading.Condition(self.lock)
         self.buffered_bytes = 0
@@ -203,6 +223,7 @@ class RecordAccumulator:
         self._open: dict[TopicPartition, ProducerBatch] = {}
         self._closed: dict[TopicPartition, collections.deque] = {}
         self.incomplete: set[ProducerBatch] = set()
+        self._next_deadline: float | None = None  # <= every incomplete batch's deadline
 
     def append(self, tp: TopicPartition, value, key, create_time: int, headers,
                now: float | None = None) -> tuple[RecordFuture, bool, ProducerBatch | None]:
@@ -220,8 +241,10 @@ class RecordAccumulator:
         if batch is None or (batch.size_bytes + size > self.batch_size and batch.values):
             if batch is not None:
                 closed = self._close(tp, batch)
-            batch = self._open[tp] = ProducerBatch(tp, time.monotonic() if now is None else now)
-            self.incomplete.add(batch)
+            if now is None:
+                now = time.monotonic()
+            batch = self._open[tp] = ProducerBatch(tp, now, now + self.delivery_timeout_s)
+            self._track(batch)
             wake = True
         else:
             wake = False
@@ -260,16 +283,64 @@ class RecordAccumulator:
         open_batch = self._open.get(tp)
         if open_batch is not None:
             closed = self._close(tp, open_batch)
-        batch = ProducerBatch(tp, time.monotonic() if now is None else now)
+        if now is None:
+            now = time.monotonic()
+        batch = ProducerBatch(tp, now, now + self.delivery_timeout_s)
         batch.values = values
         batch.keys = keys
         batch.create_times = create_times
         batch.headers = headers
         batch.size_bytes = size
         self._closed.setdefault(tp, collections.deque()).append(batch)
-        self.incomplete.add(batch)
+        self._track(batch)
         self.buffered_bytes += size
         return batch, closed
+
+    def _track(self, batch: ProducerBatch) -> None:
+        self.incomplete.add(batch)
+        if self._next_deadline is None or batch.deadline < self._next_deadline:
+            self._next_deadline = batch.deadline
+
+    def shorten_deadline(self, batch: ProducerBatch, deadline: float) -> None:
+        """Bring ``batch``'s deadline forward to ``deadline`` (a record that waited for
+        metadata before it joined the batch keeps its own, earlier deadline)."""
+        if deadline < batch.deadline:
+            batch.deadline = deadline
+            if self._next_deadline is None or deadline < self._next_deadline:
+                self._next_deadline = deadline
+
+    def expire(self, now: float) -> tuple[list[tuple[ProducerBatch, bool]], float | None]:
+        """Take every incomplete batch whose deadline has passed out of the queues.
+
+        Returns ([(batch, was it queued)], the earliest deadline left or None); a batch that
+        was not queued is in flight (or being encoded). The caller fails each one and calls
+        ``done``; a response that comes for it later finds its future already resolved.
+        """
+        if self._next_deadline is None or now < self._next_deadline:
+            return [], self._next_deadline
+        expired, next_deadline = [], None
+        for batch in self.incomplete:
+            if batch.deadline <= now:
+                expired.append((batch, self._unqueue(batch)))
+            elif next_deadline is None or batch.deadline < next_deadline:
+                next_deadline = batch.deadline
+        self._next_deadline = next_deadline
+        return expired, next_deadline
+
+    def _unqueue(self, batch: ProducerBatch) -> bool:
+        """Remove ``batch`` from its partition's queue; False if it was in none."""
+        tp = batch.tp
+        if self._open.get(tp) is batch:
+            del self._open[tp]
+            return True
+        queue = self._closed.get(tp)
+        try:
+            queue.remove(batch)  # batches compare by identity
+        except (AttributeError, ValueError):  # no queue, or not in it
+            return False
+        if not queue:
+            del self._closed[tp]
+        return True
 
     def _close(self, tp: TopicPartition, batch: ProducerBatch) -> ProducerBatch:
         del self._open[tp]

@@ -14,8 +14,15 @@ when the error says the leader is stale. Retrying after a lost connection may wr
 twice (at-least-once, as Kafka without idempotence); batches of one partition may reorder
 only when a retry happens with several requests in flight.
 
+Deadlines: every batch must succeed or fail within ``delivery_timeout_ms`` of its first
+record's ``send``, whatever happens to connections, retries or the broker: the sender fails
+it with ``DeliveryTimeoutError`` at that deadline wherever it is (queued, waiting for a
+connection or a producer id, or in flight, as Kafka expires in-flight batches). See
+``_sender.py``.
+
 Records for a topic whose metadata is not loaded yet wait in ``_deferred`` until the sender
-has fetched it (or fail after ``max_block_ms``).
+has fetched it (or fail after ``max_block_ms``, or at the delivery deadline if that is
+sooner); the batch it then joins keeps that record's deadline.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
 from .errors import (
     ClientClosedError,
+    DeliveryTimeoutError,
     MessageTooLargeError,
     TslogError,
     UnknownTopicOrPartitionError,
@@ -100,7 +108,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             the broker's ``max_frame_bytes`` (16 MiB by default), which closes the connection
             on a larger frame. A record that cannot fit raises ``MessageTooLargeError``.
         max_block_ms: how long the sync producer blocks on a full buffer or missing metadata.
-        delivery_timeout_ms: no retry starts after a batch is this old; it fails instead.
+        delivery_timeout_ms: every future resolves within this long of its ``send``: a
+            batch not acknowledged by then fails with ``DeliveryTimeoutError``, even if it
+            is in flight (it may then still have been written).
         buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
         enable_idempotence: stamp batches with a producer id and sequences so retries
             (across connection losses and leader failovers) never write a batch twice;
@@ -144,7 +154,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         # Record bytes one batch may hold: past this its request would not fit in a frame.
         self._max_record_bytes = max_request_size - REQUEST_OVERHEAD_BYTES - RECORD_OVERHEAD_BYTES
         self._accumulator = RecordAccumulator(
-            min(batch_size, max_request_size - REQUEST_OVERHEAD_BYTES), linger_ms)
+            min(batch_size, max_request_size - REQUEST_OVERHEAD_BYTES), linger_ms,
+            delivery_timeout_ms)
         self._sticky = StickyPartitioner()
         self._deferred: list[_DeferredRecord] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -152,6 +163,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         self._wakeup: asyncio.Event | None = None
         self._sender: asyncio.Task | None = None
         self._metadata_task: asyncio.Task | None = None
+        self._init_task: asyncio.Task | None = None  # InitProducerId (idempotence)
         self._connecting_nodes: set[int] = set()
         # topic -> (TopicPartition of partition 0, 1, ...): interned, rebuilt when the
         # metadata (Cluster.topics, replaced on each refresh) changes.
@@ -199,8 +211,10 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                     record.future.set_exception(ClientClosedError("producer closed"))
                 self._deferred.clear()
                 self._wake()
-                self._sender.cancel()
-                await asyncio.gather(self._sender, return_exceptions=True)
+                tasks = [task for task in (self._sender, self._init_task) if task is not None]
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
         await self._cluster.close()
         self._closed = True
 
@@ -366,9 +380,11 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             return None
         now = time.monotonic()
         waiting = []
+        delivery_timeout_s = self.delivery_timeout_ms / 1000
         with self._accumulator.lock:
             deferred, self._deferred = self._deferred, []
         for record in deferred:
+            deadline = record.created + delivery_timeout_s
             topic = record.args[1] if record.args[0] is _BATCH else record.args[0]
             tps = self._topic_partitions(topic)
             if tps is not None:
@@ -380,10 +396,17 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                 except TslogError as exc:
                     record.future.set_exception(exc)
                     continue
+                with self._accumulator.lock:
+                    for batch in inner.batches():  # the wait for metadata counts
+                        self._accumulator.shorten_deadline(batch, deadline)
                 inner.add_done_callback(record.resolve)
             elif now - record.created > self.max_block_ms / 1000:
                 record.future.set_exception(UnknownTopicOrPartitionError(
                     f"topic {topic!r} not found within max_block_ms"))
+            elif now >= deadline:
+                record.future.set_exception(DeliveryTimeoutError(
+                    f"topic {topic!r} unknown for delivery_timeout_ms "
+                    f"{self.delivery_timeout_ms}"))
             else:
                 waiting.append(record)
         with self._accumulator.lock:
@@ -391,4 +414,5 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         if not waiting:
             return None
         self._refresh_metadata()
-        return now + self._cluster.retry_backoff_ms / 1000
+        return min(now + self._cluster.retry_backoff_ms / 1000,
+                   min(record.created for record in waiting) + delivery_timeout_s)

@@ -3,6 +3,13 @@
 Split out of ``_producer.py`` to keep each module readable; ``AsyncProducer`` inherits these
 methods and owns all the state they use (accumulator, cluster, wake-up event, options).
 See ``_producer.py`` for the theory of operation.
+
+The sender's one rule for deadlines: a round first expires every batch past its delivery
+deadline (``RecordAccumulator.expire``), and the only thing it ever waits for is its wake-up
+event, with a timeout no later than the next deadline. Nothing slower runs inline: the
+producer id, metadata and connections are fetched by tasks of their own that wake it when
+done. So every future resolves by its deadline whatever the broker does (killed mid-request,
+while connecting, frozen, gone), without trusting any one error path to fire.
 """
 
 from __future__ import annotations
@@ -16,7 +23,14 @@ from tslog.protocol.messages import ApiKey
 
 from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
 from ._types import TopicPartition
-from .errors import InvalidResponseError, MessageTooLargeError, TslogError, error_for
+from .errors import (
+    ConnectionLostError,
+    DeliveryTimeoutError,
+    InvalidResponseError,
+    MessageTooLargeError,
+    TslogError,
+    error_for,
+)
 
 log = logging.getLogger("tslog.client._producer")
 
@@ -39,28 +53,62 @@ class SenderMixin:
     async def _run_once(self) -> None:
         """One round: resolve deferred records, send what is ready, sleep until needed."""
         self._wakeup.clear()
+        next_deadline = self._expire_batches(time.monotonic())
         if self._cluster.metadata_stale():  # e.g. partitions were added
             self._refresh_metadata()
+        next_time = self._resolve_deferred()
         idempotence = self._idempotence
         if idempotence is not None and not idempotence.ready:
-            try:
-                await idempotence.init(self._cluster)
-            except TslogError as exc:
-                log.debug("InitProducerId failed: %r", exc)
-                await asyncio.sleep(self._cluster.backoff_s(0))
-                return
-        next_time = self._resolve_deferred()
-        sent, ready_time = self._send_ready(time.monotonic())
+            self._init_producer_id()  # wakes this loop when done; batches wait meanwhile
+            sent, ready_time = False, None
+        else:
+            sent, ready_time = self._send_ready(time.monotonic())
         if sent:
             await asyncio.sleep(0)  # let responses and appends in, then look again
             return
-        if ready_time is not None and (next_time is None or ready_time < next_time):
-            next_time = ready_time
-        timeout = None if next_time is None else max(0.0, next_time - time.monotonic())
+        for time_due in (ready_time, next_deadline):
+            if time_due is not None and (next_time is None or time_due < next_time):
+                next_time = time_due
+        # Not asyncio.wait_for: before Python 3.12 it swallows a cancellation that arrives
+        # in the same tick as the wake-up (close() does both), and this loop then slept
+        # forever with close() waiting on it. A timer that sets the event cannot.
+        timer = (None if next_time is None else asyncio.get_running_loop().call_later(
+            max(0.0, next_time - time.monotonic()), self._wakeup.set))
         try:
-            await asyncio.wait_for(self._wakeup.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass
+            await self._wakeup.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _expire_batches(self, now: float) -> float | None:
+        """Fail every batch past its delivery deadline; the next deadline (or None)."""
+        with self._accumulator.lock:
+            expired, next_deadline = self._accumulator.expire(now)
+        for batch, queued in expired:
+            tp = batch.tp
+            where = ("never sent" if queued and not batch.attempts
+                     else "waiting to retry" if queued
+                     else "sent, no answer yet: it may still have been written")
+            self._finish(batch, error=DeliveryTimeoutError(
+                f"{tp.topic}-{tp.partition}: {len(batch.values)} records not acknowledged "
+                f"within delivery_timeout_ms {self.delivery_timeout_ms} ({where})"))
+        return next_deadline
+
+    def _init_producer_id(self) -> None:
+        """Get a producer id in a task of its own (retrying), waking the sender when done."""
+        if self._init_task is not None and not self._init_task.done():
+            return
+
+        async def init() -> None:
+            try:
+                await self._idempotence.init(self._cluster)
+            except TslogError as exc:
+                log.debug("InitProducerId failed: %r", exc)
+                await asyncio.sleep(self._cluster.backoff_s(0))
+            finally:
+                self._wake()
+
+        self._init_task = asyncio.ensure_future(init())
 
     def _send_ready(self, now: float) -> tuple[bool, float | None]:
         accumulator, cluster = self._accumulator, self._cluster
@@ -136,7 +184,8 @@ class SenderMixin:
     def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
         if self._idempotence is not None:
             self._idempotence.in_flight.difference_update(batch.tp for batch in batches)
-        error = future.exception()
+        error = (ConnectionLostError("produce request cancelled") if future.cancelled()
+                 else future.exception())
         if error is not None:
             for batch in batches:
                 self._retry_or_fail(batch, error)
@@ -158,9 +207,10 @@ class SenderMixin:
         self._wake()
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
-        age_ms = (time.monotonic() - batch.created) * 1000
+        if batch.future.done():  # expired while in flight: already failed and released
+            return
         if (isinstance(error, TslogError) and error.retriable and not self._closed
-                and batch.attempts < self.retries and age_ms < self.delivery_timeout_ms):
+                and batch.attempts < self.retries and time.monotonic() < batch.deadline):
             batch.attempts += 1
             retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)
             with self._accumulator.lock:
@@ -208,9 +258,12 @@ class SenderMixin:
                 for tp in tps:
                     self._retry_head(tp, exc)
                 self._refresh_metadata()
-            self._wake()
+            finally:
+                # Before the wake-up: a sender woken while the node still counted as
+                # connecting would start no new attempt and sleep with batches queued.
+                self._connecting_nodes.discard(node_id)
+                self._wake()
         if node_id not in self._connecting_nodes:
             self._connecting_nodes.add(node_id)
-            task = asyncio.ensure_future(connect())
-            task.add_done_callback(lambda _: self._connecting_nodes.discard(node_id))
+            asyncio.ensure_future(connect())
 

@@ -93,6 +93,14 @@ class BufferFullError(TslogError):
         super().__init__(message or "the producer buffer is full")
 
 
+class DeliveryTimeoutError(RequestTimedOutError):
+    """A produced batch got no acknowledgement within ``delivery_timeout_ms`` of its first
+    record's ``send``. If it was in flight it may still have been written (at-least-once)."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "not acknowledged within delivery_timeout_ms")
+
+
 class InvalidResponseError(TslogError):
     """A broker answered with bytes that do not match the protocol (a broker bug)."""
 
@@ -108,5 +116,6 @@ def raise_for(code: int, message: str | None = None) -> None:
         raise error_for(code)(message)
 
 
-__all__ = ["TslogError", "ClientClosedError", "BufferFullError", "InvalidResponseError",
-           "error_for", "raise_for"] + sorted(cls.__name__ for cls in _BY_CODE.values())
+__all__ = (["TslogError", "ClientClosedError", "BufferFullError", "DeliveryTimeoutError",
+            "InvalidResponseError", "error_for", "raise_for"]
+           + sorted(cls.__name__ for cls in _BY_CODE.values()))
