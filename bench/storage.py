@@ -1,5 +1,5 @@
 """Storage engine benchmark: append throughput against raw write(), lookup latency by time,
-index overhead. Prints tables of medians over several runs; asserts nothing.
+index overhead, open files and lookup latency across many segments. Prints tables of medians over several runs; asserts nothing.
 
     python bench/storage.py            # the full run (about 2-4 minutes, ~1.2 GB of temp files)
     python bench/storage.py --quick    # a smoke run with small sizes
@@ -155,6 +155,69 @@ def bench_lookups(root: Path, runs: int, sizes: list[int], lookups: int) -> tupl
     return rows, notes
 
 
+MANY_SEGMENTS_CONFIG = LogConfig(segment_bytes=256 << 10)
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def percentiles_us(latencies: list[int]) -> tuple[float, float]:
+    latencies.sort()
+    return latencies[len(latencies) // 2] / 1e3, latencies[int(len(latencies) * 0.99)] / 1e3
+
+
+def bench_many_segments(root: Path, runs: int, segments: int, lookups: int) -> list[list[str]]:
+    """Open descriptors and lookup latency of a log of ``segments`` 256 KiB segments, reopened
+    as after a restart: lookups by time and reads by offset at random places (every one may
+    land on a segment not touched before), then again within the 4 newest segments."""
+    directory = root / "many-segments"
+    clock = ManualClock(START_MS)
+    log = PartitionLog(directory, MANY_SEGMENTS_CONFIG, clock)
+    batch = build_batch([VALUE] * 100, create_times=START_MS)
+    while len(log.segments) < segments:
+        log.append(batch)
+        clock.advance(1)
+    first, last, end = START_MS, clock.now_ms() - 1, log.log_end_offset
+    log.close()
+    rows = []
+    rng = random.Random(segments)
+    baseline = open_descriptors()
+    log = PartitionLog(directory, MANY_SEGMENTS_CONFIG, ManualClock(last + 1))
+    after_open = open_descriptors() - baseline
+    recent_start = log.segments[-5].base_offset
+    recent_time = log.offset_for_time(last).timestamp
+    cases = [
+        ("by time, anywhere", lambda: log.offset_for_time(rng.randint(first, last))),
+        ("by offset (read 64 KiB), anywhere",
+         lambda: log.read(rng.randrange(0, end), 64 << 10)),
+        ("by time, 4 newest segments",
+         lambda: log.offset_for_time(rng.randint(recent_time - 80, recent_time))),
+        ("by offset (read 64 KiB), 4 newest segments",
+         lambda: log.read(rng.randrange(recent_start, end), 64 << 10)),
+    ]
+    most_open = after_open
+    for name, lookup in cases:
+        p50s, p99s = [], []
+        for _ in range(runs):
+            latencies = []
+            for _ in range(lookups):
+                started = time.perf_counter_ns()
+                lookup()
+                latencies.append(time.perf_counter_ns() - started)
+            most_open = max(most_open, open_descriptors() - baseline)
+            p50, p99 = percentiles_us(latencies)
+            p50s.append(p50)
+            p99s.append(p99)
+        rows.append([name, f"{median(p50s):.1f}", f"{median(p99s):.1f}",
+                     str(open_descriptors() - baseline)])
+    rows.append(["(after open, before any lookup)", "", "", str(after_open)])
+    rows.append([f"(most seen, {len(log.segments)} segments)", "", "", str(most_open)])
+    log.close()
+    shutil.rmtree(directory)
+    return rows
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     print(f"\n{title}")
@@ -169,6 +232,8 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--runs", type=int, default=None, help="runs per figure (default 5; 2 with --quick)")
     parser.add_argument("--dir", default=None, help="where to put temporary logs (default: system temp)")
+    parser.add_argument("--many-segments-only", action="store_true",
+                        help="only the open-descriptors and many-segments lookup table")
     args = parser.parse_args(argv)
     runs = args.runs or (2 if args.quick else 5)
     append_records = 20_000 if args.quick else 2_000_000
@@ -178,25 +243,39 @@ def main(argv=None) -> int:
     try:
         print(f"tslog storage benchmark: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
               f"medians of {runs} runs, temp dir {root}")
-        rows = bench_append(root, runs, append_records)
+        if not args.many_segments_only:
+            print_main_tables(root, runs, append_records, sizes, lookups)
+        segments = 100 if args.quick else 500
+        rows = bench_many_segments(root, runs, segments, lookups // 4)
         print_table(
-            "Append (100-byte values, page cache, no fsync) vs raw sequential write() of the same bytes",
-            ["records/batch", "records/s", "value MB/s", "log MB/s", "raw write MB/s", "tslog/raw", "tslog run min-max"],
+            f"Open descriptors and lookups across {segments} segments of 256 KiB, log reopened "
+            f"({lookups // 4:,} random lookups per run)",
+            ["lookup", "p50 us", "p99 us", "descriptors open after"],
             rows,
         )
-        rows, notes = bench_lookups(root, runs, sizes, lookups)
-        print_table(
-            f"Lookup by LogAppendTime, in process ({lookups:,} random targets per run, batches of 100, "
-            "64 MiB segments, index.interval.bytes 4096)",
-            ["records", "segments", "p50 us", "p99 us (min-max)", "p99.9 us",
-             "p99 us, first pass after open", "max log bytes read/lookup", "index bytes/log byte"],
-            rows,
-        )
-        for note in notes:
-            print(f"  {note}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def print_main_tables(root: Path, runs: int, append_records: int, sizes: list[int],
+                      lookups: int) -> None:
+    rows = bench_append(root, runs, append_records)
+    print_table(
+        "Append (100-byte values, page cache, no fsync) vs raw sequential write() of the same bytes",
+        ["records/batch", "records/s", "value MB/s", "log MB/s", "raw write MB/s", "tslog/raw", "tslog run min-max"],
+        rows,
+    )
+    rows, notes = bench_lookups(root, runs, sizes, lookups)
+    print_table(
+        f"Lookup by LogAppendTime, in process ({lookups:,} random targets per run, batches of 100, "
+        "64 MiB segments, index.interval.bytes 4096)",
+        ["records", "segments", "p50 us", "p99 us (min-max)", "p99.9 us",
+         "p99 us, first pass after open", "max log bytes read/lookup", "index bytes/log byte"],
+        rows,
+    )
+    for note in notes:
+        print(f"  {note}")
 
 
 if __name__ == "__main__":

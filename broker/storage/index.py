@@ -24,6 +24,11 @@ rebuilt from the log: indexes carry no checksum because they are always derivabl
 
 No memoryview of a map outlives the call that made it, so ``resize``/``close`` never meet a
 live export (Python raises BufferError there instead of Kafka's SIGSEGV).
+
+Handles (Kafka's ``LazyIndex``): a sealed index keeps only its map (which holds a descriptor
+of its own), not a second descriptor beside it, and ``release`` drops even that while
+keeping the entry count; the next lookup maps the file again (``_map_sealed``) and tells the
+segment through ``on_open``, so its log can bound how many sealed segments hold files open.
 """
 
 from __future__ import annotations
@@ -57,7 +62,18 @@ class MmapIndex:
         self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
         self._writable = False
         self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
+        self.on_open = None  # called with no argument when a released index maps its file again
         self._map_file(length)
+
+    def _open_fd(self) -> int:
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     # -- mapping ---------------------------------------------------------------------------
 
@@ -74,14 +90,33 @@ class MmapIndex:
         self._unmap()
         if length > 0:
             access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-            self._map = mmap.mmap(self._fd, length, access=access)
+            self._map = mmap.mmap(self._open_fd(), length, access=access)
+        if not self._writable:
+            self._close_fd()  # the map holds a descriptor of its own: one handle, not two
+
+    @property
+    def is_open(self) -> bool:
+        return self._map is not None or self._fd >= 0
+
+    def release(self) -> None:
+        """Unmap a sealed index and close its file, keeping the entry count: the next lookup
+        maps it again. For sealed segments nobody has read for a while (``handles.py``)."""
+        assert not self._writable, "release of a writable index"
+        self._unmap()
+        self._close_fd()
+
+    def _map_sealed(self) -> None:
+        """Map a released sealed index again (its file holds exactly ``entries`` entries)."""
+        self._map_file(self.entries * self.ENTRY.size)
+        if self.on_open is not None:
+            self.on_open()
 
     def make_writable(self, capacity_bytes: int) -> None:
         """Preallocate to ``capacity_bytes`` (rounded down to whole entries) and map read-write."""
         capacity = max(capacity_bytes // self.ENTRY.size, self.entries, 1)
         self._writable = True
         self._capacity = capacity
-        os.ftruncate(self._fd, capacity * self.ENTRY.size)
+        os.ftruncate(self._open_fd(), capacity * self.ENTRY.size)
         self._map_file(capacity * self.ENTRY.size)
 
     def seal(self) -> None:
@@ -100,19 +135,14 @@ class MmapIndex:
         self._map_file(length)
 
     def close(self) -> None:
-        if self._fd < 0:
-            return
-        if self._writable:
+        if self._writable and self._fd >= 0:
             self.seal()
         self.close_handles()
 
     def close_handles(self) -> None:
         """Unmap and close without trimming: what a crash leaves, or a failed disk needs."""
-        if self._fd < 0:
-            return
         self._unmap()
-        os.close(self._fd)
-        self._fd = -1
+        self._close_fd()
 
     def delete(self) -> None:
         self.close()
@@ -133,11 +163,25 @@ class MmapIndex:
 
     def reset(self, capacity_bytes: int) -> None:
         """Drop every entry and make the file writable again (recovery rebuilds it)."""
-        self.entries = 0
+        self.keep_entries(0, capacity_bytes)
+
+    def keep_entries(self, count: int, capacity_bytes: int) -> None:
+        """Keep the first ``count`` entries, drop the rest (a crash may have left the file
+        untrimmed, or with entries recovery must write again) and make it writable."""
         self._unmap()
-        os.ftruncate(self._fd, 0)
+        os.ftruncate(self._open_fd(), min(count, self.entries) * self.ENTRY.size)
+        self.entries = min(count, self.entries)
         self._torn = False
         self.make_writable(capacity_bytes)
+
+    def sync(self) -> None:
+        """fdatasync the file, map included (recovery and checkpoints make entries durable)."""
+        if self._writable and self._fd >= 0:
+            os.fdatasync(self._fd)
+
+    def fileno_for_sync(self) -> int | None:
+        """A duplicate descriptor of a writable index, to fsync outside the log's lock."""
+        return os.dup(self._fd) if self._writable and self._fd >= 0 else None
 
     def truncate_entries(self, count: int) -> None:
         """Forget entries from ``count`` on (the log was truncated below them)."""
@@ -147,6 +191,8 @@ class MmapIndex:
         self.entries = min(count, self.entries)
 
     def entry(self, i: int) -> tuple[int, ...]:
+        if self._map is None:
+            self._map_sealed()
         return self.ENTRY.unpack_from(self._map, i * self.ENTRY.size)
 
     def last_entry(self) -> tuple[int, ...] | None:
@@ -160,7 +206,11 @@ class MmapIndex:
         """How many entries have a search key <= ``key`` (bisect_right)."""
         return self._bisect(key, slot=0, right=True)
 
-    def _bisect(self, key: int, slot: int, right: bool) -> int:
+    def count_keys_below_in(self, key: int, count: int) -> int:
+        """``count_keys_below`` over the first ``count`` entries only (the rest may be junk)."""
+        return self._bisect(key, slot=0, right=False, count=count)
+
+    def _bisect(self, key: int, slot: int, right: bool, count: int | None = None) -> int:
         """Binary search over one field of every entry, viewed as a strided column of the map.
 
         The column view is made once per mapping and cached; ``_unmap`` releases it.
@@ -169,15 +219,19 @@ class MmapIndex:
             return 0
         column = self._columns.get(slot)
         if column is None:
+            if self._map is None:
+                self._map_sealed()
             with memoryview(self._map) as raw, raw.cast(self.KEY_FORMAT) as keys:
                 column = self._columns[slot] = keys[slot :: self._key_stride]
         search = bisect.bisect_right if right else bisect.bisect_left
-        return search(column, key, 0, self.entries)
+        return search(column, key, 0, self.entries if count is None else count)
 
     def to_numpy(self) -> np.ndarray:
         """A copy of the entries as a structured array, for vectorised sanity checks."""
         if self.entries == 0:
             return np.zeros(0, dtype=self.DTYPE)
+        if self._map is None:
+            self._map_sealed()
         return np.frombuffer(self._map, dtype=self.DTYPE, count=self.entries).copy()
 
     @property
@@ -201,6 +255,21 @@ class OffsetIndex(MmapIndex):
         """How many entries point at a file position <= ``position``."""
         return self._bisect(position, slot=1, right=True)
 
+    def count_written(self) -> int:
+        """How many leading entries are not zero padding: a crash leaves an active index
+        untrimmed, its preallocated tail all zeros, and only entry 0 has position 0. A binary
+        search (about 20 reads for a full 10 MiB file); ``check_consistent`` judges the rest."""
+        if self.entries == 0 or self.entry(0) != (0, 0):
+            return 0
+        low, high = 1, self.entries
+        while low < high:
+            middle = (low + high) // 2
+            if self.entry(middle)[1] > 0:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
 
 class TimestampIndex(MmapIndex):
     """timestamp -> (relative_offset, position); key: timestamp (int64 at stride 2).
@@ -218,6 +287,8 @@ class TimestampIndex(MmapIndex):
         map: no struct call and no tuple, twice per time lookup."""
         column = self._columns.get("position")
         if column is None:
+            if self._map is None:
+                self._map_sealed()
             with memoryview(self._map) as raw, raw.cast("i") as ints:
                 column = self._columns["position"] = ints[3::4]
         return column[i]

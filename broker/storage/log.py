@@ -12,14 +12,16 @@ non-empty and the batch would push it past ``segment.bytes``; the incoming LAT i
 ``segment.ms`` past the segment's first LAT; the index is full; or the relative offset would
 overflow int32. So leader, follower and recovery cut segments at the same offsets.
 
-Because LAT never decreases, segments are ordered by LAT too: a lookup by LAT bisects the
-segments on their last LAT, then the segment's time index. CreateTime is not ordered, so the
-log keeps the running maximum of the segments' largest CreateTime (non-decreasing) and bisects
-that to find the first segment that holds a record at or after the target.
+Lookups by time live in ``lookups.py``, retention in ``retention.py``. Sealed segments keep
+their files open only while recently read (``handles.py``): handles scale with the active
+segments, not with all of them.
 
 Durability: appends go to the page cache; ``flush`` fsyncs and advances the recovery point,
-either by the flush policy (``flush.messages``, ``flush.ms``) or when the broker asks (group
-commit from a thread: ``flush`` is the one method safe to call concurrently with the owner).
+either by the flush policy (``flush.messages``, ``flush.ms``), when the broker asks (group
+commit from a thread: ``flush`` is the one method safe to call concurrently with the owner),
+or at each ``checkpoint``, which flushes first, so the tail a crash leaves to recovery is at
+most one checkpoint interval old. Opening after a crash moves the recovery point to the log
+end once recovery has validated and synced the tail (``recovery.py``).
 """
 
 from __future__ import annotations
@@ -51,21 +53,16 @@ from .errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from .handles import OpenSegments
+from .lookups import LookupMixin
 from .retention import RetentionMixin
 from .segment import NO_CREATE_TIME, Segment
-from .types import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    AppendInfo,
-    DeletedSegment,
-    OffsetAndTimestamp,
-)
+from .types import AppendInfo
 
 _RELATIVE_OFFSET_MAX = 2**31 - 1
 
 
-class PartitionLog(RetentionMixin):
+class PartitionLog(RetentionMixin, LookupMixin):
     """A partition's segments. Owned by one caller (appends, rolls, truncation); ``flush``,
     ``checkpoint`` and ``delete_old_segments`` may run in another thread beside it.
 
@@ -94,9 +91,15 @@ class PartitionLog(RetentionMixin):
             clean,
             checkpoint,
         )
-        self._recovery_point = self.log_end_offset if clean else min(
-            checkpoint[0] if checkpoint else 0, self.log_end_offset
-        )
+        # Recovery validated and synced everything from the old recovery point on.
+        self._recovery_point = self.log_end_offset
+        report = self.recovery_report
+        if report.bytes_scanned or report.bytes_truncated or report.segments_deleted:
+            recovery.write_checkpoint(self.directory, self._recovery_point,
+                                      self._last_log_append_time)
+        self._open_segments = OpenSegments()
+        for segment in self._segments[:-1]:
+            segment.track_handles(self._open_segments)
         self._rebuild_search_keys()
         self._dirty: set[Segment] = set()
         self._directory_dirty = False  # a segment file was created since the last flush
@@ -249,6 +252,7 @@ class PartitionLog(RetentionMixin):
     def _roll_locked(self, reason: str) -> None:
         old = self._segments[-1]
         old.seal()
+        old.track_handles(self._open_segments)
         segment = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
         segment.make_active(self.config.segment_index_bytes)
         self._segments.append(segment)
@@ -314,17 +318,34 @@ class PartitionLog(RetentionMixin):
             return self._recovery_point
 
     def checkpoint(self) -> None:
-        """Persist the recovery point and the last LAT (an atomic write with two fsyncs).
+        """Flush what is not yet durable, then persist the recovery point and the last LAT
+        (an atomic write with two fsyncs).
 
+        Before writing, the active segment's index files are synced too: recovery trusts the
+        index entries below the recovery point it reads back (``Segment.recover``).
         Safe from any thread beside the owner's appends: the values are read under the lock,
         inside the writers' own order, so a slower writer never puts back an older pair.
         Does nothing once the log is closed (``close`` writes the final one).
         """
+        with self._lock:
+            unflushed = not self._closed and (self._dirty or self._directory_dirty)
+        if unflushed:
+            try:
+                self.flush()
+            except LogClosedError:
+                return
         with self._checkpoint_lock:
             with self._lock:
                 if self._closed:
                     return
                 recovery_point, last_time = self._recovery_point, self._last_log_append_time
+                descriptors = self._segments[-1].index_filenos_for_sync()
+            try:
+                for fd in descriptors:
+                    os.fdatasync(fd)
+            finally:
+                for fd in descriptors:
+                    os.close(fd)
             recovery.write_checkpoint(self.directory, recovery_point, last_time)
 
     # -- reading ---------------------------------------------------------------------------
@@ -351,66 +372,12 @@ class PartitionLog(RetentionMixin):
         segment = self._segments[i]
         if offset >= segment.next_offset:  # only for an empty active segment
             return b""
+        self._open_segments.touch(segment)
         position = segment.position_of(offset)
         end_position = segment.size
         if end_offset < segment.next_offset:
             end_position = segment.position_of(end_offset)
         return segment.read(position, max_bytes, end_position)
-
-    def offset_for_time(self, timestamp: int, timestamp_type: str = "append") -> OffsetAndTimestamp | None:
-        """Kafka's ListOffsets on this log.
-
-        ``timestamp`` >= 0: the first record whose time (LogAppendTime for ``"append"``,
-        CreateTime for ``"create"``) is >= it, or None. LATEST (-1): the log end offset.
-        EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
-        largest time. Time values in the answers are the record's own time (-1 for -1/-2).
-        """
-        with self._lock:  # retention in another thread cannot close the segment under us
-            return self._offset_for_time_locked(timestamp, timestamp_type)
-
-    def _offset_for_time_locked(self, timestamp: int, timestamp_type: str) -> OffsetAndTimestamp | None:
-        self._check_open()
-        if timestamp_type not in ("append", "create"):
-            raise ValueError(f"timestamp type must be 'append' or 'create', not {timestamp_type!r}")
-        if timestamp == LATEST_TIMESTAMP:
-            return OffsetAndTimestamp(self.log_end_offset, NO_TIMESTAMP)
-        if timestamp == EARLIEST_TIMESTAMP:
-            return OffsetAndTimestamp(self.log_start_offset, NO_TIMESTAMP)
-        if timestamp == MAX_TIMESTAMP:
-            if timestamp_type == "append":
-                if self._segments[-1].is_empty and len(self._segments) == 1:
-                    return None
-                return self._find_by_log_append_time(self._last_known_log_append_time())
-            if self._create_time_maxima[-1] == NO_CREATE_TIME:
-                return None
-            return self._find_by_create_time(self._create_time_maxima[-1])
-        if timestamp < 0:
-            raise ValueError(f"unsupported special timestamp {timestamp}")
-        if timestamp_type == "append":
-            return self._find_by_log_append_time(timestamp)
-        return self._find_by_create_time(timestamp)
-
-    def _last_known_log_append_time(self) -> int:
-        segments = self._segments
-        return (segments[-2] if segments[-1].is_empty else segments[-1]).max_log_append_time
-
-    def _find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
-        i = bisect.bisect_left(self._time_maxima, timestamp)
-        if i == len(self._segments):
-            return None
-        segment = self._segments[i]
-        found = segment.find_by_log_append_time(timestamp)
-        self.lookup_bytes_read += segment.last_scan_bytes
-        return found
-
-    def _find_by_create_time(self, timestamp: int) -> OffsetAndTimestamp | None:
-        i = bisect.bisect_left(self._create_time_maxima, timestamp)
-        if i == len(self._segments):
-            return None
-        segment = self._segments[i]
-        found = segment.find_by_create_time(timestamp)
-        self.lookup_bytes_read += segment.last_scan_bytes
-        return OffsetAndTimestamp(*found) if found else None
 
     # -- retention and truncation ----------------------------------------------------------
 

@@ -65,5 +65,6 @@ class RetentionMixin:
         """Take the oldest segment out of the log; the caller deletes it after the lock."""
         segment = self._segments.pop(0)
         self._dirty.discard(segment)
+        segment.untrack_handles()  # the LRU is the owner's: leave it here, under the lock
         retired.append(segment)
         return DeletedSegment(segment.base_offset, segment.next_offset, segment.size, reason)

@@ -23,8 +23,12 @@ the first lookup between two entries reads anyway, and kept.
 
 What a segment knows about itself (next offset, first and last LogAppendTime, the largest
 CreateTime) is either tracked while appending or, on load, read from the last index entry plus
-that short tail scan. Recovery re-reads every batch, checks its header, CRC, offset continuity
-and LogAppendTime order, rebuilds the indexes, and cuts the file after the last good batch.
+that short tail scan. Loading and recovery live in ``segment_load.py``.
+
+Handles: what the segment knows stays in memory, so a sealed segment can ``release`` its
+descriptor and maps and open them again on the next read (one ``os.open``; each index maps
+itself on its first lookup). Each (re)open calls ``handles.opened(segment)``, an LRU kept by
+the owning log (``handles.py``) that releases the sealed segments read least recently.
 
 Not thread-safe: the owning ``PartitionLog`` serialises access (``fsync`` excepted).
 """
@@ -45,17 +49,16 @@ from tslog.protocol.batch_header import (
     BatchHeader,
     check_header,
     parse_header,
-    verify_crc,
 )
 from tslog.protocol.records import decode_columns
 
 from . import files
-from .batch_io import HeaderWindow, read_batches, write_fully
+from .batch_io import HeaderWindow, write_fully
 from .errors import CorruptIndexError
-from .index import OffsetIndex, TimestampIndex, check_consistent
+from .index import OffsetIndex, TimestampIndex
+from .segment_load import NO_CREATE_TIME, LoadMixin
 from .types import OffsetAndTimestamp
 
-NO_CREATE_TIME = -(2**63)
 # Indexes into the raw header tuple (see tslog.protocol.batch_header for the layout).
 _LAT_FIELD = BatchHeader._fields.index("log_append_time")
 _MAX_CREATE_TIME_FIELD = BatchHeader._fields.index("max_create_time")
@@ -64,7 +67,7 @@ _LAST_OFFSET = -1  # "no record yet" for the running CreateTime maximum
 _NOT_KNOWN, _YES, _NO = 0, 1, 2
 
 
-class Segment:
+class Segment(LoadMixin):
     """A segment's files and what it knows about their contents."""
 
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
@@ -74,6 +77,7 @@ class Segment:
         self.log_path = files.segment_file(directory, base_offset, files.LOG_SUFFIX)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
+        self.handles = None  # the owning log's OpenSegments while sealed (see handles.py)
         self.offset_index = OffsetIndex(
             files.segment_file(directory, base_offset, files.OFFSET_INDEX_SUFFIX)
         )
@@ -83,8 +87,39 @@ class Segment:
         self.create_time_index = TimestampIndex(
             files.segment_file(directory, base_offset, files.CREATE_TIME_INDEX_SUFFIX)
         )
+        for index in self.indexes:
+            index.on_open = self._opened
         self.last_scan_bytes = 0  # log bytes the latest lookup read (for metrics and benches)
+        self.recovery_scanned_bytes = 0  # log bytes the latest ``recover`` re-read
         self._forget_contents()
+
+    # -- handles ---------------------------------------------------------------------------
+
+    def _opened(self) -> None:
+        if self.handles is not None:
+            self.handles.opened(self)
+
+    def _open_log(self) -> int:
+        """Open the released log file again (a read of a sealed segment); returns its fd."""
+        self._fd = os.open(self.log_path, os.O_RDWR)
+        self._opened()
+        return self._fd
+
+    def _log_fd(self) -> int:
+        return self._fd if self._fd >= 0 else self._open_log()
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd >= 0 or any(index.is_open for index in self.indexes)
+
+    def release(self) -> None:
+        """Close the log and unmap the indexes of a sealed segment, keeping what it knows;
+        any later read opens what it needs again."""
+        for index in self.indexes:
+            index.release()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def _forget_contents(self) -> None:
         self.next_offset = self.base_offset
@@ -118,7 +153,8 @@ class Segment:
         """Write one checked, stamped batch, given as a sequence of buffers, at the end;
         return its position."""
         position = self.size
-        write_fully(self._fd, parts, position, header.batch_length)
+        write_fully(self._log_fd(), parts, position,
+                    header.batch_length)
         self._track(position, header)
         return position
 
@@ -144,97 +180,12 @@ class Segment:
         self.next_offset = header.base_offset + header.record_count
         self.size = position + header.batch_length
 
-    # -- loading and recovery --------------------------------------------------------------
-
-    def load_trusted(self, previous_log_append_time: int) -> bool:
-        """Load a segment whose log is trusted (flushed, or closed cleanly).
-
-        Checks the indexes against each other and against the batch their last entry points
-        at, then reads the short unindexed tail. Returns False if anything is off; the caller
-        then runs ``recover``, which rebuilds the indexes from the log.
-        """
-        self._forget_contents()
-        try:
-            check_consistent(*self.indexes, self.size)
-            if self.size and not self.index_entries:
-                raise CorruptIndexError("a non-empty segment has no index entry")
-            if self.index_entries:
-                first_time = self.time_index.entry(0)[0]
-                if first_time < previous_log_append_time:
-                    raise CorruptIndexError("time index starts before the previous segment ends")
-                self.first_log_append_time = first_time
-                self._next_is_indexed = bytearray(self.index_entries)
-                self._restore_from_last_entry()
-        except (CorruptIndexError, BatchFormatError):
-            self._forget_contents()
-            return False
-        return True
-
-    def _restore_from_last_entry(self) -> None:
-        """Re-derive the summary from the last index entry plus the scan of the tail after it."""
-        count = self.index_entries
-        if count == 0:
-            self._forget_contents()
-            return
-        relative, position = self.offset_index.entry(count - 1)
-        time, _, _ = self.time_index.entry(count - 1)
-        self.max_create_time = self.create_time_index.entry(count - 1)[0]
-        self._last_indexed_position = position
-        self.next_offset = self.base_offset + relative
-        self.max_log_append_time = time
-        scanned_any = False
-        self._tail_unindexed = False
-        for batch_position, header in self.scan_headers(position, self.size):
-            if header.base_offset != self.next_offset:
-                raise CorruptIndexError(
-                    f"batch at position {batch_position} has base offset {header.base_offset}, "
-                    f"expected {self.next_offset}"
-                )
-            if header.log_append_time < self.max_log_append_time or (
-                not scanned_any and header.log_append_time != time
-            ):
-                raise CorruptIndexError(f"LogAppendTime out of order at position {batch_position}")
-            self._tail_unindexed = scanned_any
-            scanned_any = True
-            self.max_log_append_time = header.log_append_time
-            self.max_create_time = max(self.max_create_time, header.max_create_time)
-            self.next_offset = header.next_offset
-            end = batch_position + header.batch_length
-        if not scanned_any or end != self.size:
-            raise CorruptIndexError("the log tail does not end on a batch boundary")
-
-    def recover(self, previous_log_append_time: int, index_capacity_bytes: int) -> int:
-        """Validate every batch, rebuild the indexes and cut the log after the last good batch.
-
-        Returns the number of bytes cut off (a torn, zero-filled or garbage tail).
-        """
-        for index in self.indexes:
-            index.reset(index_capacity_bytes)
-        self._forget_contents()
-        valid_bytes = self.size
-        self.size = 0
-        last_time = previous_log_append_time
-        for position, header, batch in read_batches(self._fd, valid_bytes):
-            if header is None or header.base_offset != self.next_offset:
-                break
-            if header.log_append_time < max(last_time, 0):
-                break
-            try:
-                verify_crc(batch, header)
-            except BatchFormatError:
-                break
-            last_time = header.log_append_time
-            self._track(position, header)
-        truncated = valid_bytes - self.size
-        if truncated:
-            os.ftruncate(self._fd, self.size)
-        return truncated
-
     # -- reading ---------------------------------------------------------------------------
 
     def scan_headers(self, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
         """Yield (position, checked header) of the batches starting in [start, end)."""
-        window = HeaderWindow(self._fd, end, self.index_interval_bytes)
+        fd = self._log_fd()
+        window = HeaderWindow(fd, end, self.index_interval_bytes)
         position = start
         while position < end:
             header = BatchHeader._make(window.fields_at(position))
@@ -250,7 +201,8 @@ class Segment:
         generator or NamedTuple per batch.
         """
         # Between two index entries there is usually one batch: one small pread, no window.
-        first = os.pread(self._fd, HEADER_SIZE, start) if start < end else b""
+        fd = self._log_fd()
+        first = os.pread(fd, HEADER_SIZE, start) if start < end else b""
         self.last_scan_bytes = len(first)
         if not first:
             return None
@@ -266,7 +218,7 @@ class Segment:
         position = start + fields[3]
         if position >= end:
             return None
-        window = HeaderWindow(self._fd, end, self.index_interval_bytes)
+        window = HeaderWindow(fd, end, self.index_interval_bytes)
         window.want = self.index_interval_bytes + HEADER_SIZE
         try:
             while position < end:
@@ -311,18 +263,20 @@ class Segment:
         limit = min(end_position, self.size) - position
         if limit <= 0:
             return b""
+        fd = self._log_fd()
         if max_bytes >= limit:
-            return os.pread(self._fd, limit, position)
+            return os.pread(fd, limit, position)
         length = self._whole_batches_within(position, position + max_bytes)
         if length == 0:  # the first batch alone is larger than max_bytes: send it whole
             length = self.read_header_at(position).batch_length
-        return os.pread(self._fd, length, position)
+        return os.pread(fd, length, position)
 
     def _whole_batches_within(self, position: int, end: int) -> int:
         """Bytes from ``position`` (a batch start) up to the last batch that ends by ``end``."""
         i = self.offset_index.count_positions_at_or_below(end)
         hop = max(position, self.offset_index.entry(i - 1)[1]) if i else position
-        window = HeaderWindow(self._fd, end, self.index_interval_bytes)
+        window = HeaderWindow(self._log_fd(), end,
+                              self.index_interval_bytes)
         while hop + HEADER_SIZE <= end:
             length = window.fields_at(hop)[3]
             if hop + length > end:
@@ -379,7 +333,8 @@ class Segment:
         raise CorruptIndexError(f"CreateTime {timestamp} not found though the segment max is later")
 
     def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp: int):
-        batch = os.pread(self._fd, header.batch_length, position)
+        batch = os.pread(self._log_fd(), header.batch_length,
+                         position)
         self.last_scan_bytes += len(batch)
         create_times = decode_columns(batch).create_time
         first = int(np.argmax(create_times >= timestamp))
@@ -391,7 +346,8 @@ class Segment:
         self._next_is_indexed[k] = _YES if start + self._first_batch_length == end else _NO
 
     def read_header_at(self, position: int) -> BatchHeader:
-        return parse_header(os.pread(self._fd, HEADER_SIZE, position))
+        return parse_header(os.pread(self._log_fd(),
+                                     HEADER_SIZE, position))
 
     # -- truncation, lifecycle -------------------------------------------------------------
 
@@ -410,7 +366,7 @@ class Segment:
         for index in self.indexes:
             index.truncate_entries(keep)
         del self._next_is_indexed[keep:]
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._log_fd(), position)
         self.size = position
         if keep:
             self._restore_from_last_entry()
@@ -419,16 +375,43 @@ class Segment:
         return removed
 
     def make_active(self, index_capacity_bytes: int) -> None:
+        """Make the indexes writable; an active segment is never released, so it leaves the
+        log's LRU of sealed segments (a truncation can make a sealed segment active again)."""
+        self.untrack_handles()
         for index in self.indexes:
             index.make_writable(index_capacity_bytes)
+        if self._fd < 0:
+            self._fd = os.open(self.log_path, os.O_RDWR)
+
+    def track_handles(self, handles) -> None:
+        """A sealed segment joins its log's LRU (``handles.OpenSegments``)."""
+        self.handles = handles
+        if self.is_open:
+            handles.opened(self)
+
+    def untrack_handles(self) -> None:
+        if self.handles is not None:
+            self.handles.discard(self)
+            self.handles = None
 
     def seal(self) -> None:
         for index in self.indexes:
             index.seal()
 
     def fileno_for_sync(self) -> int:
-        """A duplicate descriptor that stays valid even if the segment is deleted meanwhile."""
-        return os.dup(self._fd)
+        """A descriptor of the log (a duplicate, or the file opened again if released) that
+        stays valid even if the segment is deleted meanwhile; the caller closes it."""
+        return os.dup(self._fd) if self._fd >= 0 else os.open(self.log_path, os.O_RDONLY)
+
+    def index_filenos_for_sync(self) -> list[int]:
+        """Duplicate descriptors of the writable (active) indexes; the caller closes them."""
+        return [fd for fd in (index.fileno_for_sync() for index in self.indexes) if fd is not None]
+
+    def sync(self) -> None:
+        """fdatasync the log and any writable index (after recovery rewrote them)."""
+        os.fdatasync(self._log_fd())
+        for index in self.indexes:
+            index.sync()
 
     def close(self) -> None:
         for index in self.indexes:
@@ -437,6 +420,7 @@ class Segment:
 
     def close_handles(self) -> None:
         """Release descriptors and maps without sealing (see ``PartitionLog.close_handles``)."""
+        self.untrack_handles()
         for index in self.indexes:
             index.close_handles()
         if self._fd >= 0:
