@@ -89,6 +89,7 @@ def open_descriptors(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+@pytest.mark.slow  # ~15 s: 500 produce calls and three passes over every record
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_descriptors_of_a_500_segment_topic_stay_bounded_and_every_lookup_still_works(broker):
     produced = []  # (base offset, LogAppendTime, value)
