@@ -4,45 +4,44 @@ Installed with the ``spark`` extra, ``format("tslog")`` works with no ``register
 top-level ``pyspark_tslog`` module exposes ``DefaultSource``, which PySpark discovers). Or:
 
     from tslog.spark_connector import register
-    register(spark)            # registers the source and turns on Python filter pushdown
+    register(spark)            # registers the source explicitly, checking the workers first
 
-See docs/spark.md for options, schema, pushdown and streaming.
+See docs/spark.md for options, schema and streaming.
 """
 
 from ._fetch import DataLossError, TslogReadError
 from ._options import TslogOptionError
 from ._planning import TslogPlanError
 from .datasource import (
-    FILTER_PUSHDOWN_CONF,
     TslogBatchReader,
     TslogDataSource,
     TslogPartition,
-    TslogPushdownBatchReader,
     TslogStreamReader,
     spark_schema,
 )
+from .workers import TslogWorkerError, check_workers
 
 
-def register(spark, filter_pushdown: bool = True) -> None:
-    """Register ``format("tslog")`` on ``spark``; with ``filter_pushdown`` also set
-    ``spark.sql.python.filterPushdown.enabled=true`` so a ``where`` on ``timestamp`` is
-    resolved through the time index."""
-    if filter_pushdown:
-        spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+def register(spark) -> None:
+    """Register ``format("tslog")`` on ``spark`` explicitly (discovery does it without this
+    call), after checking that Spark's Python workers can import tslog: a session whose
+    workers run another interpreter fails here with one line that says how to fix it,
+    instead of with a traceback from the first read."""
+    check_workers(spark)
     spark.dataSource.register(TslogDataSource)
 
 
 __all__ = [
     "DataLossError",
-    "FILTER_PUSHDOWN_CONF",
     "TslogBatchReader",
     "TslogDataSource",
     "TslogOptionError",
     "TslogPartition",
     "TslogPlanError",
-    "TslogPushdownBatchReader",
     "TslogReadError",
     "TslogStreamReader",
+    "TslogWorkerError",
+    "check_workers",
     "register",
     "spark_schema",
 ]

@@ -29,7 +29,7 @@ KNOWN_OPTIONS = {
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "timestamptype",
     "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "minoffsetspertrigger",
     "maxtriggerdelay", "minpartitions", "maxrecordsperpartition", "failondataloss",
-    "includeheaders", "pushdown", "fetchmaxbytes", "requesttimeoutms", "path",
+    "includeheaders", "fetchmaxbytes", "requesttimeoutms", "path",
 }
 
 
@@ -74,7 +74,6 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
-    pushdown: str = "auto"  # "auto" | "true" | "false"
     fetch_max_bytes: int = 8 * 1024 * 1024
     request_timeout_ms: int = 30_000
     warnings: tuple = field(default=(), compare=False)
@@ -219,7 +218,7 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
             "startingTimestamp, endingTimestamp, startingOffsetsByTimestamp, "
             "endingOffsetsByTimestamp, timestampType, startingOffsetsByTimestampStrategy, "
             "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions, "
-            "maxRecordsPerPartition, failOnDataLoss, includeHeaders, pushdown, fetchMaxBytes, "
+            "maxRecordsPerPartition, failOnDataLoss, includeHeaders, fetchMaxBytes, "
             "requestTimeoutMs")
 
     bootstrap = (options.get("bootstrap") or "").strip()
@@ -313,9 +312,6 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
             f"minOffsetsPerTrigger ({min_per_trigger}) must be <= maxOffsetsPerTrigger "
             f"({max_per_trigger})")
     delay = options.get("maxtriggerdelay")
-    pushdown = (options.get("pushdown") or "auto").strip().lower()
-    if pushdown not in ("auto", "true", "false"):
-        raise TslogOptionError(f"option pushdown must be auto, true or false, not {pushdown!r}")
 
     return SourceOptions(
         bootstrap=bootstrap,
@@ -333,7 +329,6 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
         max_records_per_partition=optional_int("maxrecordsperpartition", "maxRecordsPerPartition"),
         fail_on_data_loss=parse_bool("failOnDataLoss", options.get("failondataloss", "true")),
         include_headers=parse_bool("includeHeaders", options.get("includeheaders", "false")),
-        pushdown=pushdown,
         fetch_max_bytes=optional_int("fetchmaxbytes", "fetchMaxBytes") or 8 * 1024 * 1024,
         request_timeout_ms=optional_int("requesttimeoutms", "requestTimeoutMs") or 30_000,
         warnings=tuple(warnings),

@@ -10,21 +10,13 @@ leader seen at planning time, and the resolved options). No client object is eve
 from __future__ import annotations
 
 import logging
-import sys
 import time
-from datetime import datetime, timezone
 
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
     InputPartition,
-    LessThan,
-    LessThanOrEqual,
 )
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -51,7 +43,6 @@ from ._planning import (
     check_range,
     discover,
     fetch_ranges,
-    offsets_for_times,
     offsets_from_json,
     offsets_json,
     open_admin,
@@ -62,9 +53,6 @@ from ._planning import (
 )
 
 log = logging.getLogger("tslog.spark_connector")
-
-FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-
 
 def spark_schema(include_headers: bool) -> StructType:
     fields = [
@@ -120,29 +108,6 @@ def _check_schema(schema: StructType, include_headers: bool) -> None:
             "(includeHeaders adds the headers column)")
 
 
-def _pushdown_enabled(opts: SourceOptions) -> bool:
-    """Is the session's Python filter pushdown on? (``option("pushdown")`` overrides.)
-
-    The reader API has no handle on the Spark conf, and a reader that implements
-    ``pushFilters`` fails every query when the conf is off, so the planner worker that asked
-    for the reader is inspected: PySpark 4.3 calls ``reader()`` from
-    ``data_source_pushdown_filters`` only when pushdown is on, and from
-    ``plan_data_source_read`` with a local ``enable_pushdown`` flag otherwise.
-    """
-    if opts.pushdown != "auto":
-        return opts.pushdown == "true"
-    frame = sys._getframe(1)
-    for _ in range(8):
-        if frame is None:
-            break
-        if frame.f_code.co_filename.endswith("data_source_pushdown_filters.py"):
-            return True
-        if "enable_pushdown" in frame.f_locals:
-            return bool(frame.f_locals["enable_pushdown"])
-        frame = frame.f_back
-    return False
-
-
 class TslogDataSource(DataSource):
     """``spark.read.format("tslog")`` / ``spark.readStream.format("tslog")``."""
 
@@ -158,8 +123,6 @@ class TslogDataSource(DataSource):
         _check_schema(schema, opts.include_headers)
         for warning in opts.warnings:
             log.warning("%s", warning)
-        if _pushdown_enabled(opts):
-            return TslogPushdownBatchReader(opts)
         return TslogBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -171,30 +134,25 @@ class TslogDataSource(DataSource):
 # ------------------------------------------------------------------------------------- batch
 
 
-def _ms_from_filter_value(value) -> float | None:
-    """A pushed timestamp literal as epoch milliseconds (float: keeps the microseconds)."""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        return micros / 1000
-    return None
-
-
 class TslogBatchReader(DataSourceReader):
     """Plans one task per topic-partition range (split by minPartitions /
-    maxRecordsPerPartition) and reads each with raw Fetch requests into Arrow batches."""
+    maxRecordsPerPartition) and reads each with raw Fetch requests into Arrow batches.
+
+    The plan depends on the options alone, never on a query's filters, and that is what keeps
+    a reused DataFrame right: PySpark (through 4.3) keeps the read it planned with the
+    DataFrame's relation and, once a query's filters reached a Python reader, hands that very
+    read to every later query of the relation, including unfiltered ones and the other side of
+    a self-join. A plan narrowed to one query's ``where`` on ``timestamp`` would silently
+    return that query's rows to all of them. So this reader takes no filters (Spark evaluates
+    every ``where`` itself) and time ranges go through the time index by the
+    ``startingTimestamp``/``endingTimestamp`` options, which belong to the DataFrame.
+    """
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
-        # Bounds from pushed filters: epoch ms, lower inclusive, upper exclusive.
-        self.time_lower: int | None = None
-        self.time_upper: int | None = None
-        self.create_lower: int | None = None
 
     def plan(self) -> list[FetchRange]:
-        """Resolve the options (and pushed bounds) into the task ranges."""
+        """Resolve the options into the task ranges."""
         opts = self.opts
         with open_admin(opts) as admin:
             tps, leaders = discover(admin, opts)
@@ -204,108 +162,18 @@ class TslogBatchReader(DataSourceReader):
             latest = special_offsets(admin, tps, LATEST)
             start = resolve(admin, opts.starting, tps, opts, "start", latest)
             end = resolve(admin, opts.ending, tps, opts, "end", latest)
-            ranges = []
-            for tp in tps:
-                low, high = check_range(tp, start[tp], end[tp], earliest[tp], latest[tp], opts,
-                                        opts.starting, opts.ending)
-                ranges.append([tp, low, high])
-            self._apply_pushed_bounds(admin, ranges, latest)
-        planned = split_ranges([tuple(r) for r in ranges], opts.min_partitions,
-                               opts.max_records_per_partition)
+            ranges = [(tp, *check_range(tp, start[tp], end[tp], earliest[tp], latest[tp], opts,
+                                        opts.starting, opts.ending)) for tp in tps]
+        planned = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
         record_plan("batch", {
-            "ranges": [[tp.topic, tp.partition, s, e] for tp, s, e in planned],
-            "pushed": {"time_lower": self.time_lower, "time_upper": self.time_upper,
-                       "create_lower": self.create_lower}})
+            "ranges": [[tp.topic, tp.partition, s, e] for tp, s, e in planned]})
         return fetch_ranges(planned, leaders, opts)
-
-    def _apply_pushed_bounds(self, admin, ranges, latest) -> None:
-        bounds = [(self.time_lower, "append", True), (self.time_upper, "append", False),
-                  (self.create_lower, "create", True)]
-        for bound, timestamp_type, is_lower in bounds:
-            if bound is None:
-                continue
-            found = offsets_for_times(admin, {r[0]: bound for r in ranges}, timestamp_type)
-            for r in ranges:
-                offset = found[r[0]]
-                if offset is None:  # no record at or after the bound
-                    offset = latest[r[0]]
-                if is_lower:
-                    r[1] = max(r[1], offset)
-                else:
-                    r[2] = min(r[2], offset)
-                r[1] = min(r[1], r[2])
 
     def partitions(self):
         return [TslogPartition(f) for f in self.plan()]
 
     def read(self, partition):
         return _read(partition)
-
-
-class TslogPushdownBatchReader(TslogBatchReader):
-    """The batch reader plus ``pushFilters``: timestamp predicates become offset bounds.
-
-    ``timestamp`` (LogAppendTime) comparisons bound both ends through the time index;
-    ``createTime`` lower bounds go through the create-time index (its upper bounds cannot:
-    CreateTime is not ordered by offset). Every filter is handed back to Spark, which still
-    evaluates it: the bounds only decide which offsets are fetched.
-    """
-
-    def pushFilters(self, filters):
-        for f in filters:
-            column = getattr(f, "attribute", None)
-            if column == ("timestamp",):
-                self._push_time(f)
-            elif column == ("createTime",):
-                self._push_create(f)
-        return list(filters)
-
-    @staticmethod
-    def _lower_upper(f):
-        """(inclusive lower ms, exclusive upper ms) implied by a filter on a ms-precision column."""
-        if isinstance(f, In):
-            values = [_ms_from_filter_value(v) for v in f.value]
-            if not values or any(v is None for v in values):
-                return None, None
-            return math_ceil(min(values)), math_floor(max(values)) + 1
-        value = _ms_from_filter_value(getattr(f, "value", None))
-        if value is None:
-            return None, None
-        if isinstance(f, GreaterThanOrEqual):
-            return math_ceil(value), None
-        if isinstance(f, GreaterThan):
-            return math_floor(value) + 1, None
-        if isinstance(f, LessThan):
-            return None, math_ceil(value)
-        if isinstance(f, LessThanOrEqual):
-            return None, math_floor(value) + 1
-        if isinstance(f, EqualTo):
-            return math_ceil(value), math_floor(value) + 1
-        return None, None
-
-    def _push_time(self, f) -> None:
-        lower, upper = self._lower_upper(f)
-        if lower is not None:
-            lower = max(lower, 0)
-            self.time_lower = lower if self.time_lower is None else max(self.time_lower, lower)
-        if upper is not None:
-            upper = max(upper, 0)
-            self.time_upper = upper if self.time_upper is None else min(self.time_upper, upper)
-
-    def _push_create(self, f) -> None:
-        lower, _ = self._lower_upper(f)
-        if lower is not None:
-            lower = max(lower, 0)
-            self.create_lower = lower if self.create_lower is None \
-                else max(self.create_lower, lower)
-
-
-def math_ceil(value: float) -> int:
-    return -int(-value // 1)
-
-
-def math_floor(value: float) -> int:
-    return int(value // 1)
 
 
 # --------------------------------------------------------------------------------- streaming
@@ -468,12 +336,10 @@ class TslogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 __all__ = [
-    "FILTER_PUSHDOWN_CONF",
     "TslogBatchReader",
     "TslogDataSource",
     "TslogPartition",
     "TslogPlanError",
-    "TslogPushdownBatchReader",
     "TslogStreamReader",
     "spark_schema",
 ]

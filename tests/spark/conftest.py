@@ -2,10 +2,9 @@
 
 Starting a SparkSession costs 10-20 s on a 2-core machine, so it is shared by the whole
 session; the broker (a real ``tslog-broker`` subprocess) is shared per module. Tests create
-their own topics. The repo root is put on PYTHONPATH before the JVM starts so that PySpark's
-Python workers find the top-level ``pyspark_tslog`` module even in an editable install (whose
-import hook PySpark's module scan cannot see), which is what makes ``format("tslog")`` work
-without a register call.
+their own topics. ``format("tslog")`` works without a register call because the package
+installs a top-level ``pyspark_tslog`` module (also in an editable install, see
+build_support/tslog_build_backend.py). Spark binds to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -21,9 +20,6 @@ pytest.importorskip("pyspark")
 
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
 @pytest.fixture(scope="session")
 def plan_log(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("plan") / "plan.jsonl"
@@ -37,8 +33,7 @@ def spark(plan_log):
         pytest.skip("no Java runtime for Spark")
     from pyspark.sql import SparkSession
 
-    paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     # Python workers must run this interpreter (the one tslog is installed in), not the
     # first python3 on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -51,6 +46,8 @@ def spark(plan_log):
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
                .config("spark.driver.memory", "1g")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -172,7 +172,7 @@ def test_auto_registered_and_schema(spark, broker, events):
 
 
 def test_register_helper_and_no_headers_column(spark, broker, events):
-    register(spark, filter_pushdown=False)
+    register(spark)
     df = reader(spark, broker.bootstrap)
     assert "headers" not in df.columns
     assert df.count() == 900
@@ -239,42 +239,36 @@ def test_precedence_global_timestamp_wins(spark, broker, events):
     assert len(got) == 300
 
 
-def test_where_on_timestamp_is_resolved_through_the_index(spark, broker, events, plan_log):
+def test_time_options_are_resolved_through_the_index_and_where_is_exact(
+        spark, broker, events, plan_log):
+    """startingTimestamp/endingTimestamp narrow the read to the index-resolved offsets; a
+    ``where`` on timestamp gives the same rows with the session's pushdown conf on or off, but
+    reads the whole range (a pushed plan would stay with the DataFrame, see docs/spark.md)."""
     t1, t2 = events["t1"], events["t2"]
+    before = len(plan_entries(plan_log, "batch"))
     option_rows = pairs(reader(spark, broker.bootstrap, startingTimestamp=str(t1),
                                endingTimestamp=str(t2)))
-    lo = datetime.fromtimestamp(t1 / 1000, tz=timezone.utc)
-    hi = datetime.fromtimestamp(t2 / 1000, tz=timezone.utc)
     starts = client_offsets_for_time(broker.bootstrap, TOPIC, PARTITIONS, t1)
     ends = client_offsets_for_time(broker.bootstrap, TOPIC, PARTITIONS, t2)
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    try:
-        before = len(plan_entries(plan_log, "batch"))
-        df = reader(spark, broker.bootstrap).where(
-            (F.col("timestamp") >= F.lit(lo)) & (F.col("timestamp") < F.lit(hi)))
-        assert pairs(df) == option_rows
-        planned = plan_entries(plan_log, "batch")[before:]
-        assert planned, "the reader wrote no plan"
-        last = planned[-1]
-        assert last["pushed"]["time_lower"] == t1 and last["pushed"]["time_upper"] == t2
-        ranges = {(p, s, e) for _, p, s, e in last["ranges"]}
-        assert ranges == {(p, starts[p], ends[p]) for p in range(PARTITIONS)}
+    planned = plan_entries(plan_log, "batch")[before:]
+    assert planned, "the reader wrote no plan"
+    assert {(p, s, e) for _, p, s, e in planned[-1]["ranges"]} == \
+        {(p, starts[p], ends[p]) for p in range(PARTITIONS)}
+    assert option_rows == set(client_read(broker.bootstrap, TOPIC, starts, ends))
 
-        # between = >= and <=: <= T2-1 ms is the same set as < T2.
-        hi_incl = datetime.fromtimestamp((t2 - 1) / 1000, tz=timezone.utc)
-        df = reader(spark, broker.bootstrap).where(F.col("timestamp").between(lo, hi_incl))
-        assert pairs(df) == option_rows
-        last = plan_entries(plan_log, "batch")[-1]
-        assert {(p, s, e) for _, p, s, e in last["ranges"]} == ranges
-    finally:
-        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
-    # Without the conf the same query still works; it reads every offset and Spark filters.
-    df = reader(spark, broker.bootstrap).where(
-        (F.col("timestamp") >= F.lit(lo)) & (F.col("timestamp") < F.lit(hi)))
-    assert pairs(df) == option_rows
-    last = plan_entries(plan_log, "batch")[-1]
-    assert last["pushed"]["time_lower"] is None
-    assert sum(e - s for _, _, s, e in last["ranges"]) == 900
+    lo = datetime.fromtimestamp(t1 / 1000, tz=timezone.utc)
+    hi = datetime.fromtimestamp(t2 / 1000, tz=timezone.utc)
+    hi_incl = datetime.fromtimestamp((t2 - 1) / 1000, tz=timezone.utc)
+    for conf in ("true", "false"):
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", conf)
+        try:
+            df = reader(spark, broker.bootstrap).where(
+                (F.col("timestamp") >= F.lit(lo)) & (F.col("timestamp") < F.lit(hi)))
+            assert pairs(df) == option_rows
+            df = reader(spark, broker.bootstrap).where(F.col("timestamp").between(lo, hi_incl))
+            assert pairs(df) == option_rows
+        finally:
+            spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
 
 
 def test_min_partitions_and_max_records_per_partition(spark, broker, events):
