@@ -1,13 +1,16 @@
 """A batch that lies about its records gets into no log: not from a producer, not from a
-leader.
+leader, not back from a disk.
 
 Goal: every way into a partition log runs the same records check. Method: the lies of
-``tests/helpers/batches.py`` appended as a leader would and as a follower would (stamped with
-the right offset, epoch, LAT and CRC, as a leader that accepted it would have sent it); each
-time the log must end where it did and hold exactly the honest records.
+``tests/helpers/batches.py`` appended as a leader would, as a follower would (stamped with
+the right offset, epoch, LAT and CRC, as a leader that accepted it would have sent it), and
+written into a segment file behind the log's back before a crash; each time the log must end
+where it did and hold exactly the honest records.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -55,3 +58,20 @@ def test_follower_append_refuses_what_a_leader_should_not_have_sent(tmp_path, li
     assert len(read_all(follower)) == 5
     leader.close()
     follower.close()
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+def test_recovery_cuts_a_lying_batch_found_on_disk(tmp_path, lie):
+    clock = ManualClock(START_MS)
+    directory = tmp_path / "t-0"
+    log, appends = honest_log(directory, clock)
+    log.close_handles()  # a crash: the log's tail is recovered on the next open
+    bad = stamped_after(LIES[lie](), appends[-1])
+    segment = sorted(name for name in os.listdir(directory) if name.endswith(".log"))[-1]
+    with open(directory / segment, "ab") as handle:
+        handle.write(bad)
+    with open_log(directory, clock) as log:
+        assert log.recovery_report.bytes_truncated == len(bad)
+        assert log.log_end_offset == 5
+        assert [r.offset for r in read_all(log)] == [0, 1, 2, 3, 4]
+        assert log.append(make_batch(1)).base_offset == 5
