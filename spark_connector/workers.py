@@ -3,7 +3,7 @@
 The usual way a new Spark user breaks a Python data source is the interpreter: PySpark starts
 its Python workers with ``$PYSPARK_PYTHON`` (default: the first ``python3`` on ``PATH``), not
 with the interpreter the driver runs in, so a tslog installed in a virtual environment is
-invisible to them unless that variable (or ``spark.pyspark.python``) points into it. Spark
+invisible to them unless that variable points into it when the session starts. Spark
 then reports a deep traceback from unpickling, or ``DATA_SOURCE_NOT_FOUND``. The probe below
 runs in a worker and reports what it found, so the answer is one line that says what to do.
 
@@ -42,13 +42,13 @@ def _configured_python(spark) -> str:
         conf = spark.conf.get("spark.pyspark.python", None)
     except Exception:  # Spark Connect may refuse to read static confs
         conf = None
-    return conf or os.environ.get("PYSPARK_PYTHON") or "python3"
+    return os.environ.get("PYSPARK_PYTHON") or conf or "python3"
 
 
 def fix_hint(worker_python: str) -> str:
-    return (f"set PYSPARK_PYTHON={sys.executable} before the session starts (or "
-            f".config('spark.pyspark.python', sys.executable) on the builder), or install "
-            f"tslog[spark] into {worker_python}")
+    return (f"set PYSPARK_PYTHON={sys.executable} before the session starts "
+            f"(os.environ['PYSPARK_PYTHON'] = sys.executable), or install tslog[spark] into "
+            f"{worker_python}")
 
 
 def check_workers(spark) -> str:
