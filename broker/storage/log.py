@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import logging
 import os
 import threading
 from pathlib import Path
@@ -60,6 +61,8 @@ from .segment import NO_CREATE_TIME, Segment
 from .types import AppendInfo
 
 _RELATIVE_OFFSET_MAX = 2**31 - 1
+
+log = logging.getLogger(__name__)
 
 
 class PartitionLog(RetentionMixin, LookupMixin):
@@ -95,8 +98,15 @@ class PartitionLog(RetentionMixin, LookupMixin):
         self._recovery_point = self.log_end_offset
         report = self.recovery_report
         if report.bytes_scanned or report.bytes_truncated or report.segments_deleted:
-            recovery.write_checkpoint(self.directory, self._recovery_point,
-                                      self._last_log_append_time)
+            try:
+                recovery.write_checkpoint(self.directory, self._recovery_point,
+                                          self._last_log_append_time)
+            except OSError as exc:
+                # Only an optimisation: the old checkpoint stays, so the next recovery checks
+                # more. A full disk must not stop the broker from starting (deleting a topic
+                # is how an operator gets space back).
+                log.warning("%s: recovery point not saved, the old one stays: %r",
+                            self.directory.name, exc)
         self._open_segments = OpenSegments()
         for segment in self._segments[:-1]:
             segment.track_handles(self._open_segments)
