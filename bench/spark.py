@@ -139,6 +139,7 @@ def start_spark():
     paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                 if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only, whatever the hostname says
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("tslog-bench-spark")
@@ -147,6 +148,8 @@ def start_spark():
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.driver.memory", "2g")
              .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
