@@ -26,10 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers and bench
 
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 from tests.helpers.wire import Wire, batch  # noqa: E402
+from bench.storage import print_table  # noqa: E402  (one table printer for the storage benches)
 
 VALUE_BYTES = 1000
 TOPIC = "bench"
@@ -92,15 +93,6 @@ def crash_loop(root: Path, size_mb: int, runs: int, tail_mb: float, batch_bytes:
     finally:
         broker.kill()
         shutil.rmtree(data_dir, ignore_errors=True)
-
-
-def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    print(f"\n{title}")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in rows:
-        print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths)) + " |")
 
 
 def main(argv=None) -> int:
