@@ -20,7 +20,7 @@ from tslog.client import Admin, TopicPartition
 from tslog.client.errors import TslogError, UnknownTopicOrPartitionError
 
 from ._fetch import FetchRange
-from ._options import EARLIEST, LATEST, OffsetSpec, SourceOptions, TslogOptionError
+from ._options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 
 log = logging.getLogger("tslog.spark_connector")
 

@@ -1,7 +1,7 @@
 """format("tslog") against a real broker process with a real local[2] SparkSession.
 
 Every batch read is checked against what ``tslog.client.Consumer`` reads for the same range,
-as sets of (partition, offset). Pushdown is checked through the plan log the reader writes
+as sets of (partition, offset). What was read is checked through the plan log the reader writes
 ($TSLOG_SPARK_PLAN_LOG): the offset ranges Spark's tasks were given.
 """
 
