@@ -89,6 +89,12 @@ class AsyncConsumer:
             await self._fetcher.close()
         await self._cluster.close()
 
+    @property
+    def cluster(self) -> Cluster:
+        """Package-internal: the metadata and connections of this consumer, which the
+        blocking ``Consumer`` shares for lookups answered on its caller's thread."""
+        return self._cluster
+
     def _fetch(self) -> Fetcher:
         if self._closed:
             raise ClientClosedError()

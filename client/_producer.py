@@ -49,6 +49,7 @@ from ._partitioner import StickyPartitioner, key_partition
 from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
 from .errors import (
+    BufferFullError,
     ClientClosedError,
     DeliveryTimeoutError,
     MessageTooLargeError,
@@ -373,6 +374,53 @@ class AsyncProducer(BatchingMixin, SenderMixin):
 
     async def partitions_for(self, topic: str) -> list[int]:
         return await self._cluster.ensure_topic(topic)
+
+    # ------------------------------------------- for the blocking facade (``sync.Producer``)
+    # Called on the facade's caller thread, never on this producer's loop. The accumulator is
+    # thread-safe, so a record is queued without a hop to the loop (the hop would cost more
+    # than the rest of a send). ``run(coro, timeout_s)`` runs a coroutine on this producer's
+    # loop and waits for it: the facade's loop thread, needed only for missing metadata.
+
+    def send_from_thread(self, run, topic, value, key, partition, timestamp_ms,
+                         headers) -> RecordFuture:
+        """``send`` that may block: on a full buffer (``BufferFullError`` after
+        ``max_block_ms``) and, once per topic, while its metadata loads."""
+        if self._closing:
+            raise ClientClosedError()
+        if self._serializing:
+            value, key = self._serialize(value, key)
+        if self._accumulator.buffered_bytes >= self.buffer_memory:
+            self._wait_for_space()
+        if not self._cluster.topics.get(topic):
+            self._check_record(value, key)  # bad input is a TypeError, even for a bad topic
+            run(self.partitions_for(topic), self.max_block_ms / 1000)
+        return self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+
+    def send_batch_from_thread(self, run, topic, values, keys, partition, timestamp_ms,
+                               headers) -> BatchFuture:
+        """``send_batch`` that may block, as ``send_from_thread``; input is checked first."""
+        if self._closing:
+            raise ClientClosedError()
+        values, keys = self._serialize_batch(values, keys)
+        checked = self._check_batch(values, keys, timestamp_ms, headers)
+        if self._accumulator.buffered_bytes >= self.buffer_memory:
+            self._wait_for_space()
+        if not self._cluster.topics.get(topic):
+            run(self.partitions_for(topic), self.max_block_ms / 1000)
+        return self._queue_batch(topic, partition, *checked)
+
+    def _wait_for_space(self) -> None:
+        """Block the calling thread while the buffer is full; the sender frees space."""
+        accumulator = self._accumulator
+        deadline = time.monotonic() + self.max_block_ms / 1000
+        with accumulator.space:
+            while accumulator.buffered_bytes >= self.buffer_memory:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closing:
+                    raise BufferFullError()
+                accumulator.space.wait(min(left, 0.1))
+        if self._closing:  # closing aborted the buffered batches: that freed the space
+            raise ClientClosedError()
 
     def _resolve_deferred(self) -> float | None:
         """Append deferred records whose topic is now known; fail those waited too long."""

@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from _thread import allocate_lock as _allocate_lock
-import time
 import warnings
 
 from ._admin import AsyncAdmin
 from ._consumer import AsyncConsumer
 from ._direct import DirectLookups
 from ._producer import AsyncProducer
-from .errors import BufferFullError, ClientClosedError
+from .errors import ClientClosedError
 
 
 try:  # uvloop's loop is several times cheaper per call and per I/O event than asyncio's
@@ -195,17 +194,10 @@ class Producer(_Facade):
     def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
              headers=None):
         """Queue a record; blocks only while the buffer is full or the topic is unknown."""
-        core = self._core
-        if self._closed or core._closing:
+        if self._closed:
             raise ClientClosedError()
-        if core._serializing:
-            value, key = core._serialize(value, key)
-        if core._accumulator.buffered_bytes >= core.buffer_memory:
-            self._wait_for_space()
-        if not core._cluster.topics.get(topic):
-            core._check_record(value, key)  # bad input is a TypeError, even for a bad topic
-            self._run(core.partitions_for(topic), core.max_block_ms / 1000)
-        return core._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+        return self._core.send_from_thread(self._run, topic, value, key, partition,
+                                           timestamp_ms, headers)
 
     def send_batch(self, topic, values, keys=None, partition=None, timestamp_ms=None,
                    headers=None):
@@ -213,30 +205,10 @@ class Producer(_Facade):
 
         Returns a future whose ``get(timeout)`` gives the list of ``RecordMetadata``.
         """
-        core = self._core
-        if self._closed or core._closing:
+        if self._closed:
             raise ClientClosedError()
-        values, keys = core._serialize_batch(values, keys)
-        checked = core._check_batch(values, keys, timestamp_ms, headers)
-        if core._accumulator.buffered_bytes >= core.buffer_memory:
-            self._wait_for_space()
-        if not core._cluster.topics.get(topic):
-            self._run(core.partitions_for(topic), core.max_block_ms / 1000)
-        return core._queue_batch(topic, partition, *checked)
-
-    def _wait_for_space(self) -> None:
-        """Block while the buffer is full: ``BufferFullError`` after ``max_block_ms``."""
-        core = self._core
-        accumulator = core._accumulator
-        deadline = time.monotonic() + core.max_block_ms / 1000
-        with accumulator.space:
-            while accumulator.buffered_bytes >= core.buffer_memory:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._closed:
-                    raise BufferFullError()
-                accumulator.space.wait(min(left, 0.1))
-        if core._closing:
-            raise ClientClosedError()
+        return self._core.send_batch_from_thread(self._run, topic, values, keys, partition,
+                                                 timestamp_ms, headers)
 
     def flush(self, timeout_ms: int | None = None) -> None:
         self._run(self._core.flush(timeout_ms))
@@ -253,7 +225,7 @@ class Consumer(_Facade):
 
     def __init__(self, bootstrap, *topics, **options) -> None:
         self._open(AsyncConsumer(bootstrap, *topics, **options), "tslog-consumer")
-        self._direct = DirectLookups(self._core._cluster)
+        self._direct = DirectLookups(self._core.cluster)
 
     async def _close_core(self, timeout_ms):
         self._direct.close()
