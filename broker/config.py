@@ -19,28 +19,22 @@ exception: ``TSLOG_`` is shared with the client CLI (``TSLOG_BOOTSTRAP``), so an
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import ipaddress
 import re
 import tomllib
 import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .storage.config import ConfigError as LogConfigError
-from .storage.config import LogConfig
+from .storage.config import ConfigError, LogConfig
 
 ENV_PREFIX = "TSLOG_"
 ENV_LOG_PREFIX = "TSLOG_LOG_"
 _MIB = 1024 * 1024
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message lists every problem found."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("invalid broker configuration: " + "; ".join(problems))
-        self.problems = problems
+_SUBJECT = "broker configuration"  # ConfigError's message: "invalid broker configuration: ..."
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,7 @@ class BrokerConfig:
         if not problems:
             problems = _value_problems(self)
         if problems:
-            raise ConfigError(problems)
+            raise ConfigError(problems, _SUBJECT)
         object.__setattr__(self, "log", types.MappingProxyType(dict(self.log)))
 
     @property
@@ -120,10 +114,28 @@ def parse_host_port(text: str) -> tuple[str, int]:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
-_OPTIONAL_STR = {"advertised_listen", "metrics_listen"}
-_STR = {"data_dir", "listen", "cluster_name"}
-_MAYBE_EMPTY_STR = {"etcd_endpoints"}
-_BOOL = {"unclean_leader_election_enable"}
+
+
+def _field_type(hint: Any) -> tuple[type, bool]:
+    """(the type a field holds, whether None is allowed) from its annotation: ``int``,
+    ``str | None``, ``Mapping[str, Any]``..."""
+    optional = False
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        members = [member for member in typing.get_args(hint) if member is not type(None)]
+        if len(members) != 1:
+            raise TypeError(f"BrokerConfig supports one type or that type | None, not {hint}")
+        hint, optional = members[0], True
+    base = typing.get_origin(hint) or hint
+    if base not in (str, int, bool, collections.abc.Mapping):
+        raise TypeError(f"BrokerConfig has no parser for fields of type {hint}")
+    return base, optional
+
+
+# Field types come from the annotations, so a new field needs no entry in a table here. A
+# str field whose default is not empty may not be set empty (an empty path or address is
+# never meant); etcd_endpoints defaults to "" (single node), so it may.
+_TYPES = {name: _field_type(hint) for name, hint in typing.get_type_hints(BrokerConfig).items()
+          if name in _FIELDS}
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _POSITIVE = {
     "max_frame_bytes", "max_connections", "max_in_flight_requests", "connections_max_idle_ms",
@@ -133,25 +145,20 @@ _POSITIVE = {
 }
 
 
+def _type_ok(name: str, value: Any) -> bool:
+    base, optional = _TYPES[name]
+    if value is None:
+        return optional
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base is str and value == "" and not optional:  # "" in an optional one: not HOST:PORT
+        return _FIELDS[name].default == ""
+    return isinstance(value, base)
+
+
 def _type_problems(config: BrokerConfig) -> list[str]:
-    problems = []
-    for name in _FIELDS:
-        value = getattr(config, name)
-        if name == "log":
-            ok = isinstance(value, Mapping)
-        elif name in _STR:
-            ok = isinstance(value, str) and value != ""
-        elif name in _OPTIONAL_STR:
-            ok = value is None or isinstance(value, str)
-        elif name in _MAYBE_EMPTY_STR:
-            ok = isinstance(value, str)
-        elif name in _BOOL:
-            ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        if not ok:
-            problems.append(f"{name} has the wrong type or is empty: {value!r}")
-    return problems
+    return [f"{name} has the wrong type or is empty: {getattr(config, name)!r}"
+            for name in _FIELDS if not _type_ok(name, getattr(config, name))]
 
 
 def _value_problems(config: BrokerConfig) -> list[str]:
@@ -171,7 +178,7 @@ def _value_problems(config: BrokerConfig) -> list[str]:
                 problems.append(f"{name}: {exc}")
     try:
         LogConfig.from_mapping(config.log)
-    except LogConfigError as exc:
+    except ConfigError as exc:
         problems.append(f"[log]: {exc}")
     return problems + _cluster_problems(config)
 
@@ -207,9 +214,12 @@ def _is_ip(host: str) -> bool:
 
 def _coerce(name: str, value: Any, problems: list[str]) -> Any:
     """Turn a string from the environment or a flag into the field's type."""
-    if not isinstance(value, str) or name in _STR or name in _MAYBE_EMPTY_STR:
+    if not isinstance(value, str):
         return value
-    if name in _BOOL:
+    base, optional = _TYPES[name]
+    if base is str:
+        return None if optional and value.strip().lower() in ("", "none") else value
+    if base is bool:
         word = value.strip().lower()
         if word in ("true", "1", "yes"):
             return True
@@ -217,13 +227,13 @@ def _coerce(name: str, value: Any, problems: list[str]) -> Any:
             return False
         problems.append(f"{name} must be true or false, got {value!r}")
         return None
-    if name in _OPTIONAL_STR:
-        return None if value.strip().lower() in ("", "none") else value
-    try:
-        return int(value)
-    except ValueError:
-        problems.append(f"{name} must be an integer, got {value!r}")
-        return None
+    if base is int:
+        try:
+            return int(value)
+        except ValueError:
+            problems.append(f"{name} must be an integer, got {value!r}")
+            return None
+    return value  # a string for a table: the type check refuses it
 
 
 def layer_from_toml(text: str, problems: list[str]) -> dict[str, Any]:
@@ -286,11 +296,11 @@ def build_config(layers: list[Mapping[str, Any]]) -> BrokerConfig:
                 problems.append(f"unknown config key {key!r}")
     try:
         LogConfig.from_mapping(log)
-    except LogConfigError as exc:
+    except ConfigError as exc:
         problems.append(f"[log]: {exc}")
         log = {}
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, _SUBJECT)
     return BrokerConfig(**merged, log=log)
 
 
@@ -318,7 +328,7 @@ def load_config(flags: Mapping[str, Any], config_path: str | None,
     try:
         config = build_config(layers)
     except ConfigError as exc:
-        raise ConfigError(problems + exc.problems) from None
+        raise ConfigError(problems + exc.problems, _SUBJECT) from None
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, _SUBJECT)
     return config, ignored

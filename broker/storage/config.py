@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -46,7 +47,21 @@ RANGES: dict[str, tuple[int, int]] = {
 
 
 class ConfigError(ValueError):
-    """One or more configuration values are invalid; the message lists every problem."""
+    """Configuration values are invalid: a topic's, the broker's ``[log]`` defaults or the
+    broker's own settings (``broker/config.py`` raises this class too, so one ``except``
+    catches every config problem).
+
+    ``problems`` lists each one; the message joins them on one line (for the wire's
+    INVALID_CONFIG text and the broker's one-line refusal to start), so an operator sees
+    every problem at once, after ``subject`` ("broker configuration") when one is given.
+    """
+
+    def __init__(self, problems: list[str] | str, subject: str | None = None) -> None:
+        listed = [problems] if isinstance(problems, str) else list(problems)
+        self.problems = [problem.replace("\r", " ").replace("\n", " ") for problem in listed]
+        self.subject = subject
+        text = "; ".join(self.problems)
+        super().__init__(text if subject is None else f"invalid {subject}: {text}")
 
 
 @dataclass(frozen=True)
@@ -68,23 +83,22 @@ class LogConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            low, high = RANGES[_dotted(field.name)]
-            if not isinstance(value, int) or isinstance(value, bool):
-                problems.append(f"{_dotted(field.name)} must be an integer, got {_shown(value)}")
+        for name, key in _KEYS.items():
+            value = getattr(self, name)
+            low, high = RANGES[key]
+            if not _is_int(value):
+                problems.append(f"{key} must be an integer, got {_shown(value)}")
             elif not low <= value <= high:
-                problems.append(f"{_dotted(field.name)} must be in [{low}, {high}], "
-                                f"got {_shown(value)}")
+                problems.append(f"{key} must be in [{low}, {high}], got {_shown(value)}")
         if problems:
-            raise ConfigError("; ".join(problems))
+            raise ConfigError(problems)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], base: "LogConfig | None" = None) -> "LogConfig":
         """Overlay dotted-name ``values`` on ``base`` (or the defaults). A string value must
         be a decimal integer (an optional sign, ASCII digits, surrounding spaces ignored), as
         in Kafka: no ``1e3``, ``1_000`` or ``0x10``."""
-        known = {_dotted(field.name): field.name for field in dataclasses.fields(cls)}
+        known = {key: name for name, key in _KEYS.items()}
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ConfigError(f"unknown log config keys: {', '.join(k[:60] for k in unknown)}")
@@ -101,18 +115,18 @@ class LogConfig:
                     problems.append(f"{key} must be in [{low}, {high}], got {_shown(value)}")
                     continue
                 value = int(text)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if _is_int(value):
                 low, high = RANGES[key]
                 if not low <= value <= high:  # listed with the other keys' problems
                     problems.append(f"{key} must be in [{low}, {high}], got {_shown(value)}")
                     continue
             changes[known[key]] = value
         if problems:
-            raise ConfigError("; ".join(problems))
+            raise ConfigError(problems)
         return dataclasses.replace(base or cls(), **changes)
 
     def to_mapping(self) -> dict[str, int]:
-        return {_dotted(field.name): getattr(self, field.name) for field in dataclasses.fields(self)}
+        return {key: getattr(self, name) for name, key in _KEYS.items()}
 
     def create_time_problem(self, min_create_time: int, max_create_time: int, now: int) -> str | None:
         """Why a batch with these CreateTimes may not be appended at broker time ``now``
@@ -134,6 +148,20 @@ class LogConfig:
 
 def _dotted(field_name: str) -> str:
     return field_name.replace("_", ".")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Field name -> Kafka's dotted key. Every field is read and checked as an integer (a decimal
+# string from the wire or the environment, an int from TOML), so the annotations must say
+# so: a field of another type needs its own parser here before it can be added.
+_KEYS = {field.name: _dotted(field.name) for field in dataclasses.fields(LogConfig)}
+_NOT_INT = sorted(name for name, hint in typing.get_type_hints(LogConfig).items()
+                  if name in _KEYS and hint is not int)
+if _NOT_INT:
+    raise TypeError(f"LogConfig fields must be int (they are parsed as integers): {_NOT_INT}")
 
 
 def _shown(value: Any) -> str:
