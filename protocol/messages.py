@@ -26,6 +26,7 @@ import msgpack
 
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .frames import encode_frame
+from .msgpack_views import unpack_with_views
 from .schema import (
     BIN,
     BOOL,
@@ -391,14 +392,18 @@ def encode_response(correlation_id: int, body: dict, *, api_key: int | None = No
     return encode_frame(payload)
 
 
-def split_response(frame_body) -> tuple[int, dict]:
+def split_response(frame_body, *, record_views: bool = False) -> tuple[int, dict]:
     """Unpack a response envelope without checking the body (the connection matches ids first).
+
+    ``record_views``: large bins (records) come back as memoryviews of ``frame_body`` instead of
+    copies (``msgpack_views.py`` says when that pays); keep ``frame_body`` unmodified while
+    the body is in use.
 
     Raises:
         InvalidResponseError: not msgpack, or not ``[int, map]``.
     """
     try:
-        message = _unpack(frame_body)
+        message = unpack_with_views(frame_body) if record_views else _unpack(frame_body)
     except Exception as exc:
         raise InvalidResponseError(f"response is not msgpack: {type(exc).__name__}") from None
     if (type(message) is not list or len(message) != 2 or not _is_int(message[0])
@@ -447,8 +452,11 @@ def _check_api_versions_error(body: dict, problem: SchemaError) -> None:
         raise InvalidResponseError(f"API_VERSIONS response: {problem}") from None
 
 
-def decode_response(frame_body, api_key: int, api_version: int = 0) -> tuple[int, dict]:
+def decode_response(frame_body, api_key: int, api_version: int = 0, *,
+                    record_views: bool = False) -> tuple[int, dict]:
     """Parse a response frame body and validate it for the request it answers.
+
+    ``record_views``: as in ``split_response``.
 
     Returns:
         (correlation_id, body). The body may be a top-level error body for any API.
@@ -457,7 +465,7 @@ def decode_response(frame_body, api_key: int, api_version: int = 0) -> tuple[int
         InvalidResponseError: garbage, a bad envelope, or a body matching neither the API's
             schema nor the error body.
     """
-    correlation_id, body = split_response(frame_body)
+    correlation_id, body = split_response(frame_body, record_views=record_views)
     try:
         check_response_body(api_key, api_version, body)
     except InvalidResponseError as exc:
