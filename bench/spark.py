@@ -14,11 +14,12 @@ seconds). Spark (``local[2]``) then reads the records from T:
 and, in the same run, the same N records from a local Parquet file that Spark wrote from
 them (snappy, Spark's default), with the same ``noop`` action (``count()`` would let Parquet
 answer from metadata). Rows per second are N / wall time of the action; the table shows the
-median and best of ``--runs`` runs after one warm-up, and the ratio tslog / Parquet
-(target >= 0.75). Two more rows show where the time goes: a Python data source that yields
-pre-built Arrow batches of the same schema with no I/O at all (the ceiling of PySpark's Python
-data source path on this machine at this moment), and the connector's fetch + decode path
-without Spark (one Python process reading every range in turn).
+median and best of ``--runs`` runs after one warm-up, and the ratios to Parquet and to the
+ceiling. The ceiling is a Python data source that yields pre-built Arrow batches of the same
+schema and size (one 8 MiB Fetch response's worth of rows) with no I/O at all: what PySpark's
+Python data source path can carry on this machine at this moment; the target is tslog >= 0.9
+of it. The last row is the connector's fetch + decode path without Spark (one Python process
+reading every range in turn).
 
 It prints tables; it asserts nothing about timings.
 """
@@ -38,6 +39,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.storage import print_table  # noqa: E402  (one table printer for the benches)
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 from tslog.client import Admin  # noqa: E402
 from tslog.protocol.frames import FRAME_PREFIX  # noqa: E402
@@ -221,15 +223,6 @@ def row(label, n, times):
             f"{max(rates) / 1e6:.2f} M", f"{statistics.median(times):.2f} s"]
 
 
-def print_table(title: str, header, rows) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    print(f"\n{title}")
-    print("| " + " | ".join(str(h).ljust(w) for h, w in zip(header, widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2x10^5 records, 2 runs")
@@ -301,14 +294,15 @@ def main() -> None:
             assert decoded == n, (decoded, n)
             t_rate = statistics.median(n / t for t in tslog_times)
             p_rate = statistics.median(n / t for t in parquet_times)
-            results.append(row('format("tslog") from a timestamp', n, tslog_times)
-                           + [f"{t_rate / p_rate:.2f}"])
-            results.append(row("Parquet, same records", n, parquet_times) + ["1.00"])
             c_rate = statistics.median(n / t for t in ceiling_times)
+            results.append(row('format("tslog") from a timestamp', n, tslog_times)
+                           + [f"{t_rate / p_rate:.2f}", f"{t_rate / c_rate:.2f}"])
+            results.append(row("Parquet, same records", n, parquet_times)
+                           + ["1.00", f"{p_rate / c_rate:.2f}"])
             results.append(row("Python source ceiling (pre-built Arrow)", n, ceiling_times)
-                           + [f"{c_rate / p_rate:.2f}"])
-            results.append(row("connector read path, no Spark", n, [decode_s]) + ["-"])
-            summary.append((n, t_rate, p_rate, produce_s))
+                           + [f"{c_rate / p_rate:.2f}", "1.00"])
+            results.append(row("connector read path, no Spark", n, [decode_s]) + ["-", "-"])
+            summary.append((n, t_rate, c_rate, produce_s))
             shutil.rmtree(parquet_path, ignore_errors=True)
     finally:
         if spark is not None:
@@ -319,10 +313,10 @@ def main() -> None:
     print_table(f"Spark local[2] reads, noop sink, median/best of {runs} runs "
                 f"({args.partitions} topic partitions, value {args.value_bytes} B, key 10 B)",
                 ["reader", "records", "median rows/s", "best rows/s", "median time",
-                 "ratio to Parquet"], results)
-    for n, t_rate, p_rate, produce_s in summary:
-        verdict = "meets" if t_rate >= 0.75 * p_rate else "below"
-        print(f"  {n:,} records: tslog/Parquet = {t_rate / p_rate:.2f} ({verdict} the 0.75 "
+                 "ratio to Parquet", "ratio to ceiling"], results)
+    for n, t_rate, c_rate, produce_s in summary:
+        verdict = "meets" if t_rate >= 0.9 * c_rate else "below"
+        print(f"  {n:,} records: tslog/ceiling = {t_rate / c_rate:.2f} ({verdict} the 0.9 "
               f"target); produced in {produce_s:.1f} s ({n / produce_s / 1e6:.2f} M rec/s)")
     print(f"  load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
 

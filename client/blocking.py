@@ -21,6 +21,8 @@ import select
 import socket
 import time
 
+import numpy as np
+
 from tslog.protocol.frames import FRAME_PREFIX, MAX_FRAME_BYTES, FrameTooLargeError
 from tslog.protocol.messages import RequestHeader, decode_response, encode_request
 
@@ -81,9 +83,16 @@ class BrokerSocket:
         while not poll(0) and clock() < deadline:
             pass
 
-    def receive(self, poll_s: float = 0.0) -> dict:
+    def receive(self, poll_s: float = 0.0, *, record_views: bool = False,
+                allocate=None) -> dict:
         """The next response. A small one usually takes a single ``recv`` (prefix and body
         together); a large one is received straight into a buffer of its exact size.
+
+        ``record_views``: the ``records`` bins of the body are memoryviews of that buffer, not
+        copies (a Spark task hands them on to Arrow), and the buffer is a fresh, unzeroed
+        one per response, never reused, so the views stay valid for as long as they are held.
+        ``allocate(size)`` returns that buffer (writable, contiguous), e.g. from a memory pool
+        that keeps freed pages; by default it comes from numpy.
 
         Raises:
             FrameTooLargeError: the announced length exceeds ``max_frame_bytes``; the
@@ -104,14 +113,20 @@ class BrokerSocket:
         if len(received) >= end:
             frame, self._received = memoryview(received)[FRAME_PREFIX.size:end], received[end:]
         else:
-            frame = bytearray(length)
+            # Unzeroed when views will point into it: the recv writes every byte anyway.
+            if not record_views:
+                frame = bytearray(length)
+            elif allocate is None:
+                frame = np.empty(length, np.uint8)
+            else:
+                frame = allocate(length)
             got = len(received) - FRAME_PREFIX.size
-            frame[:got] = memoryview(received)[FRAME_PREFIX.size:]
-            view = memoryview(frame)
+            view = memoryview(frame).cast("B")
+            view[:got] = memoryview(received)[FRAME_PREFIX.size:]
             while got < length:
                 got += self._recv_into(view[got:])
             self._received = b""
-        got_id, body = decode_response(frame, api_key)
+        got_id, body = decode_response(frame, api_key, record_views=record_views)
         if got_id != correlation:
             raise ConnectionError(f"response {got_id} does not answer request {correlation}")
         return body

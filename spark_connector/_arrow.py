@@ -4,10 +4,12 @@ Spark checks the first yielded ``RecordBatch`` against the Arrow form of the out
 with ``Schema.equals`` (names, types and nullability), so the schema lives here in both forms.
 
 ``build_record_batch`` never runs Python per record: each stored batch's columns (numpy arrays
-and memoryviews from ``decode_columns``) are sliced to the requested offsets, the slices of
-all batches in one Fetch response are concatenated with numpy and one ``b"".join`` per blob,
-and Arrow arrays are made from those buffers. Constant columns (topic, partition,
-timestampType) are made with ``numpy.full`` or a repeated byte string.
+and memoryviews from ``decode_columns``, themselves views of the received Fetch response) are
+sliced to the requested offsets and written once into buffers from Arrow's memory pool: the
+offsets rebased with numpy, the key and value bytes copied in, constant columns (topic,
+partition, timestampType) filled. One Fetch response becomes one Arrow batch: the JVM turns
+large batches into rows faster than many small ones (measured with a no-I/O source: 8192-row
+batches were about 15 % slower than 160k-row ones).
 """
 
 from __future__ import annotations
@@ -48,56 +50,92 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _binary(offsets: np.ndarray, valid: np.ndarray | None, blob, n: int) -> pa.Array:
-    if valid is None:
-        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(blob)]
-        return pa.Array.from_buffers(pa.binary(), n, buffers, null_count=0)
-    null_count = n - int(np.count_nonzero(valid))
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
-    return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offsets),
-                                                  pa.py_buffer(blob)], null_count=null_count)
+def _allocate(count: int, dtype) -> tuple[pa.Buffer, np.ndarray]:
+    """A buffer from Arrow's memory pool and a writable numpy view of it.
+
+    Why not numpy: a batch's columns are several MiB each, and glibc hands allocations that
+    large back to the kernel when they are freed, so every batch paid page faults for fresh
+    pages (measured: a 160k-row batch took 14.5 ms to build, 12 of it in the kernel, against
+    2.9 ms on reused memory). Arrow's pool (mimalloc or jemalloc) keeps freed pages for the
+    next batch.
+    """
+    dtype = np.dtype(dtype)
+    buffer = pa.allocate_buffer(count * dtype.itemsize)
+    return buffer, np.frombuffer(buffer, dtype=dtype, count=count)
 
 
-def _timestamps_us(ms: np.ndarray) -> pa.Array:
-    micros = np.multiply(ms, 1000, dtype=np.int64)
-    return pa.Array.from_buffers(_TS, len(micros), [None, pa.py_buffer(micros)], null_count=0)
+_ramp = np.arange(0, dtype=np.int64)
+
+
+def _ramp_to(n: int) -> np.ndarray:
+    """0, 1, ... n - 1 (int64), kept between batches: offsets are a ramp plus a base."""
+    global _ramp
+    if len(_ramp) < n:
+        _ramp = np.arange(max(n, 2 * len(_ramp)), dtype=np.int64)
+    return _ramp[:n]
+
+
+def _binary(pieces, n: int) -> pa.Array:
+    """A binary array from (offsets int32[m+1], valid bool[m], blob, lo, hi) slices.
+
+    Each slice's offsets are rebased into one int32 offsets buffer and its bytes copied once
+    into one data buffer; one stored batch alone is used in place, without a copy.
+    """
+    nulls = [valid[lo:hi] for _, valid, _, lo, hi in pieces if not valid[lo:hi].all()]
+    bitmap = None
+    null_count = 0
+    if nulls:
+        valid = np.concatenate([valid[lo:hi] for _, valid, _, lo, hi in pieces])
+        null_count = n - int(np.count_nonzero(valid))
+        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if len(pieces) == 1:
+        offsets, _, blob, lo, hi = pieces[0]
+        first = int(offsets[lo])
+        part = offsets[lo:hi + 1]
+        if first:
+            part = part - np.int32(first)
+        data = blob[first:int(offsets[hi])]
+        return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(part),
+                                                      pa.py_buffer(data)],
+                                     null_count=null_count)
+    total = sum(int(offsets[hi]) - int(offsets[lo]) for offsets, _, _, lo, hi in pieces)
+    offsets_buffer, all_offsets = _allocate(n + 1, np.int32)
+    data_buffer, data = _allocate(total, np.uint8)
+    all_offsets[0] = 0
+    row = 0
+    base = 0
+    for offsets, _, blob, lo, hi in pieces:
+        first = int(offsets[lo])
+        last = int(offsets[hi])
+        np.add(offsets[lo + 1:hi + 1], np.int32(base - first),
+               out=all_offsets[row + 1:row + 1 + hi - lo])
+        data[base:base + last - first] = np.frombuffer(blob, np.uint8, last - first, first)
+        row += hi - lo
+        base += last - first
+    return pa.Array.from_buffers(pa.binary(), n, [bitmap, offsets_buffer, data_buffer],
+                                 null_count=null_count)
+
+
+def _constant_int32(value: int, n: int) -> pa.Array:
+    buffer, array = _allocate(n, np.int32)
+    array.fill(value)
+    return pa.Array.from_buffers(pa.int32(), n, [None, buffer], null_count=0)
 
 
 def _constant_string(text: str, n: int) -> pa.Array:
     data = text.encode()
-    offsets = np.arange(0, (n + 1) * len(data), len(data) or 1, dtype=np.int32)[: n + 1] \
-        if data else np.zeros(n + 1, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(data * n)], null_count=0)
-
-
-def _concat_blob(pieces):
-    """(offsets int32[n+1], valid bool[n] | None, blob) from (offsets, valid, blob, lo, hi)."""
-    offset_parts = []
-    valid_parts = []
-    blobs = []
-    base = 0
-    any_null = False
-    for index, (offsets, valid, blob, lo, hi) in enumerate(pieces):
-        first = int(offsets[lo])
-        last = int(offsets[hi])
-        part = offsets[lo + (1 if index else 0):hi + 1]
-        if first != base:
-            part = part + np.int32(base - first)
-        offset_parts.append(part)
-        part_valid = valid[lo:hi]
-        valid_parts.append(part_valid)
-        if not any_null and not part_valid.all():
-            any_null = True
-        blobs.append(blob[first:last])
-        base += last - first
-    if len(offset_parts) == 1:  # one stored batch: views, no copies
-        offsets = np.ascontiguousarray(offset_parts[0], dtype=np.int32)
-        return offsets, (valid_parts[0] if any_null else None), blobs[0]
-    offsets = np.concatenate(offset_parts).astype(np.int32, copy=False)
-    blob = b"".join(blobs)
-    valid = np.concatenate(valid_parts) if any_null else None
-    return offsets, valid, blob
+    offsets_buffer, offsets = _allocate(n + 1, np.int32)
+    np.multiply(_ramp_to(n + 1), len(data), out=offsets, casting="unsafe")
+    data_buffer, blob = _allocate(n * len(data), np.uint8)
+    if data and n:  # one copy, then doubling copies: log2(n) memcpys, no strided loop
+        blob[:len(data)] = np.frombuffer(data, np.uint8)
+        filled = len(data)
+        while filled < len(blob):
+            step = min(filled, len(blob) - filled)
+            blob[filled:filled + step] = blob[:step]
+            filled += step
+    return pa.Array.from_buffers(pa.string(), n, [None, offsets_buffer, data_buffer],
+                                 null_count=0)
 
 
 def _headers_array(pieces, n: int) -> pa.Array:
@@ -119,33 +157,26 @@ def build_record_batch(pieces, topic: str, partition: int, include_headers: bool
                        schema: pa.Schema) -> pa.RecordBatch:
     """One Arrow batch from ``pieces``: (RecordColumns, lo, hi) slices, in offset order."""
     n = sum(hi - lo for _, lo, hi in pieces)
-    keys = _concat_blob([(c.key_offsets, c.key_valid, c.keys, lo, hi) for c, lo, hi in pieces])
-    values = _concat_blob([(c.value_offsets, c.value_valid, c.values, lo, hi)
-                           for c, lo, hi in pieces])
-    if len(pieces) == 1:
-        columns, lo, hi = pieces[0]
-        offsets = np.arange(columns.base_offset + lo, columns.base_offset + hi, dtype=np.int64)
-        create_ms = columns.create_time[lo:hi]
-        lat_ms = np.full(n, columns.log_append_time, dtype=np.int64)
-    else:
-        offsets = np.concatenate([np.arange(c.base_offset + lo, c.base_offset + hi,
-                                            dtype=np.int64) for c, lo, hi in pieces])
-        create_ms = np.concatenate([c.create_time[lo:hi] for c, lo, hi in pieces])
-        lat_ms = np.repeat(np.array([c.log_append_time for c, _, _ in pieces], dtype=np.int64),
-                           [hi - lo for _, lo, hi in pieces])
+    offsets_buffer, offsets = _allocate(n, np.int64)
+    lat_buffer, lat_us = _allocate(n, np.int64)
+    create_buffer, create_us = _allocate(n, np.int64)
+    row = 0
+    for columns, lo, hi in pieces:
+        rows = slice(row, row + hi - lo)
+        np.add(_ramp_to(hi)[lo:], columns.base_offset, out=offsets[rows])
+        lat_us[rows] = columns.log_append_time * 1000
+        np.multiply(columns.create_time[lo:hi], 1000, out=create_us[rows])
+        row += hi - lo
     arrays = [
-        _binary(keys[0], keys[1], keys[2], n),
-        _binary(values[0], values[1], values[2], n),
+        _binary([(c.key_offsets, c.key_valid, c.keys, lo, hi) for c, lo, hi in pieces], n),
+        _binary([(c.value_offsets, c.value_valid, c.values, lo, hi) for c, lo, hi in pieces],
+                n),
         _constant_string(topic, n),
-        pa.Array.from_buffers(pa.int32(), n,
-                              [None, pa.py_buffer(np.full(n, partition, dtype=np.int32))],
-                              null_count=0),
-        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)], null_count=0),
-        _timestamps_us(lat_ms),
-        pa.Array.from_buffers(pa.int32(), n,
-                              [None, pa.py_buffer(np.full(n, TIMESTAMP_TYPE_LOG_APPEND,
-                                                          dtype=np.int32))], null_count=0),
-        _timestamps_us(create_ms),
+        _constant_int32(partition, n),
+        pa.Array.from_buffers(pa.int64(), n, [None, offsets_buffer], null_count=0),
+        pa.Array.from_buffers(_TS, n, [None, lat_buffer], null_count=0),
+        _constant_int32(TIMESTAMP_TYPE_LOG_APPEND, n),
+        pa.Array.from_buffers(_TS, n, [None, create_buffer], null_count=0),
     ]
     if include_headers:
         arrays.append(_headers_array(pieces, n))

@@ -6,6 +6,8 @@ leader, Fetch requests for [start, end), and the stored batches as bytes, which
 ``decode_columns`` turns into numpy columns. While one response is decoded the next Fetch is
 already in flight: its ``fetch_offset`` is read from the last batch header of the response just
 received (``split_batches`` + ``parse_header`` touch headers only), before any decoding.
+Each response is received into one buffer from Arrow's memory pool and its records are left
+there (``record_views``): the only copy of a record byte in this process is the Arrow build.
 
 Fetch returns whole stored batches, so the first batch may start before ``start`` and the last
 may run past ``end``; the records outside the range are dropped by slicing the columns.
@@ -23,6 +25,8 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+
+import pyarrow as pa
 
 from tslog.client import parse_bootstrap
 from tslog.client.blocking import BrokerSocket
@@ -198,7 +202,7 @@ def _raw_responses(spec: FetchRange):
                 if in_flight is None:
                     conn.send(ApiKey.FETCH, fetch_body(position))
                     in_flight = position
-                body = conn.receive()
+                body = conn.receive(record_views=True, allocate=pa.allocate_buffer)
                 in_flight = None
             except (OSError, ConnectionError, ValueError) as exc:
                 conn.close()
