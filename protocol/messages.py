@@ -338,8 +338,11 @@ def _is_int(value) -> bool:
     return type(value) is int
 
 
-def decode_request(frame_body) -> tuple[RequestHeader, dict]:
+def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHeader, dict]:
     """Parse and validate one request frame body (without the 4-byte prefix).
+
+    ``record_views``: as in ``split_response``: a Produce request's records stay in
+    ``frame_body``.
 
     Returns:
         (RequestHeader with ``api_key`` an ``ApiKey``, body dict).
@@ -349,7 +352,7 @@ def decode_request(frame_body) -> tuple[RequestHeader, dict]:
         InvalidRequestError; nothing else, whatever the bytes.
     """
     try:
-        message = _unpack(frame_body)
+        message = unpack_with_views(frame_body) if record_views else _unpack(frame_body)
     except Exception as exc:  # msgpack signals garbage with many exception types
         raise MalformedRequestError(f"request is not msgpack: {type(exc).__name__}") from None
     if type(message) is not list or len(message) != 5:

@@ -1,0 +1,373 @@
+"""One connection's protocol state without I/O: bytes in, events out; answers in, bytes out.
+
+The shape is h11's: the owner hands received bytes to ``receive_data`` (or lets the socket
+write straight into ``get_buffer()`` and reports ``buffer_updated``), takes ``next_event()``
+until it says ``NEED_DATA``, and writes whatever ``send_request`` / ``data_to_send`` return.
+Everything the wire demands lives here once (framing with the size cap checked before a byte
+of the body is buffered, correlation ids, answers in request order, envelope and schema
+checks), so the asyncio server, the asyncio client, a follower and the blocking socket are
+thin shells that only move bytes and decide *when*.
+
+Receiving without copies (``FrameReceiver``): small frames arrive in a reused 64 KiB scratch
+buffer, many per ``recv``, and each is copied out once; a frame too large for the scratch gets
+a buffer of exactly its size (from ``allocate``), the bytes already received are moved into it
+and the socket writes the rest there directly. So the bytes of a large frame (a Produce
+request's records, a Fetch response's) are copied at most once in user space, and with
+``record_views`` msgpack leaves its ``records`` in that buffer (``msgpack_views.py``).
+
+Server role: each request that wants an answer gets a sequence number in arrival order;
+handlers may finish in any order (``answer``), and ``data_to_send`` releases answers only
+from the head of that order, as Kafka's pipelining requires. ``held_bytes`` counts answers
+waiting behind an unanswered request, for the owner's memory limits.
+
+Client role: ``send_request`` numbers requests; each response must answer the oldest
+outstanding request (the broker answers in order), else the stream is out of step and
+``next_event`` raises ``RemoteProtocolError``: the connection is unusable.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from typing import NamedTuple
+
+from .chunked import encode_response_chunks
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from .frames import FRAME_PREFIX, FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, FrameTooLargeError
+from .messages import (
+    CORRELATION_ID_MAX,
+    ApiKey,
+    RequestError,
+    RequestHeader,
+    check_response_body,
+    decode_request,
+    encode_request,
+    encode_response,
+    split_response,
+)
+
+SCRATCH_BYTES = 64 * 1024
+_SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
+
+
+class Role(enum.Enum):
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class NeedData(enum.Enum):
+    NEED_DATA = "need data"
+
+
+NEED_DATA = NeedData.NEED_DATA
+
+
+class Request(NamedTuple):
+    """A valid request. ``sequence`` is what ``answer`` takes; None when no answer is owed
+    (a Produce with acks = 0)."""
+
+    sequence: int | None
+    header: RequestHeader
+    body: dict
+
+
+class Refused(NamedTuple):
+    """A framed, enveloped request that cannot be served (unknown API, unsupported version,
+    schema violation). It has been answered with its typed error already; the owner only
+    logs or counts it."""
+
+    sequence: int
+    error: RequestError
+
+
+class Response(NamedTuple):
+    correlation_id: int
+    api_key: ApiKey
+    body: dict
+
+
+class ConnectionClosed(NamedTuple):
+    """The peer closed its side. ``unfinished_bytes``: bytes of a frame it never finished."""
+
+    unfinished_bytes: int
+
+
+# --------------------------------------------------------------------------------- framing
+
+
+class FrameReceiver:
+    """Length-prefixed frames out of a byte stream, received in place where it pays.
+
+    Args:
+        max_frame_bytes: largest body accepted; a larger announced length raises
+            ``FrameTooLargeError`` as soon as its prefix is seen, before any allocation.
+        allocate: ``allocate(size)`` returns a writable, contiguous buffer for one large frame
+            (default ``bytearray``); it is never reused, so views into a frame stay valid.
+
+    After ``FrameTooLargeError`` the stream is out of step for good: every later call raises
+    the same error.
+    """
+
+    __slots__ = ("_allocate", "_body", "_end", "_error", "_frames", "_got", "_scratch",
+                 "_start", "max_frame_bytes")
+
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES, *, allocate=bytearray,
+                 scratch_bytes: int = SCRATCH_BYTES) -> None:
+        if scratch_bytes <= FRAME_PREFIX_SIZE:
+            raise ValueError("the scratch buffer must hold more than a length prefix")
+        self.max_frame_bytes = max_frame_bytes
+        self._allocate = allocate
+        self._scratch = bytearray(scratch_bytes)
+        self._start = 0  # first byte of the scratch not yet cut into a frame
+        self._end = 0  # end of the bytes received into the scratch
+        self._body: memoryview | None = None  # a large frame being received in place
+        self._got = 0  # bytes of ``_body`` received
+        self._frames: collections.deque = collections.deque()
+        self._error: FrameTooLargeError | None = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received but not yet handed out as part of a frame."""
+        return self._end - self._start + self._got
+
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes go (for ``recv_into`` / ``BufferedProtocol``)."""
+        if self._error is not None:
+            raise self._error
+        if self._body is not None:
+            return self._body[self._got:]
+        scratch = self._scratch
+        if self._start and len(scratch) - self._end < len(scratch) // 4:
+            # A partial frame sits near the end: move it to the front (at most 64 KiB).
+            pending = self._end - self._start
+            scratch[:pending] = scratch[self._start:self._end]
+            self._start, self._end = 0, pending
+        return memoryview(scratch)[self._end:]
+
+    def buffer_updated(self, count: int) -> None:
+        """``count`` bytes were written at the start of the last ``get_buffer()``."""
+        if self._body is not None:
+            self._got += count
+            if self._got == len(self._body):
+                self._frames.append(self._body.obj)
+                self._body, self._got = None, 0
+            return
+        self._end += count
+        self._cut()
+
+    def receive_data(self, data) -> None:
+        """Copy ``data`` in (for owners that receive ``bytes`` rather than into a buffer)."""
+        view = memoryview(data).cast("B")
+        position = 0
+        while position < len(view):
+            buffer = self.get_buffer()
+            count = min(len(buffer), len(view) - position)
+            buffer[:count] = view[position:position + count]
+            position += count
+            self.buffer_updated(count)
+
+    def next_frame(self):
+        """The next whole frame body (``bytes``, or the buffer ``allocate`` made), or None."""
+        if self._frames:
+            return self._frames.popleft()
+        if self._error is not None:
+            raise self._error
+        return None
+
+    def _cut(self) -> None:
+        scratch = self._scratch
+        position, end = self._start, self._end
+        unpack_from = FRAME_PREFIX.unpack_from
+        while end - position >= FRAME_PREFIX_SIZE:
+            (length,) = unpack_from(scratch, position)
+            if length > self.max_frame_bytes:
+                self._error = FrameTooLargeError(length, self.max_frame_bytes)
+                self._start = self._end = 0
+                return  # frames already cut are still handed out; then the error
+            body_start = position + FRAME_PREFIX_SIZE
+            if end - body_start >= length:
+                self._frames.append(bytes(scratch[body_start:body_start + length]))
+                position = body_start + length
+                continue
+            if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
+                body = memoryview(self._allocate(length)).cast("B")
+                have = end - body_start
+                body[:have] = scratch[body_start:end]
+                self._body, self._got = body, have
+                position = end
+            break
+        if position == end:
+            self._start = self._end = 0
+        else:
+            self._start = position
+
+
+# ------------------------------------------------------------------------------ connection
+
+
+class _Answer:
+    __slots__ = ("correlation_id", "frame", "size")
+
+    def __init__(self, correlation_id: int) -> None:
+        self.correlation_id = correlation_id
+        self.frame: list | None = None
+        self.size = 0
+
+
+class Connection:
+    """The protocol state of one connection, for either end (module docstring).
+
+    Args:
+        role: ``Role.SERVER`` reads requests and answers them; ``Role.CLIENT`` sends requests
+            and reads their responses.
+        client_id: put in every request header (client role).
+        record_views: large ``records`` values of received messages are memoryviews of the
+            frame's buffer, not copies (keep them only as long as needed).
+    """
+
+    def __init__(self, role: Role, *, max_frame_bytes: int = MAX_FRAME_BYTES,
+                 client_id: str | None = None, record_views: bool = False,
+                 allocate=bytearray) -> None:
+        self.role = role
+        self.client_id = client_id
+        self.record_views = record_views
+        self.receiver = FrameReceiver(max_frame_bytes, allocate=allocate)
+        self._peer_closed = False
+        self._correlation_id = 0
+        self._outstanding: collections.deque = collections.deque()  # client: (id, key, ver)
+        self._next_sequence = 0
+        self._answers: collections.deque[_Answer] = collections.deque()  # server, in order
+        self._first_sequence = 0  # sequence number of ``_answers[0]``
+        self.held_bytes = 0  # server: answered, waiting behind an unanswered request
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def get_buffer(self) -> memoryview:
+        return self.receiver.get_buffer()
+
+    def buffer_updated(self, count: int) -> None:
+        self.receiver.buffer_updated(count)
+
+    def receive_data(self, data) -> None:
+        """Received bytes; ``b""`` means the peer closed its side."""
+        if not data:
+            self._peer_closed = True
+            return
+        self.receiver.receive_data(data)
+
+    def next_event(self):
+        """The next ``Request``/``Refused`` (server), ``Response`` (client), ``NEED_DATA``, or
+        ``ConnectionClosed`` once the peer closed and every whole frame was handed out.
+
+        Raises:
+            RemoteProtocolError: the peer broke the protocol (an oversized or malformed frame,
+                a response that answers no outstanding request); close the connection.
+        """
+        frame = self.receiver.next_frame()
+        if frame is None:
+            if self._peer_closed:
+                return ConnectionClosed(self.receiver.buffered_bytes)
+            return NEED_DATA
+        if self.role is Role.SERVER:
+            return self._request_event(frame)
+        return self._response_event(frame)
+
+    # -- server ----------------------------------------------------------------------------
+
+    def _request_event(self, frame):
+        try:
+            header, body = decode_request(frame, record_views=self.record_views)
+        except RequestError as exc:
+            sequence = self._expect_answer(exc.correlation_id)
+            self._fill(sequence, [encode_response(exc.correlation_id, exc.response_body())])
+            return Refused(sequence, exc)
+        if header.api_key == ApiKey.PRODUCE and body["acks"] == 0:
+            return Request(None, header, body)
+        return Request(self._expect_answer(header.correlation_id), header, body)
+
+    def _expect_answer(self, correlation_id: int) -> int:
+        self._answers.append(_Answer(correlation_id))
+        sequence = self._next_sequence
+        self._next_sequence += 1
+        return sequence
+
+    def answer(self, sequence: int, body: dict, *, chunked: bool = False) -> None:
+        """The answer to request ``sequence``; sent once every earlier request is answered.
+
+        ``chunked``: the body is a Fetch response whose records are written from their own
+        buffers (``chunked.py``), not copied into the frame.
+
+        Raises:
+            LocalProtocolError: the body cannot be encoded; the request is answered with
+                UNKNOWN_SERVER_ERROR instead, and the error is raised for the owner to log.
+        """
+        correlation_id = self._awaiting(sequence).correlation_id
+        try:
+            frame = (encode_response_chunks(correlation_id, body) if chunked
+                     else [encode_response(correlation_id, body)])
+        except LocalProtocolError:
+            self._fill(sequence, [encode_response(correlation_id, _SERVER_ERROR)])
+            raise
+        self._fill(sequence, frame)
+
+    def _awaiting(self, sequence: int) -> _Answer:
+        index = sequence - self._first_sequence
+        if not 0 <= index < len(self._answers) or self._answers[index].frame is not None:
+            raise LocalProtocolError(f"request {sequence} is not awaiting an answer")
+        return self._answers[index]
+
+    def _fill(self, sequence: int, frame: list) -> None:
+        answer = self._awaiting(sequence)
+        answer.frame = frame
+        answer.size = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
+        self.held_bytes += size
+
+    def data_to_send(self) -> list:
+        """The buffers of every answer now due, in request order (``[]`` if none)."""
+        answers = self._answers
+        out: list = []
+        while answers and answers[0].frame is not None:
+            answer = answers.popleft()
+            self._first_sequence += 1
+            out += answer.frame
+            self.held_bytes -= answer.size
+        return out
+
+    @property
+    def unanswered(self) -> int:
+        """Requests read and owed an answer that has not been handed to ``data_to_send``."""
+        return len(self._answers)
+
+    # -- client ----------------------------------------------------------------------------
+
+    def send_request(self, api_key: int, body: dict, *, api_version: int = 0,
+                     validate: bool = True) -> tuple[int, bytes]:
+        """Encode a request; returns (correlation id, frame to write).
+
+        Raises:
+            LocalProtocolError: ``validate`` and the body breaks its schema.
+        """
+        self._correlation_id = correlation_id = (self._correlation_id + 1) % (
+            CORRELATION_ID_MAX + 1)
+        frame = encode_request(RequestHeader(api_key, api_version, correlation_id,
+                                             self.client_id), body, validate=validate)
+        if not (api_key == ApiKey.PRODUCE and body.get("acks") == 0):
+            self._outstanding.append((correlation_id, api_key, api_version))
+        return correlation_id, frame
+
+    @property
+    def outstanding(self) -> int:
+        """Requests sent whose response has not been read yet."""
+        return len(self._outstanding)
+
+    def _response_event(self, frame) -> Response:
+        if not self._outstanding:
+            raise RemoteProtocolError("a response arrived with no request outstanding",
+                                      ErrorCode.INVALID_REQUEST)
+        correlation_id, api_key, api_version = self._outstanding.popleft()
+        got, body = split_response(frame, record_views=self.record_views)
+        if got != correlation_id:  # first: its body would be checked against the wrong API
+            raise RemoteProtocolError(f"response {got} does not answer request "
+                                      f"{correlation_id}", ErrorCode.INVALID_REQUEST)
+        check_response_body(api_key, api_version, body)
+        return Response(correlation_id, ApiKey(api_key), body)
