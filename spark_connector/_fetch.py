@@ -188,7 +188,8 @@ def _raw_responses(spec: FetchRange):
                     _lost(spec, position, spec.end, "the topic no longer exists")
                     return
                 try:
-                    conn = BrokerSocket(address[0], address[1], timeout_s, CLIENT_ID)
+                    conn = BrokerSocket(address[0], address[1], timeout_s, CLIENT_ID,
+                                        record_views=True, allocate=pa.allocate_buffer)
                 except OSError as exc:
                     attempt += 1
                     if attempt > _RETRIES:
@@ -202,7 +203,7 @@ def _raw_responses(spec: FetchRange):
                 if in_flight is None:
                     conn.send(ApiKey.FETCH, fetch_body(position))
                     in_flight = position
-                body = conn.receive(record_views=True, allocate=pa.allocate_buffer)
+                body = conn.receive()
                 in_flight = None
             except (OSError, ConnectionError, ValueError) as exc:
                 conn.close()

@@ -1,6 +1,6 @@
 """A Fetch answered into views: the records a Spark task reads are the records the broker holds.
 
-``BrokerSocket.receive(record_views=True)`` leaves each response's records in the buffer they
+``BrokerSocket(..., record_views=True)`` leaves each response's records in the buffer they
 were received into instead of copying them out. Against a real broker, the records seen that
 way must equal the copied ones byte for byte, response after response (a reused or
 overwritten buffer would show up as a later response changing an earlier one's records), and
@@ -24,13 +24,13 @@ def fetch_body(offset: int) -> dict:
                 {"partition": 0, "fetch_offset": offset, "max_bytes": 64 * 1024}]}]}
 
 
-def read_all(connection: BrokerSocket, end: int, **receive) -> list:
+def read_all(connection: BrokerSocket, end: int) -> list:
     """Every Fetch response's records value, from offset 0 to ``end``."""
     responses = []
     position = 0
     while position < end:
         connection.send(ApiKey.FETCH, fetch_body(position))
-        part = connection.receive(**receive)["topics"][0]["partitions"][0]
+        part = connection.receive()["topics"][0]["partitions"][0]
         assert part["error_code"] == 0
         responses.append(part["records"])
         last = [r.offset for batch in split_batches(part["records"])
@@ -49,18 +49,22 @@ def test_records_received_as_views_equal_the_copies_and_what_was_produced(broker
         producer.flush()
 
     host, port = broker.bootstrap.split(":")
-    connection = BrokerSocket(host, int(port), 10.0)
+    copying = BrokerSocket(host, int(port), 10.0)
     try:
-        copied = read_all(connection, len(values))
-        for allocate in (None, pa.allocate_buffer):
-            viewed = read_all(connection, len(values), record_views=True, allocate=allocate)
-            assert len(viewed) == len(copied) > 1  # several responses, several buffers
-            # Large records values are views; a short tail may be copied (cheaper than a view).
-            assert {isinstance(v, memoryview) for v in viewed if len(v) >= MIN_VIEW_BYTES} \
-                == {True}
-            assert [bytes(v) for v in viewed] == copied
+        copied = read_all(copying, len(values))
     finally:
-        connection.close()
+        copying.close()
+    for allocate in (None, pa.allocate_buffer):
+        connection = BrokerSocket(host, int(port), 10.0, record_views=True, allocate=allocate)
+        try:
+            viewed = read_all(connection, len(values))
+        finally:
+            connection.close()
+        assert len(viewed) == len(copied) > 1  # several responses, several buffers
+        # Large records values are views; a short tail may be copied (cheaper than a view).
+        assert {isinstance(v, memoryview) for v in viewed if len(v) >= MIN_VIEW_BYTES} \
+            == {True}
+        assert [bytes(v) for v in viewed] == copied
     got = [(r.key, r.value) for records in viewed for batch in split_batches(records)
            for r in iter_records(batch)]
     assert got == [(b"k%d" % i, v) for i, v in enumerate(values)]
