@@ -29,6 +29,7 @@ from tslog.protocol.errors import ErrorCode
 from .config import BrokerConfig
 from .metadata import MetadataStore, TopicMetadata, topic_name_problem
 from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
+from .storage.background import IOWorker
 from .storage.files import (partition_dir_name, partition_directories, remove_retired,
                             retired_directories)
 
@@ -67,6 +68,9 @@ class TopicManager:
         self.broker_log_config = config.log_config
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
+        # The data directory's disk work the loop must not wait for: seals of rolled
+        # segments, the next segment's files, flush-policy fsyncs (``storage.background``).
+        self.io_worker = IOWorker("tslog-io")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -92,7 +96,7 @@ class TopicManager:
                 if hosted is not None and (topic.name, partition) not in hosted:
                     continue
                 plog = PartitionLog(self._partition_dir(topic.name, partition), log_config,
-                                    self.clock)
+                                    self.clock, self.io_worker)
                 report = plog.recovery_report
                 if not report.clean_shutdown:
                     log.warning("%s-%d recovered: %s", topic.name, partition, report)
@@ -101,6 +105,7 @@ class TopicManager:
 
     def close_all(self) -> None:
         """Flush and close every log, leaving clean-shutdown markers. Slow: thread."""
+        self.io_worker.close()  # what the loop handed it runs first; closing logs seals the rest
         for key, plog in list(self.logs.items()):
             try:
                 plog.close()
@@ -187,7 +192,8 @@ class TopicManager:
         directory = self._partition_dir(topic.name, partition)
         if directory.exists():  # orphan of a deletion interrupted by a crash
             shutil.rmtree(directory)
-        return PartitionLog(directory, self.log_config_for(topic.configs), self.clock)
+        return PartitionLog(directory, self.log_config_for(topic.configs), self.clock,
+                            self.io_worker)
 
     def drop_local_logs(self, name: str) -> tuple[list[PartitionLog], list[Path]]:
         """Stop serving this broker's logs of a topic the cluster no longer has: each is

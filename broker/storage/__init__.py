@@ -1,7 +1,9 @@
 """tslog's storage engine: segments, memory-mapped indexes, partition logs, recovery.
 
 Synchronous by design (no asyncio here): the broker calls it from its event loop for cheap
-operations and from a thread for fsync and recovery.
+operations and from a thread for recovery; a log hands the disk waits of its own decisions
+(seals of rolled segments, the next segment's files, flush-policy fsyncs) to its data
+directory's I/O worker (``background.py``), whose futures the server may await.
 """
 
 from .clock import Clock, ManualClock, SystemClock

@@ -51,16 +51,18 @@ class MmapIndex:
     KEY_FORMAT: str  # memoryview.cast format of the search key
     DTYPE: np.dtype
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, spare: bool = False) -> None:
+        """``spare``: the file is a next segment's, made ahead (``segment_roll.SpareFiles``):
+        preallocated zeros, no entry yet, mapped writable at once."""
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         length = os.fstat(self._fd).st_size
-        self.entries = length // self.ENTRY.size
-        self._torn = length % self.ENTRY.size != 0
-        self._capacity = self.entries
+        self.entries = 0 if spare else length // self.ENTRY.size
+        self._torn = not spare and length % self.ENTRY.size != 0
+        self._capacity = length // self.ENTRY.size
         self._map: mmap.mmap | None = None
         self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
-        self._writable = False
+        self._writable = spare
         self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
         self.on_open = None  # called with no argument when a released index maps its file again
         self._map_file(length)
@@ -114,26 +116,48 @@ class MmapIndex:
     def make_writable(self, capacity_bytes: int) -> None:
         """Preallocate to ``capacity_bytes`` (rounded down to whole entries) and map read-write."""
         capacity = max(capacity_bytes // self.ENTRY.size, self.entries, 1)
+        if self._writable and self._map is not None and capacity == self._capacity:
+            return  # already so (a pre-created next segment's, or a still-active one's)
         self._writable = True
         self._capacity = capacity
         os.ftruncate(self._open_fd(), capacity * self.ENTRY.size)
         self._map_file(capacity * self.ENTRY.size)
 
+    def touch_first_page(self) -> None:
+        """Write the first page of a new writable file once, so that its first entry does
+        not fault: here ext4 takes 3-50 ms for a first write through a map to a new sparse
+        file (later pages, or a page written before: tens of microseconds). An I/O worker
+        does this for the next segment's files."""
+        if self._writable and self._map is not None and self.entries == 0:
+            self._map[0] = 0
+
     def seal(self) -> None:
         """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
+        owed = self.seal_unsynced()
+        if owed is not None:
+            fd, length = owed
+            try:
+                os.ftruncate(fd, length)
+                os.fsync(fd)  # a sealed index is trusted at the next open: make it durable once
+            finally:
+                os.close(fd)
+
+    def seal_unsynced(self) -> tuple[int, int] | None:
+        """The quick half of ``seal``: map the entries read-only and stop writing. Returns a
+        duplicate descriptor and the length the caller owes the file (trim, then fsync), or
+        None if the index was sealed already. So an I/O worker holds the log's lock only
+        for this swap of maps (microseconds) and trims and syncs outside it; until then the
+        file keeps its zero padding, which is what a crash leaves of an active index (the
+        next open rebuilds it). No ``msync``: ``fsync`` writes the shared map's pages too."""
         if not self._writable:
-            return
-        if self._map is not None:
-            self._map.flush()
+            return None
         self._writable = False
         self._capacity = self.entries
         length = self.entries * self.ENTRY.size
-        self._unmap()
-        os.ftruncate(self._fd, length)
-        os.fsync(self._fd)  # a sealed index is trusted at the next open: make it durable once
+        fd = os.dup(self._fd)
         self._torn = False
         self._map_file(length)
-
+        return fd, length
     def close(self) -> None:
         if self._writable and self._fd >= 0:
             self.seal()

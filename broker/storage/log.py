@@ -10,14 +10,16 @@ per batch, whatever its record count. A follower append takes the leader's bytes
 Rolls are decided before an append from the log's contents alone: the active segment is
 non-empty and the batch would push it past ``segment.bytes``; the incoming LAT is more than
 ``segment.ms`` past the segment's first LAT; the index is full; or the relative offset would
-overflow int32. So leader, follower and recovery cut segments at the same offsets.
+overflow int32. So leader, follower and recovery cut segments at the same offsets. A roll
+swaps in files made ahead and leaves the seal to the I/O worker (``segment_roll.py``).
 
 Lookups by time live in ``lookups.py``, retention in ``retention.py``. Sealed segments keep
 their files open only while recently read (``handles.py``): handles scale with the active
 segments, not with all of them.
 
 Durability: appends go to the page cache; ``flush`` fsyncs and advances the recovery point,
-either by the flush policy (``flush.messages``, ``flush.ms``), when the broker asks (group
+either by the flush policy (``flush.messages``, ``flush.ms``: queued to the I/O worker, so
+the append does not wait for it), when the broker asks (group
 commit from a thread: ``flush`` is the one method safe to call concurrently with the owner),
 or at each ``checkpoint``, which flushes first, so the tail a crash leaves to recovery is at
 most one checkpoint interval old. Opening after a crash moves the recovery point to the log
@@ -27,6 +29,7 @@ end once recovery has validated and synced the tail (``recovery.py``).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import logging
 import os
@@ -54,10 +57,12 @@ from .errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from .background import INLINE
 from .handles import OpenSegments
 from .lookups import LookupMixin
 from .retention import RetentionMixin
 from .segment import NO_CREATE_TIME, Segment
+from .segment_roll import SEALS_OWED_MAX, SegmentRoller
 from .types import AppendInfo
 
 _RELATIVE_OFFSET_MAX = 2**31 - 1
@@ -76,7 +81,10 @@ class PartitionLog(RetentionMixin, LookupMixin):
     the checkpoint file (always taken before ``_lock``, never inside it).
     """
 
-    def __init__(self, directory: Path | str, config: LogConfig | None = None, clock: Clock | None = None):
+    def __init__(self, directory: Path | str, config: LogConfig | None = None,
+                 clock: Clock | None = None, worker=None):
+        """``worker``: the data directory's ``background.IOWorker`` (seals, the next segment's
+        files, the flush policy's fsyncs); None: that work runs at once, on this thread."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
@@ -108,6 +116,10 @@ class PartitionLog(RetentionMixin, LookupMixin):
                 log.warning("%s: recovery point not saved, the old one stays: %r",
                             self.directory.name, exc)
         self._open_segments = OpenSegments()
+        self._worker = worker or INLINE
+        self._roller = SegmentRoller(self.directory, self._worker, self._lock,
+                                     self._checkpoint_lock, self._open_segments)
+        self._flush_queued = False  # the flush policy's flush waits in the worker
         for segment in self._segments[:-1]:
             segment.track_handles(self._open_segments)
         self._rebuild_search_keys()
@@ -153,12 +165,8 @@ class PartitionLog(RetentionMixin, LookupMixin):
 
     def index_bytes(self) -> dict[str, int]:
         """Bytes of index entries per kind: offset, time and create-time."""
-        totals = {"offset": 0, "time": 0, "create_time": 0}
-        for segment in self._segments:
-            totals["offset"] += segment.offset_index.size_bytes
-            totals["time"] += segment.time_index.size_bytes
-            totals["create_time"] += segment.create_time_index.size_bytes
-        return totals
+        sizes = [[index.size_bytes for index in segment.indexes] for segment in self._segments]
+        return dict(zip(("offset", "time", "create_time"), map(sum, zip(*sizes))))
 
     # -- appending -------------------------------------------------------------------------
 
@@ -229,6 +237,9 @@ class PartitionLog(RetentionMixin, LookupMixin):
             self._roll_locked(reason)
         active = self._segments[-1]
         active.append(parts, header)
+        config = self.config
+        self._roller.prepare_if_due(active, config.segment_bytes, config.max_index_entries,
+                                    config.segment_index_bytes)
         self._last_log_append_time = header.log_append_time
         self._dirty.add(active)
         self._time_maxima[-1] = header.log_append_time
@@ -261,10 +272,9 @@ class PartitionLog(RetentionMixin, LookupMixin):
 
     def _roll_locked(self, reason: str) -> None:
         old = self._segments[-1]
-        old.seal()
-        old.track_handles(self._open_segments)
-        segment = Segment(self.directory, old.next_offset, self.config.index_interval_bytes)
-        segment.make_active(self.config.segment_index_bytes)
+        segment = self._roller.new_active(old.next_offset, self.config.index_interval_bytes,
+                                          self.config.segment_index_bytes)
+        self._roller.seal_later(old, self.config.segment_index_bytes)
         self._segments.append(segment)
         self._directory_dirty = True
         self._base_offsets.append(segment.base_offset)
@@ -289,7 +299,17 @@ class PartitionLog(RetentionMixin, LookupMixin):
         if (
             self._unflushed_records >= config.flush_messages
             or now_ms - self._last_flush_ms >= config.flush_ms
-        ):
+        ) and not self._flush_queued:
+            if not self._worker.asynchronous:
+                self.flush()
+                return
+            self._flush_queued = True
+            self._worker.submit(self._policy_flush)
+
+    def _policy_flush(self) -> None:
+        """The flush policy's flush, in the worker (appends after it wait for the next)."""
+        self._flush_queued = False
+        with contextlib.suppress(LogClosedError):
             self.flush()
 
     def flush(self) -> int:
@@ -331,11 +351,11 @@ class PartitionLog(RetentionMixin, LookupMixin):
         """Flush what is not yet durable, then persist the recovery point and the last LAT
         (an atomic write with two fsyncs).
 
-        Before writing, the active segment's index files are synced too: recovery trusts the
-        index entries below the recovery point it reads back (``Segment.recover``).
-        Safe from any thread beside the owner's appends: the values are read under the lock,
-        inside the writers' own order, so a slower writer never puts back an older pair.
-        Does nothing once the log is closed (``close`` writes the final one).
+        Before writing, the index files of the active and the recently rolled segments are
+        synced too: recovery trusts the index entries below the point (``Segment.recover``).
+        Safe from any thread beside the owner's appends: values are read under the lock, in
+        the writers' own order, so a slower writer never puts back an older pair. Does
+        nothing once the log is closed (``close`` writes the final one).
         """
         with self._lock:
             unflushed = not self._closed and (self._dirty or self._directory_dirty)
@@ -349,13 +369,15 @@ class PartitionLog(RetentionMixin, LookupMixin):
                 if self._closed:
                     return
                 recovery_point, last_time = self._recovery_point, self._last_log_append_time
-                descriptors = self._segments[-1].index_filenos_for_sync()
+                descriptors = [fd for segment in self._segments[-1 - SEALS_OWED_MAX:]
+                               for fd in segment.index_filenos_for_sync()]
             try:
                 for fd in descriptors:
                     os.fdatasync(fd)
             finally:
                 for fd in descriptors:
                     os.close(fd)
+            self._roller.sync_sealed()
             recovery.write_checkpoint(self.directory, recovery_point, last_time)
 
     # -- reading ---------------------------------------------------------------------------
@@ -410,7 +432,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
                 self._dirty.discard(segment)
                 segment.delete()
             active = self._segments[-1]
-            active.make_active(self.config.segment_index_bytes)
+            self._roller.reactivate(active, self.config.segment_index_bytes)
             removed += active.truncate_to(offset)
             self._recovery_point = min(self._recovery_point, self.log_end_offset)
             self._last_log_append_time = (
@@ -432,8 +454,10 @@ class PartitionLog(RetentionMixin, LookupMixin):
         with self._checkpoint_lock:
             with self._lock:
                 self._closed = True
+                self._roller.close()
                 for segment in self._segments:
                     segment.close()
+            self._roller.sync_sealed()
             recovery.write_checkpoint(self.directory, self.log_end_offset,
                                       self._last_log_append_time)
         marker = recovery.clean_marker(self.directory)
@@ -446,6 +470,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
         (nothing more can be written there) and for crash tests."""
         with self._lock:
             self._closed = True
+            self._roller.close(finish=False)
             for segment in self._segments:
                 segment.close_handles()
 
@@ -471,7 +496,5 @@ class PartitionLog(RetentionMixin, LookupMixin):
         self.close()
 
     def __repr__(self) -> str:
-        return (
-            f"PartitionLog({self.directory.name}, start={self.log_start_offset}, "
-            f"end={self.log_end_offset}, segments={len(self._segments)})"
-        )
+        return (f"PartitionLog({self.directory.name}, start={self.log_start_offset}, "
+                f"end={self.log_end_offset}, segments={len(self._segments)})")

@@ -70,23 +70,28 @@ _NOT_KNOWN, _YES, _NO = 0, 1, 2
 class Segment(LoadMixin):
     """A segment's files and what it knows about their contents."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
+                 opened: tuple | None = None) -> None:
+        """``opened``: (log descriptor, the three indexes) of empty files already in place
+        under this segment's names (``segment_roll.SpareFiles``), so making it opens nothing."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.log_path = files.segment_file(directory, base_offset, files.LOG_SUFFIX)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
         self.handles = None  # the owning log's OpenSegments while sealed (see handles.py)
-        self.offset_index = OffsetIndex(
-            files.segment_file(directory, base_offset, files.OFFSET_INDEX_SUFFIX)
-        )
-        self.time_index = TimestampIndex(
-            files.segment_file(directory, base_offset, files.TIME_INDEX_SUFFIX)
-        )
-        self.create_time_index = TimestampIndex(
-            files.segment_file(directory, base_offset, files.CREATE_TIME_INDEX_SUFFIX)
-        )
+        self.seal_pending = False  # rolled; an I/O worker seals it (``segment_roll.py``)
+        if opened is not None:
+            self._fd, (self.offset_index, self.time_index, self.create_time_index) = opened
+            self.size = 0
+        else:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.size = os.fstat(self._fd).st_size
+            self.offset_index = OffsetIndex(
+                files.segment_file(directory, base_offset, files.OFFSET_INDEX_SUFFIX))
+            self.time_index = TimestampIndex(
+                files.segment_file(directory, base_offset, files.TIME_INDEX_SUFFIX))
+            self.create_time_index = TimestampIndex(
+                files.segment_file(directory, base_offset, files.CREATE_TIME_INDEX_SUFFIX))
         for index in self.indexes:
             index.on_open = self._opened
         self.last_scan_bytes = 0  # log bytes the latest lookup read (for metrics and benches)
@@ -390,13 +395,23 @@ class Segment(LoadMixin):
             handles.opened(self)
 
     def untrack_handles(self) -> None:
+        """Leave the log's care: its LRU, and any seal the log's worker still owes (the
+        caller, under the log's lock, is making it active, closing or deleting it)."""
+        self.seal_pending = False
         if self.handles is not None:
             self.handles.discard(self)
             self.handles = None
 
     def seal(self) -> None:
+        self.seal_pending = False
         for index in self.indexes:
             index.seal()
+
+    def seal_unsynced(self) -> list[tuple[int, int]]:
+        """Remap the indexes read-only; return (duplicate descriptor, length) per index: the
+        trim and fsync the caller owes to finish the seal, outside the log's lock."""
+        self.seal_pending = False
+        return [owed for owed in (index.seal_unsynced() for index in self.indexes) if owed]
 
     def fileno_for_sync(self) -> int:
         """A descriptor of the log (a duplicate, or the file opened again if released) that
