@@ -1,0 +1,142 @@
+"""Event-loop stalls of a real broker while producers fill segments that roll every MiB.
+
+    python bench/loop_stall.py                      # this tree's broker
+    python bench/loop_stall.py --broker before=/tmp/old/.venv/bin/python --broker after=python
+
+Starts ``tslog-broker`` under ``bench/loop_probe.py`` (a thread pings the loop every ms and
+notes how long each ping waited), creates a topic with ``segment.bytes`` = 1 MiB, produces
+from several producers for ``--seconds``, then stops the broker and prints the lag the
+probes saw during the produce run: p50, p99, max. The produce rate is paced (``--rate-mib``)
+well below saturation: a saturated loop always has requests queued, and the probe would
+measure that queue rather than the stalls. A second row per broker produces the same
+with segments of 1 GiB (no roll), to tell the rolls' share from the rest. ``--broker``
+takes LABEL=PYTHON, any interpreter whose ``tslog`` is the broker to measure (e.g. a venv
+over an older checkout), so one table compares commits. Asserts nothing; timings on a
+shared 2-core VM vary from run to run: compare rows within one invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.storage import print_table  # noqa: E402
+from tests.helpers.broker_process import free_port, probe  # noqa: E402
+from tslog.client import Admin, Producer  # noqa: E402
+
+PROBE = Path(__file__).resolve().parent / "loop_probe.py"
+MIB = 1 << 20
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def produce(bootstrap: str, topic: str, seconds: float, value: bytes, producers: int,
+            partitions: int, rate: float) -> int:
+    """Produce from ``producers`` threads for ``seconds`` at ``rate`` bytes/s in all (paced
+    in batches of 100 records); return the bytes sent."""
+    sent = [0] * producers
+    values = [value] * 100
+    period = len(values) * len(value) * producers / rate
+
+    def one(i: int) -> None:
+        with Producer(bootstrap, acks=1, linger_ms=1) as producer:
+            start = time.monotonic()
+            for n in itertools.count():
+                due = start + n * period
+                if due - start > seconds:
+                    break
+                time.sleep(max(0.0, due - time.monotonic()))
+                producer.send_batch(topic, values, partition=i % partitions)
+                sent[i] += len(values) * len(value)
+            producer.flush()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(producers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(sent)
+
+
+def run(python: str, root: Path, segment_bytes: int, args) -> dict:
+    data_dir = root / f"data-{segment_bytes}"
+    samples_path = root / f"samples-{segment_bytes}.json"
+    port = free_port()
+    command = [python, str(PROBE), str(samples_path), "--", "--data-dir", str(data_dir),
+               "--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"]
+    with open(root / f"broker-{segment_bytes}.log", "ab") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while not probe("127.0.0.1", port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"broker did not start: see {root}")
+            time.sleep(0.05)
+        bootstrap = f"127.0.0.1:{port}"
+        with Admin(bootstrap) as admin:
+            admin.create_topic("stall", partitions=args.partitions, replication_factor=1,
+                               config={"segment.bytes": str(segment_bytes)})
+        time.sleep(0.5)
+        started = time.time()
+        acked = produce(bootstrap, "stall", args.seconds, b"v" * args.value_bytes,
+                        args.producers, args.partitions, args.rate_mib * MIB)
+        ended = time.time()
+    finally:
+        process.terminate()
+        process.wait(60)
+    samples = json.loads(samples_path.read_text())
+    lags = [lag for wall, lag in samples if started <= wall <= ended]
+    rolls = sum(1 for _ in data_dir.glob("stall-*/*.log")) - args.partitions
+    return {"lags": lags, "rolls": rolls, "mb_s": acked / MIB / (ended - started)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", action="append", default=[],
+                        help="LABEL=PYTHON: a broker to measure (default: this interpreter)")
+    parser.add_argument("--seconds", type=float, default=8.0, help="produce run length")
+    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--value-bytes", type=int, default=1000)
+    parser.add_argument("--rate-mib", type=float, default=16.0,
+                        help="MiB/s produced in all: well below what the broker can take, "
+                             "so the lag measured is stalls, not a queue of requests")
+    parser.add_argument("--dir", default=None, help="where to put data (default: temp)")
+    args = parser.parse_args(argv)
+    brokers = [b.split("=", 1) for b in args.broker] or [["this tree", sys.executable]]
+    rows = []
+    for label, python in brokers:
+        for segment_bytes in (MIB, 1 << 30):
+            root = Path(tempfile.mkdtemp(prefix="tslog-stall-", dir=args.dir))
+            try:
+                result = run(python, root, segment_bytes, args)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            lags = result["lags"]
+            ms = [f"{percentile(lags, q) * 1e3:.2f}" for q in (0.5, 0.99)]
+            rows.append([label, "1 MiB" if segment_bytes == MIB else "1 GiB",
+                         str(result["rolls"]), f"{result['mb_s']:.0f}", str(len(lags)),
+                         *ms, f"{max(lags) * 1e3:.2f}"])
+    print_table(f"Event-loop lag during {args.seconds:g} s of produce at {args.rate_mib:g} MiB/s "
+                f"({args.producers} producers, {args.partitions} partitions, "
+                f"{args.value_bytes} B values, acks=1)",
+                ["broker", "segment.bytes", "rolls", "MiB/s", "probes", "p50 ms", "p99 ms",
+                 "max ms"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
