@@ -28,14 +28,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import EtcdError
-from .records import encode_state
+from .records import ClusterCache, ClusterKeys, encode_state
 from .view import NO_LEADER, PartitionState
 
-if TYPE_CHECKING:
-    from .etcd_view import EtcdClusterView
+if TYPE_CHECKING:  # types only: the etcd client loads with the view that owns it
+    from ..config import BrokerConfig
+    from .etcd import Etcd
 
 log = logging.getLogger("tslog.broker.cluster.controller")
 
@@ -84,10 +85,32 @@ def assign_replicas(topic: str, partitions: int, replication_factor: int,
             for p in range(partitions)]
 
 
+class ControlledCluster(Protocol):
+    """What the controller reads and writes of the cluster: the view's cache of etcd, the
+    etcd client and key layout its fenced writes use, and the start-up grace. The
+    ``EtcdClusterView`` that owns the controller is one; naming only this keeps the
+    controller from importing the view that imports it."""
+
+    node_id: int
+    config: BrokerConfig
+    etcd: Etcd
+    keys: ClusterKeys
+    cache: ClusterCache
+    departed: set[int]  # brokers whose registration was seen to go: dead, grace or not
+
+    def startup_grace_left(self) -> float:
+        """Seconds until an unregistered broker may be judged dead."""
+
+    def in_startup_grace(self) -> bool: ...
+
+    def note_state(self, state: PartitionState) -> None:
+        """Take a state this broker wrote into the cache before etcd's watch reports it."""
+
+
 class Controller:
     """Runs sweeps while this broker holds the controller key."""
 
-    def __init__(self, view: "EtcdClusterView") -> None:
+    def __init__(self, view: ControlledCluster) -> None:
         self.view = view
         self.epoch = 0  # create_revision of our controller key while we hold it, else 0
         self.elections = 0  # leader changes this broker made as controller

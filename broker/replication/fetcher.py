@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, ApiKey
@@ -46,9 +46,6 @@ from ..storage.epochs import UNDEFINED
 from .channel import LeaderChannel, RequestInterrupted
 from .partition import Partition
 
-if TYPE_CHECKING:
-    from .manager import ReplicaManager
-
 log = logging.getLogger("tslog.broker.replication")
 
 PARTITION_MAX_BYTES = 4 << 20
@@ -58,11 +55,28 @@ _MAX_FRAME_BYTES = FETCH_MAX_BYTES + (8 << 20)
 
 
 class LeaderFetcher:
-    """Replicates every partition this broker follows from one leader."""
+    """Replicates every partition this broker follows from one leader.
 
-    def __init__(self, manager: "ReplicaManager", leader_id: int) -> None:
-        self.manager = manager
+    Args:
+        leader_id: the broker fetched from.
+        node_id: this broker (the ``replica_id`` of its requests).
+        address_of: a live broker's advertised (host, port) by id, None when it is not live;
+            asked before every connection, so a leader that moved is followed.
+        is_current: False once a partition's log was deleted or replaced here (dropped).
+        fetch_wait_max_ms: how long one Fetch long-polls the leader.
+
+    The manager that owns it passes these rather than itself, so this module needs nothing
+    of the manager (the two imported each other before).
+    """
+
+    def __init__(self, leader_id: int, node_id: int,
+                 address_of: Callable[[int], tuple[str, int] | None],
+                 is_current: Callable[[Partition], bool], fetch_wait_max_ms: int) -> None:
         self.leader_id = leader_id
+        self.node_id = node_id
+        self.address_of = address_of
+        self.is_current = is_current
+        self.fetch_wait_max_ms = fetch_wait_max_ms
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.unsure: set[tuple[str, int]] = set()  # must truncate before fetching
         self.behind: set[tuple[str, int]] = set()  # fetch offset out of the leader's range
@@ -97,13 +111,13 @@ class LeaderFetcher:
     async def _run(self) -> None:
         while self.partitions:
             try:
-                address = self.manager.broker_address(self.leader_id)
+                address = self.address_of(self.leader_id)
                 if address is None:
                     raise ConnectionError(f"broker {self.leader_id} is not live")
                 if self.channel is None or (self.channel.host, self.channel.port) != address:
                     if self.channel is not None:
                         self.channel.close()
-                    self.channel = LeaderChannel(*address, f"replica-{self.manager.node_id}",
+                    self.channel = LeaderChannel(*address, f"replica-{self.node_id}",
                                                  _MAX_FRAME_BYTES)
                 self._added = False  # a partition added from here on ends the next poll
                 if self.behind:
@@ -129,7 +143,7 @@ class LeaderFetcher:
             if part is not None:
                 by_topic.setdefault(key[0], []).append(
                     {"partition": key[1], "leader_epoch": part.replica.epochs.latest_epoch})
-        body = {"replica_id": self.manager.node_id,
+        body = {"replica_id": self.node_id,
                 "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
         response = await self.channel.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, body, 10.0)
         for group in response["topics"]:
@@ -143,7 +157,7 @@ class LeaderFetcher:
 
     def _drop_stale(self) -> None:
         for key, part in list(self.partitions.items()):
-            if not self.manager.is_current(part):
+            if not self.is_current(part):
                 self.remove(key)
 
     async def _check_log_start(self) -> None:
@@ -154,7 +168,7 @@ class LeaderFetcher:
         for topic, partition in self.behind:
             by_topic.setdefault(topic, []).append(
                 {"partition": partition, "timestamp": EARLIEST_TIMESTAMP})
-        body = {"replica_id": self.manager.node_id, "timestamp_type": "append",
+        body = {"replica_id": self.node_id, "timestamp_type": "append",
                 "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
         response = await self.channel.request(ApiKey.LIST_OFFSETS, body, 10.0)
         for group in response["topics"]:
@@ -182,10 +196,10 @@ class LeaderFetcher:
             by_topic.setdefault(topic, []).append(
                 {"partition": partition, "fetch_offset": part.log.log_end_offset,
                  "max_bytes": PARTITION_MAX_BYTES})
-        max_wait_ms = self.manager.broker.config.replica_fetch_wait_max_ms
+        max_wait_ms = self.fetch_wait_max_ms
         if self.unsure:  # some partitions must ask again soon (their leader was not ready)
             max_wait_ms = min(max_wait_ms, int(RETRY_BACKOFF_S * 1000))
-        body = {"replica_id": self.manager.node_id, "max_wait_ms": max_wait_ms,
+        body = {"replica_id": self.node_id, "max_wait_ms": max_wait_ms,
                 "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
                 "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
         await self.channel.connect(10.0)

@@ -10,35 +10,59 @@ periodic task that shrinks the ISR of partitions it leads when followers lag.
 Single node (``LocalClusterView``): every partition is led here in epoch 0 with ISR = {self};
 ``Partition.alone`` makes the high watermark the log end, so the produce and fetch paths do
 one dict lookup more than before and nothing else.
+
+What it depends on, and why no more: the logs this broker hosts (``HostedLogs``, storage's
+``PartitionLog`` by key), the cluster view, and two callables the broker hands it at start,
+its clock and the notifier that wakes long polls when a log or its high watermark moves.
+It never sees the server: replication is below the request handlers, which call it, and an
+import of the server from here was the cycle issue 21 removed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Callable, Protocol
 
-from tslog.protocol.errors import ErrorCode
-
-from ..cluster.view import ClusterView, LocalClusterView, PartitionState, StaleStateError
+from ..cluster.view import ClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
+from ..storage import PartitionLog
 from ..storage.background import BackgroundWriter
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
-
-if TYPE_CHECKING:
-    from ..server.state import Broker
 
 log = logging.getLogger("tslog.broker.replication")
 
 ISR_CHECK_MAX_INTERVAL_S = 1.0
 
 
+class HostedLogs(Protocol):
+    """The partition logs this broker holds, by (topic, partition); topics add and remove
+    them while the broker runs, so the manager reads the mapping each time it needs it."""
+
+    logs: dict[tuple[str, int], PartitionLog]
+
+
 class ReplicaManager:
-    def __init__(self, broker: "Broker", view: ClusterView) -> None:
-        self.broker = broker
+    """Args:
+        hosted: the logs this broker holds (the broker's ``TopicManager``).
+        view: who leads what, who is live; ISR proposals and producer ids.
+        now_ms: the broker's clock (ISR lag, leader epochs' start).
+        notify: wakes the long polls waiting on a ``Partition`` (followers) or a
+            ``PartitionLog`` (consumers, when the high watermark moves).
+        fetch_wait_max_ms: how long a follower's Fetch long-polls its leader.
+        clustered: report replication events to metrics (a single node has none to report).
+    """
+
+    def __init__(self, hosted: HostedLogs, view: ClusterView, *, now_ms: Callable[[], int],
+                 notify: Callable[[object], None], fetch_wait_max_ms: int,
+                 clustered: bool) -> None:
+        self.hosted = hosted
         self.view = view
+        self.now_ms = now_ms
+        self.notify = notify
+        self.fetch_wait_max_ms = fetch_wait_max_ms
         self.node_id = view.node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetchers: dict[int, LeaderFetcher] = {}
@@ -49,13 +73,13 @@ class ReplicaManager:
         # that moves many partitions does not wait for their fsyncs on the loop.
         self.writer = BackgroundWriter("tslog-epoch-writes")
         # A single node reports no replication events (its metrics stay 0, not "elections").
-        self._clustered = not isinstance(view, LocalClusterView)
+        self._clustered = clustered
 
     # -- lookup ----------------------------------------------------------------------------
 
     def get(self, topic: str, partition: int) -> Partition | None:
         """The partition's state here, or None when this broker holds no log for it."""
-        plog = self.broker.topics.get_log(topic, partition)
+        plog = self.hosted.logs.get((topic, partition))
         part = self.partitions.get((topic, partition))
         if part is not None and part.log is plog:
             return part
@@ -69,18 +93,9 @@ class ReplicaManager:
             self._apply(part, state)
         return part
 
-    def missing_code(self, topic: str, partition: int) -> ErrorCode:
-        """The answer for a partition this broker holds no log of: NOT_LEADER_OR_FOLLOWER
-        when the cluster has it (the client should look up its leader), else
-        UNKNOWN_TOPIC_OR_PARTITION."""
-        known = self.broker.topics.topics.get(topic)
-        if known is not None and 0 <= partition < known.partitions:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         """Every partition's high watermark (retention keeps what lies at or past it)."""
-        logs = self.broker.topics.logs
+        logs = self.hosted.logs
         return {key: part.high_watermark for key, part in list(self.partitions.items())
                 if logs.get(key) is part.log}
 
@@ -91,26 +106,25 @@ class ReplicaManager:
     def broker_address(self, node_id: int) -> tuple[str, int] | None:
         return self.view.brokers().get(node_id)
 
-    def now_ms(self) -> int:
-        return self.broker.clock.now_ms()
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def open_all(self) -> None:
         """Open the replication state of every log (reads headers: run it in a thread)."""
-        for (topic, partition), plog in self.broker.topics.logs.items():
+        for (topic, partition), plog in self.hosted.logs.items():
             self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog, self.writer),
                                                           self.node_id)
-        if isinstance(self.view, LocalClusterView):  # a cluster allocates ids in its store
-            self.view.seed_producer_ids(max(
-                (pid for part in self.partitions.values()
-                 for pid in part.replica.producers.producers), default=0))
+
+    def largest_producer_id(self) -> int:
+        """The largest producer id the opened logs hold (0 if none): a single node hands
+        out ids above it; a cluster allocates them in its store."""
+        return max((pid for part in self.partitions.values()
+                    for pid in part.replica.producers.producers), default=0)
 
     def start(self) -> None:
         """Apply the current states and follow the view's changes (on the event loop)."""
         self._started = True
         self.view.add_listener(self.on_state)
-        for key in list(self.broker.topics.logs):
+        for key in list(self.hosted.logs):
             part = self.get(*key)
             state = self.view.partition_state(*key)
             if part is not None and state is not None:
@@ -162,7 +176,7 @@ class ReplicaManager:
             self._apply(part, state)
 
     def _apply(self, part: Partition, state: PartitionState) -> None:
-        self.broker.notifier.notify(part)  # long-polling followers re-check who leads
+        self.notify(part)  # long-polling followers re-check who leads
         current = part.state
         if current is not None and state.version < current.version and (
                 state.leader_epoch <= current.leader_epoch):
@@ -180,7 +194,7 @@ class ReplicaManager:
                                     or part.leader_epoch != state.leader_epoch):
                 metrics.leader_elected()
             part.become_leader(state, self.now_ms())
-            self.broker.notifier.notify(part.log)  # the HW may have moved
+            self.notify(part.log)  # the HW may have moved
         elif self.node_id in state.replicas:
             leader_changed = (part.role != FOLLOWER or current is None
                               or current.leader != state.leader
@@ -207,7 +221,9 @@ class ReplicaManager:
     def _fetcher(self, leader_id: int) -> LeaderFetcher:
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:
-            fetcher = self.fetchers[leader_id] = LeaderFetcher(self, leader_id)
+            fetcher = self.fetchers[leader_id] = LeaderFetcher(
+                leader_id, self.node_id, self.broker_address, self.is_current,
+                self.fetch_wait_max_ms)
         return fetcher
 
     # -- ISR -------------------------------------------------------------------------------
@@ -218,7 +234,7 @@ class ReplicaManager:
         if part.record_follower_fetch(replica_id, fetch_offset, self.now_ms()):
             self._propose(part, part.isr | {replica_id}, f"replica {replica_id} caught up")
         if part.high_watermark != high_watermark:
-            self.broker.notifier.notify(part.log)
+            self.notify(part.log)
 
     def _propose(self, part: Partition, isr: frozenset[int], why: str) -> None:
         if part.key in self._proposing or part.state is None or part.role != LEADER:
@@ -264,7 +280,7 @@ class ReplicaManager:
     async def _isr_loop(self) -> None:
         while True:
             interval = self.check_isr(self.now_ms())
-            for key in list(self.broker.topics.logs):  # logs created since: pick them up
+            for key in list(self.hosted.logs):  # logs created since: pick them up
                 if key not in self.partitions:
                     self.get(*key)
             await asyncio.sleep(interval)

@@ -7,6 +7,7 @@ transports.
 """
 
 from .listener import serve
-from .state import Broker, BrokerClock
+from .clock import BrokerClock
+from .state import Broker
 
 __all__ = ["Broker", "BrokerClock", "serve"]

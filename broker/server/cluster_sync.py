@@ -22,6 +22,7 @@ import logging
 import re
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from ..cluster.etcd_view import EtcdClusterView
 from ..cluster.group_store import EtcdGroupOffsetStore
@@ -31,6 +32,7 @@ from ..config import BrokerConfig, parse_host_port
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
 from ..storage.files import remove_retired, write_atomically
+from ..topics import TopicManager
 from .state import Broker
 
 log = logging.getLogger("tslog.broker.cluster")
@@ -58,9 +60,9 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
         await asyncio.to_thread(broker.close)
         await view.close()
         raise
-    broker.groups = groups
+    broker.use_group_store(groups)
     view.group_store = groups  # closed with the view
-    sync.broker = broker
+    sync.attach(broker.topics, broker.notifier.notify)
     sync.reconcile()  # whatever changed while the logs were opening
     view.add_change_listener(sync.on_changes)
     return broker, view
@@ -79,7 +81,8 @@ class TopicSync:
         self.view = view
         self.path = data_dir / META_DIR / IDS_FILE
         self.ids: dict[str, str] = {}  # topics with local logs -> the topic id they belong to
-        self.broker: Broker | None = None
+        self.topics: TopicManager | None = None  # the broker's, once its logs are open
+        self.notify: Callable[[object], None] = lambda _: None
 
     # -- start-up (a thread; nothing else touches the data directory yet) -------------------
 
@@ -129,14 +132,19 @@ class TopicSync:
 
     # -- running (on the loop) --------------------------------------------------------------
 
+    def attach(self, topics: TopicManager, notify: Callable[[object], None]) -> None:
+        """Reconcile into the opened broker's ``topics``; ``notify`` wakes the long polls
+        on a log this removes (they answer UNKNOWN_TOPIC_OR_PARTITION at once)."""
+        self.topics = topics
+        self.notify = notify
+
     def on_changes(self, changes: Changes) -> None:
         if changes.topics_changed or changes.states:
             self.reconcile()
 
     def reconcile(self) -> None:
         """Make local topics and logs match the cluster's."""
-        broker = self.broker
-        topics = broker.topics
+        topics = self.topics
         records = self.view.cache.topics
         changed = False
         for name in list(topics.topics):
@@ -144,7 +152,7 @@ class TopicSync:
             if record is None or (name in self.ids and record.topic_id != self.ids[name]):
                 removed, retired = topics.drop_local_logs(name)
                 for plog in removed:
-                    broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
+                    self.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
                 self._remove_in_thread(retired)
                 del topics.topics[name]
                 changed |= self.ids.pop(name, None) is not None

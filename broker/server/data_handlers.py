@@ -1,6 +1,8 @@
 """Handlers of the data path: Produce, Fetch, ListOffsets.
 
-Each takes ``(broker, body)`` and returns the response body, or an awaitable of it when the
+Each takes ``(services, body)``, the services being the ``DataPath`` set of ``services.py``
+(the hosted partitions and their replication state, the clock, the notifier, group commit,
+the request limits), and returns the response body, or an awaitable of it when the
 answer must wait (a durable ack, a long poll), or None for Produce with acks = 0. The fast
 path stays synchronous: no task is created for an acks = 1 produce or a fetch that has data.
 
@@ -27,57 +29,12 @@ from tslog.protocol.records import split_batches
 
 from ..metrics.observe import observe_fetch, observe_lookup, observe_produce
 from ..replication.partition import LEADER, NotLeaderError, Partition
-from ..storage import (
-    CorruptRecordError,
-    InvalidTimestampError,
-    LogClosedError,
-    OffsetOutOfRangeError,
-    PartitionLog,
-    RecordTooLargeError,
-)
-from ..storage.producers import InvalidProducerEpochError, OutOfOrderSequenceError
-from .state import Broker, BrokerClock
+from ..storage import CorruptRecordError, InvalidTimestampError, PartitionLog, RecordTooLargeError
+from .clock import BrokerClock
+from .error_codes import IdempotentBatchesError, error_code_for
+from .services import DataPath, missing_code
 
 log = logging.getLogger("tslog.broker.handlers")
-
-class IdempotentBatchesError(CorruptRecordError):
-    """More than one batch for a partition in one request, one of them idempotent: the
-    sequence check is per batch, so (as in Kafka) such a batch must travel alone."""
-
-
-_CODES = {
-    CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,
-    InvalidTimestampError: ErrorCode.INVALID_TIMESTAMP,
-    RecordTooLargeError: ErrorCode.MESSAGE_TOO_LARGE,
-    OffsetOutOfRangeError: ErrorCode.OFFSET_OUT_OF_RANGE,
-    IdempotentBatchesError: ErrorCode.INVALID_RECORD,
-    LogClosedError: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # deleted while the request ran
-    OutOfOrderSequenceError: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-    InvalidProducerEpochError: ErrorCode.INVALID_PRODUCER_EPOCH,
-    NotLeaderError: ErrorCode.NOT_LEADER_OR_FOLLOWER,
-}
-
-
-
-# Codes a healthy client meets in normal operation (stale metadata, a consumer at the end).
-_ROUTINE = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_OUT_OF_RANGE,
-                      ErrorCode.NOT_LEADER_OR_FOLLOWER})
-
-
-def error_code_for(exc: BaseException, where: str) -> ErrorCode:
-    """The wire code for a storage failure; anything unexpected is logged with its traceback
-    here (never sent) and answered as UNKNOWN_SERVER_ERROR."""
-    code = _CODES.get(type(exc))
-    if code is not None:
-        # One line per refusal, never the traceback: the client was told the code.
-        level = logging.INFO if code in _ROUTINE else logging.WARNING
-        log.log(level, "%s refused: %s: %s", where, code.name, exc)
-        return code
-    if isinstance(exc, OSError):
-        log.error("%s: storage I/O error: %r", where, exc)
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    log.error("%s: unexpected error", where, exc_info=exc)
-    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 # ------------------------------------------------------------------------------------ produce
@@ -146,11 +103,11 @@ def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple
         return first.base_offset, last.log_append_time, last.last_offset + 1
 
 
-def _refusal(broker: Broker, topic: str, partition: int, part: Partition | None,
+def _refusal(services: DataPath, topic: str, partition: int, part: Partition | None,
              acks: int) -> ErrorCode | None:
     """Why this broker must not take a produce for ``part`` now, or None."""
     if part is None:
-        return broker.replicas.missing_code(topic, partition)
+        return missing_code(services.topics, topic, partition)
     if part.role != LEADER:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if acks == -1 and len(part.isr) < part.log.config.min_insync_replicas:
@@ -158,7 +115,7 @@ def _refusal(broker: Broker, topic: str, partition: int, part: Partition | None,
     return None
 
 
-def handle_produce(broker: Broker, body: dict):
+def handle_produce(services: DataPath, body: dict):
     acks = body["acks"]
     durable: list[PartitionLog] = []
     replicated = False
@@ -168,10 +125,10 @@ def handle_produce(broker: Broker, body: dict):
         parts_out = []
         for entry in group["partitions"]:
             partition = entry["partition"]
-            part = broker.replicas.get(topic, partition)
+            part = services.replicas.get(topic, partition)
             result = {"partition": partition, "error_code": 0, "base_offset": -1,
                       "log_append_time": -1, "log_start_offset": -1}
-            refusal = _refusal(broker, topic, partition, part, acks)
+            refusal = _refusal(services, topic, partition, part, acks)
             if refusal is not None:
                 result["error_code"] = refusal
                 log.info("produce %s-%d refused: %s", topic, partition, refusal.name)
@@ -180,10 +137,10 @@ def handle_produce(broker: Broker, body: dict):
                 try:
                     records = entry["records"]
                     result["base_offset"], result["log_append_time"], end = append_records(
-                        part, records, broker.clock)
-                    broker.notifier.notify(part)  # followers' long polls
+                        part, records, services.clock)
+                    services.notifier.notify(part)  # followers' long polls
                     if part.alone:  # consumers wait for the HW, which is the log end here
-                        broker.notifier.notify(plog)
+                        services.notifier.notify(plog)
                     observe_produce(topic, plog.log_end_offset - result["base_offset"],
                                     len(records), result["log_append_time"],
                                     newest_create_time(records))
@@ -203,11 +160,11 @@ def handle_produce(broker: Broker, body: dict):
     if acks == 0:
         return None
     if durable or replicated:
-        return _acknowledge_all(broker, response, durable, body["timeout_ms"])
+        return _acknowledge_all(services, response, durable, body["timeout_ms"])
     return response
 
 
-async def _acknowledge_all(broker: Broker, response: dict, logs: list[PartitionLog],
+async def _acknowledge_all(services: DataPath, response: dict, logs: list[PartitionLog],
                            timeout_ms: int) -> dict:
     """Answer an acks = -1 produce once each batch survives the loss of any one broker
     (or time out trying).
@@ -216,17 +173,17 @@ async def _acknowledge_all(broker: Broker, response: dict, logs: list[PartitionL
     group-commit fsync. With followers in the ISR, the batch is safe once every in-sync
     replica holds it, i.e. once the high watermark has passed it. As in Kafka, that waits
     for no fsync (``flush.messages``/``flush.ms`` ask for those): waiting for both made
-    every acks=all produce pay a disk round trip on top of the followers' (bench/broker.py).
+    every acks=all produce pay a disk round trip on top of the followers' (bench/services.py).
     """
-    timeout_ms = min(timeout_ms or broker.config.request_timeout_ms,
-                     broker.config.request_timeout_ms)
+    timeout_ms = min(timeout_ms or services.config.request_timeout_ms,
+                     services.config.request_timeout_ms)
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
     failed, timed_out = {}, False
     if logs:
         # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
         try:
             async with asyncio.timeout_at(deadline):
-                failed = await broker.committer.durable(logs)
+                failed = await services.committer.durable(logs)
         except TimeoutError:
             timed_out = True
     for group in response["topics"]:
@@ -234,7 +191,7 @@ async def _acknowledge_all(broker: Broker, response: dict, logs: list[PartitionL
             plog = result.pop("_log", None)
             wait = result.pop("_wait", None)
             if wait is not None:
-                result["error_code"] = await _until_committed(broker, *wait, deadline)
+                result["error_code"] = await _until_committed(services, *wait, deadline)
             elif plog is None:
                 continue
             elif timed_out:
@@ -244,7 +201,7 @@ async def _acknowledge_all(broker: Broker, response: dict, logs: list[PartitionL
     return response
 
 
-async def _until_committed(broker: Broker, part: Partition, end_offset: int,
+async def _until_committed(services: DataPath, part: Partition, end_offset: int,
                            deadline: float) -> int:
     """Wait until the HW reaches ``end_offset`` (by the loop's clock ``deadline``): 0,
     REQUEST_TIMED_OUT, NOT_LEADER or a flush's error code.
@@ -257,7 +214,7 @@ async def _until_committed(broker: Broker, part: Partition, end_offset: int,
             await part.wait_for_high_watermark(end_offset)
             if part.alone:
                 plog = part.log
-                failed = await broker.committer.durable([plog])
+                failed = await services.committer.durable([plog])
                 if plog in failed:
                     return error_code_for(failed[plog], f"flush {plog.directory.name}")
         return 0
@@ -270,10 +227,10 @@ async def _until_committed(broker: Broker, part: Partition, end_offset: int,
 # -------------------------------------------------------------------------------------- fetch
 
 
-def _fetch_plan(broker: Broker, body: dict) -> list:
+def _fetch_plan(services: DataPath, body: dict) -> list:
     """[(topic, [(entry, partition or None)])]; a follower's fetch offsets are recorded once
     here (they are its log end offsets, which move the leader's high watermark)."""
-    replicas = broker.replicas
+    replicas = services.replicas
     plan = [(group["topic"], [(p, replicas.get(group["topic"], p["partition"]))
                               for p in group["partitions"]])
             for group in body["topics"]]
@@ -286,12 +243,12 @@ def _fetch_plan(broker: Broker, body: dict) -> list:
     return plan
 
 
-def _read_plan(broker: Broker, body: dict, plan: list) -> tuple[dict, int, bool]:
+def _read_plan(services: DataPath, body: dict, plan: list) -> tuple[dict, int, bool]:
     """One pass over the requested partitions: (response, record bytes, any error).
 
     Consumers read below the high watermark; followers (replica_id >= 0) up to the log end.
     """
-    budget = min(body["max_bytes"], broker.config.fetch_max_bytes)
+    budget = min(body["max_bytes"], services.config.fetch_max_bytes)
     follower = body["replica_id"] >= 0
     total = 0
     errors = False
@@ -302,7 +259,7 @@ def _read_plan(broker: Broker, body: dict, plan: list) -> tuple[dict, int, bool]
             result = {"partition": entry["partition"], "error_code": 0, "high_watermark": -1,
                       "log_start_offset": -1, "records": b""}
             if part is None:
-                result["error_code"] = broker.replicas.missing_code(topic, entry["partition"])
+                result["error_code"] = missing_code(services.topics, topic, entry["partition"])
                 errors = True
             elif part.role != LEADER:
                 result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -326,20 +283,20 @@ def _read_plan(broker: Broker, body: dict, plan: list) -> tuple[dict, int, bool]
     return {"topics": topics_out}, total, errors
 
 
-def handle_fetch(broker: Broker, body: dict):
-    plan = _fetch_plan(broker, body)
-    response, total, errors = _read_plan(broker, body, plan)
+def handle_fetch(services: DataPath, body: dict):
+    plan = _fetch_plan(services, body)
+    response, total, errors = _read_plan(services, body, plan)
     if total >= body["min_bytes"] or errors or body["max_wait_ms"] == 0:
         if total and body["replica_id"] < 0:  # consumers' reads, not followers'
             observe_fetch(response)
         return response
-    return _long_poll(broker, body, plan)
+    return _long_poll(services, body, plan)
 
 
-async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
+async def _long_poll(services: DataPath, body: dict, plan: list) -> dict:
     """Wait until ``min_bytes`` are available or ``max_wait_ms`` passes; woken by appends."""
     loop = asyncio.get_running_loop()
-    wait_ms = min(body["max_wait_ms"], broker.config.request_timeout_ms)
+    wait_ms = min(body["max_wait_ms"], services.config.request_timeout_ms)
     deadline = loop.time() + wait_ms / 1000
     # Consumers wake when the high watermark moves (on plog), followers on appends (on the
     # partition): a follower is not woken just to hear a new HW, a consumer not for data
@@ -349,11 +306,11 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
             for _, parts in plan for _, part in parts if part is not None]
     while True:
         woken = loop.create_future()
-        broker.notifier.register(logs, woken)
+        services.notifier.register(logs, woken)
         try:
-            response, total, errors = _read_plan(broker, body, plan)
+            response, total, errors = _read_plan(services, body, plan)
             remaining = deadline - loop.time()
-            if total >= body["min_bytes"] or errors or remaining <= 0 or broker.stopping:
+            if total >= body["min_bytes"] or errors or remaining <= 0 or services.stopping:
                 if total and body["replica_id"] < 0:
                     observe_fetch(response)
                 return response
@@ -363,7 +320,7 @@ async def _long_poll(broker: Broker, body: dict, plan: list) -> dict:
             except TimeoutError:
                 pass
         finally:
-            broker.notifier.unregister(logs, woken)
+            services.notifier.unregister(logs, woken)
 
 
 # ------------------------------------------------------------------------------- list offsets
@@ -391,7 +348,7 @@ def _list_one(part: Partition, timestamp: int, timestamp_type: str,
     return 0, found.offset, found.timestamp
 
 
-def handle_list_offsets(broker: Broker, body: dict) -> dict:
+def handle_list_offsets(services: DataPath, body: dict) -> dict:
     timestamp_type = body["timestamp_type"]
     replica_id = body["replica_id"]
     topics_out = []
@@ -400,9 +357,9 @@ def handle_list_offsets(broker: Broker, body: dict) -> dict:
         parts_out = []
         for entry in group["partitions"]:
             partition = entry["partition"]
-            part = broker.replicas.get(topic, partition)
+            part = services.replicas.get(topic, partition)
             if part is None:
-                code, offset, timestamp = broker.replicas.missing_code(topic, partition), -1, -1
+                code, offset, timestamp = missing_code(services.topics, topic, partition), -1, -1
             elif part.role != LEADER:
                 code, offset, timestamp = ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
             else:

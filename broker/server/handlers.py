@@ -1,4 +1,8 @@
-"""One handler per ApiKey: ``handler(broker, body) -> body | awaitable of body | None``.
+"""One handler per ApiKey: ``handler(services, body) -> body | awaitable of body | None``.
+
+The first argument is the broker's services; each handler declares the narrow set it uses
+(``services.py``). Topic changes go through the ``TopicService`` the broker picked when it
+opened (its own disk alone, etcd in a cluster): no handler asks which one it is.
 
 The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
 handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,
@@ -9,21 +13,18 @@ UNKNOWN_SERVER_ERROR and logged with its traceback on the broker only.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey, api_versions_list
 
-from ..cluster.errors import ClusterError
 from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
-from ..metrics.definitions import forget_topic
 from ..topics import TopicError
-from .data_handlers import error_code_for, handle_fetch, handle_list_offsets, handle_produce
+from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
-from .state import Broker
+from .services import AdminApis, GroupApis
 
 log = logging.getLogger("tslog.broker.handlers")
 
@@ -31,12 +32,12 @@ log = logging.getLogger("tslog.broker.handlers")
 _API_KEYS = api_versions_list()  # static for the life of the process
 
 
-def handle_api_versions(broker: Broker, body: dict) -> dict:
+def handle_api_versions(services: AdminApis, body: dict) -> dict:
     return {"error_code": 0, "api_keys": _API_KEYS}
 
 
-def _partition_metadata(broker: Broker, topic: str, partition: int) -> dict:
-    state = broker.cluster.partition_state(topic, partition)
+def _partition_metadata(services: AdminApis, topic: str, partition: int) -> dict:
+    state = services.cluster.partition_state(topic, partition)
     if state is None:  # the topic's record arrived before this partition's state
         return {"partition": partition, "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
                 "leader": NO_LEADER, "leader_epoch": -1, "replicas": [], "isr": []}
@@ -46,8 +47,8 @@ def _partition_metadata(broker: Broker, topic: str, partition: int) -> dict:
             "replicas": list(state.replicas), "isr": list(state.isr)}
 
 
-def handle_metadata(broker: Broker, body: dict) -> dict:
-    known = broker.topics.topics
+def handle_metadata(services: AdminApis, body: dict) -> dict:
+    known = services.topics.topics
     names = sorted(known) if body["topics"] is None else body["topics"]
     topics_out = []
     for name in names:
@@ -58,132 +59,22 @@ def handle_metadata(broker: Broker, body: dict) -> dict:
             topics_out.append({"topic": name, "error_code": code, "partitions": []})
             continue
         topics_out.append({"topic": name, "error_code": 0, "partitions": [
-            _partition_metadata(broker, name, p) for p in range(topic.partitions)]})
+            _partition_metadata(services, name, p) for p in range(topic.partitions)]})
     brokers = [{"node_id": node, "host": host, "port": port}
-               for node, (host, port) in sorted(broker.cluster.brokers().items())]
-    return {"brokers": brokers, "controller_id": broker.cluster.controller_id(),
+               for node, (host, port) in sorted(services.cluster.brokers().items())]
+    return {"brokers": brokers, "controller_id": services.cluster.controller_id(),
             "topics": topics_out}
 
 
-def handle_create_topics(broker: Broker, body: dict):
-    if broker.cluster_store is not None:
-        return _create_topics_in_cluster(broker, body)
-    return _create_topics_locally(broker, body)
+async def handle_create_topics(services: AdminApis, body: dict) -> dict:
+    return {"topics": await services.topic_service.create_topics(body["topics"])}
 
 
-async def _create_topics_locally(broker: Broker, body: dict) -> dict:
-    """Validated on the loop, written in a thread (a record and empty logs: fsyncs, about
-    1 ms a partition here), then served: other clients are never held up by the disk. One
-    topic change at a time (``admin_lock``), so two creations of a name cannot race."""
-    topics = broker.topics
-    results = []
-    async with broker.admin_lock:
-        for entry in body["topics"]:
-            result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
-            try:
-                topic = topics.validate_new_topic(entry["topic"], entry["partitions"],
-                                                  entry["replication_factor"], entry["configs"])
-                topics.publish_topic(topic, await asyncio.to_thread(topics.write_new_topic, topic))
-            except (TopicError, OSError) as exc:
-                result["error_code"], result["error_message"] = _failure(
-                    exc, f"create topic {entry['topic']}")
-            results.append(result)
-    return {"topics": results}
+async def handle_delete_topics(services: AdminApis, body: dict) -> dict:
+    return {"topics": await services.topic_service.delete_topics(body["topics"])}
 
 
-def handle_delete_topics(broker: Broker, body: dict):
-    if broker.cluster_store is not None:
-        return _delete_topics_in_cluster(broker, body)
-    return _delete_topics_locally(broker, body)
-
-
-async def _delete_topics_locally(broker: Broker, body: dict) -> dict:
-    """The record goes first (in a thread; a journal entry that needs no free space), then
-    the topic stops being served (on the loop), then its files go (in a thread), which on a
-    full disk makes the room to rewrite the record: a failed record write changes nothing."""
-    topics = broker.topics
-    results = []
-    async with broker.admin_lock:
-        for name in body["topics"]:
-            code = 0
-            try:
-                await asyncio.to_thread(topics.forget_topic_durably, name)
-                removed = topics.unpublish_topic(name)
-                for plog in removed:
-                    broker.notifier.notify(plog)  # long polls answer UNKNOWN_TOPIC_OR_PARTITION
-                forget_topic(name)
-            except (TopicError, OSError) as exc:
-                code = _failure(exc, f"delete topic {name}")[0]
-            else:
-                try:
-                    await asyncio.to_thread(topics.finish_deletion, name, removed)
-                except OSError as exc:  # the topic is gone; leftovers go at the next start
-                    log.error("deleting the files of topic %s: %r", name, exc)
-                await _forget_committed_offsets(broker, name)
-            results.append({"topic": name, "error_code": code})
-    return {"topics": results}
-
-
-async def _forget_committed_offsets(broker: Broker, topic: str) -> None:
-    """A deleted topic's committed offsets leave every group, as in Kafka: re-created under
-    the same name, the topic must not hand a group its predecessor's offsets (past the new
-    log end, a consumer would reset by its policy and, with ``latest``, skip records)."""
-    for group_id, offsets in broker.groups.all_groups().items():
-        if not any(tp[0] == topic for tp in offsets):
-            continue
-        try:
-            async with broker.group_locks.setdefault(group_id, asyncio.Lock()):
-                await broker.groups.forget_topic(group_id, topic)
-        except OSError as exc:  # the topic is deleted all the same; logged for the operator
-            log.error("dropping the committed offsets of deleted topic %s from group %r: %r",
-                      topic, group_id, exc)
-
-
-async def _create_topics_in_cluster(broker: Broker, body: dict) -> dict:
-    """Validate here, then one etcd transaction per topic (EtcdMetadataStore)."""
-    results = []
-    for entry in body["topics"]:
-        result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
-        try:
-            topic = broker.topics.validate_new_topic(
-                entry["topic"], entry["partitions"], entry["replication_factor"],
-                entry["configs"], clustered=True)
-            await broker.cluster_store.create_topic(topic)
-        except (TopicError, ClusterError) as exc:
-            result["error_code"], result["error_message"] = _failure(exc)
-        results.append(result)
-    return {"topics": results}
-
-
-async def _delete_topics_in_cluster(broker: Broker, body: dict) -> dict:
-    """Remove from etcd; every broker's watch then deletes its local logs of the topic, and
-    the groups' committed offsets of it (deleted in etcd here)."""
-    results = []
-    for name in body["topics"]:
-        code = 0
-        try:
-            await broker.cluster_store.remove_topic(name)
-        except (TopicError, ClusterError) as exc:
-            code = _failure(exc)[0]
-        else:
-            await _forget_committed_offsets(broker, name)
-        results.append({"topic": name, "error_code": code})
-    return {"topics": results}
-
-
-def _failure(exc: TopicError | ClusterError | OSError, what: str = "") -> tuple[int, str]:
-    """(error code, message) a topic or config change answers for ``exc``: the topic's own
-    error, etcd being unreachable (clustered), or the local disk failing (single node; both
-    logged here, as the client only sees a code)."""
-    if isinstance(exc, TopicError):
-        return exc.error_code, exc.message
-    if isinstance(exc, OSError):
-        return error_code_for(exc, what), f"storage error: {exc}"
-    log.warning("cluster metadata change failed: %s", exc)
-    return ErrorCode.REQUEST_TIMED_OUT, "the cluster's metadata store (etcd) is unreachable"
-
-
-def handle_describe_configs(broker: Broker, body: dict) -> dict:
+def handle_describe_configs(services: AdminApis, body: dict) -> dict:
     results = []
     for resource in body["resources"]:
         kind, name = resource["type"], resource["name"]
@@ -191,12 +82,12 @@ def handle_describe_configs(broker: Broker, body: dict) -> dict:
                   "configs": []}
         try:
             if kind == "broker":
-                if name not in ("", str(broker.config.node_id)):
+                if name not in ("", str(services.config.node_id)):
                     raise TopicError(ErrorCode.INVALID_REQUEST, f"this is broker "
-                                     f"{broker.config.node_id}, not {name!r}")
-                entries = broker.topics.describe_broker_configs()
+                                     f"{services.config.node_id}, not {name!r}")
+                entries = services.topics.describe_broker_configs()
             else:
-                entries = broker.topics.describe_topic_configs(name)
+                entries = services.topics.describe_topic_configs(name)
             result["configs"] = [e._asdict() for e in entries]
         except TopicError as exc:
             result["error_code"], result["error_message"] = exc.error_code, exc.message
@@ -204,51 +95,15 @@ def handle_describe_configs(broker: Broker, body: dict) -> dict:
     return {"resources": results}
 
 
-def handle_alter_configs(broker: Broker, body: dict):
-    if broker.cluster_store is not None:
-        return _alter_configs_in_cluster(broker, body)
-    return _alter_configs_locally(broker, body)
+async def handle_alter_configs(services: AdminApis, body: dict) -> dict:
+    return {"resources": await services.topic_service.alter_configs(body["resources"],
+                                                                  body["validate_only"])}
 
 
-async def _alter_configs_locally(broker: Broker, body: dict) -> dict:
-    """Validated on the loop, stored durably in a thread, then applied to the live logs."""
-    topics = broker.topics
-    results = []
-    async with broker.admin_lock:
-        for resource in body["resources"]:
-            result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
-                      "error_message": None}
-            try:
-                updated = topics.altered_topic(resource["name"], resource["configs"])
-                if not body["validate_only"]:
-                    await asyncio.to_thread(topics.store.put_topic, updated)
-                    topics.apply_topic_configs(updated)
-            except (TopicError, OSError) as exc:
-                result["error_code"], result["error_message"] = _failure(
-                    exc, f"alter configs of {resource['name']}")
-            results.append(result)
-    return {"resources": results}
-
-
-async def _alter_configs_in_cluster(broker: Broker, body: dict) -> dict:
-    results = []
-    for resource in body["resources"]:
-        result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
-                  "error_message": None}
-        try:
-            updated = broker.topics.altered_topic(resource["name"], resource["configs"])
-            if not body["validate_only"]:
-                await broker.cluster_store.update_topic(updated)
-        except (TopicError, ClusterError) as exc:
-            result["error_code"], result["error_message"] = _failure(exc)
-        results.append(result)
-    return {"resources": results}
-
-
-def _commit_code(broker: Broker, topic: str, entry: dict) -> int:
+def _commit_code(services: GroupApis, topic: str, entry: dict) -> int:
     """A commit names an existing partition (of the cluster's topics: in a cluster the broker
     storing offsets need not host a replica of it) and carries small metadata."""
-    known = broker.topics.topics.get(topic)
+    known = services.topics.topics.get(topic)
     if known is None or not 0 <= entry["partition"] < known.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if len(entry["metadata"].encode()) > MAX_METADATA_BYTES:
@@ -256,7 +111,7 @@ def _commit_code(broker: Broker, topic: str, entry: dict) -> int:
     return 0
 
 
-def handle_offset_commit(broker: Broker, body: dict):
+def handle_offset_commit(services: GroupApis, body: dict):
     group_id = body["group_id"]
     bad_group = group_id_problem(group_id) is not None
     offsets = {}
@@ -265,7 +120,7 @@ def handle_offset_commit(broker: Broker, body: dict):
         parts_out = []
         for entry in group["partitions"]:
             code = ErrorCode.INVALID_GROUP_ID if bad_group else _commit_code(
-                broker, group["topic"], entry)
+                services, group["topic"], entry)
             if code == 0:
                 offsets[group["topic"], entry["partition"]] = (entry["offset"], entry["metadata"])
             parts_out.append({"partition": entry["partition"], "error_code": code})
@@ -273,16 +128,15 @@ def handle_offset_commit(broker: Broker, body: dict):
     response = {"topics": topics_out}
     if not offsets:
         return response
-    return _commit_durably(broker, group_id, offsets, response)
+    return _commit_durably(services, group_id, offsets, response)
 
 
-async def _commit_durably(broker: Broker, group_id: str, offsets: dict, response: dict) -> dict:
+async def _commit_durably(services: GroupApis, group_id: str, offsets: dict,
+                          response: dict) -> dict:
     """Answer once the offsets are fsynced. A per-group asyncio lock (FIFO) keeps commits of
     one group in arrival order, so an older snapshot never lands after a newer one."""
-    lock = broker.group_locks.setdefault(group_id, asyncio.Lock())
     try:
-        async with lock:
-            await broker.groups.commit(group_id, offsets)
+        await services.offsets.commit(group_id, offsets)
     except OSError as exc:
         log.error("committing offsets of group %r failed: %r", group_id, exc)
         for group in response["topics"]:
@@ -292,8 +146,8 @@ async def _commit_durably(broker: Broker, group_id: str, offsets: dict, response
     return response
 
 
-def handle_offset_fetch(broker: Broker, body: dict) -> dict:
-    committed = broker.groups.fetch(body["group_id"])
+def handle_offset_fetch(services: GroupApis, body: dict) -> dict:
+    committed = services.offsets.fetch(body["group_id"])
     requested = body["topics"]
     if requested is None:
         by_topic: dict[str, list[int]] = {}

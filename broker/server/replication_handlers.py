@@ -12,22 +12,22 @@ import logging
 from tslog.protocol.errors import ErrorCode
 
 from ..replication.partition import LEADER
-from .state import Broker
+from .services import ReplicationApis, missing_code
 
 log = logging.getLogger("tslog.broker.handlers")
 
 
-def handle_offset_for_leader_epoch(broker: Broker, body: dict) -> dict:
+def handle_offset_for_leader_epoch(services: ReplicationApis, body: dict) -> dict:
     topics_out = []
     for group in body["topics"]:
         parts_out = []
         for entry in group["partitions"]:
-            part = broker.replicas.get(group["topic"], entry["partition"])
+            part = services.replicas.get(group["topic"], entry["partition"])
             result = {"partition": entry["partition"], "error_code": 0, "leader_epoch": -1,
                       "end_offset": -1}
             if part is None:
-                result["error_code"] = broker.replicas.missing_code(group["topic"],
-                                                                    entry["partition"])
+                result["error_code"] = missing_code(services.topics, group["topic"],
+                                                    entry["partition"])
             elif part.role != LEADER:
                 result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
@@ -38,9 +38,9 @@ def handle_offset_for_leader_epoch(broker: Broker, body: dict) -> dict:
     return {"topics": topics_out}
 
 
-async def handle_init_producer_id(broker: Broker, body: dict) -> dict:
+async def handle_init_producer_id(services: ReplicationApis, body: dict) -> dict:
     try:
-        producer_id = await broker.cluster.allocate_producer_id()
+        producer_id = await services.cluster.allocate_producer_id()
     except Exception:  # noqa: BLE001 - the store is unreachable: the client retries
         log.exception("allocating a producer id failed")
         return {"error_code": ErrorCode.BROKER_NOT_AVAILABLE, "producer_id": -1,

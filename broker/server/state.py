@@ -1,18 +1,20 @@
-"""The broker state every handler works on, and the clock the logs share.
+"""``Broker``: the one place that builds the broker's services and wires them together.
 
-``Broker`` bundles what a request may touch: topics and their logs, committed group offsets,
-the group committer (durable acks), the append notifier (long-poll fetches) and the clock.
-Handlers get it as their first argument, so a test builds one over a temporary directory and
-calls handlers directly, with no sockets and no event loop unless the handler awaits.
+It opens the data directory (topics and their logs, committed group offsets), then makes
+every choice that differs between a single broker and a cluster once, here: the cluster view
+(``LocalClusterView`` alone, etcd's in a cluster), the topic service (``LocalTopicService``
+writes to this disk, ``ClusterTopicService`` to etcd), where producer ids come from. After
+that nothing asks again: handlers use the services they name in ``services.py``, and
+replication gets the hosted logs, the view, the clock and the notifier, never the broker.
+
+Handlers are given the broker as their services (it has every attribute ``services.py``
+names), so a test opens one over a temporary directory and calls handlers directly, with no
+sockets and no event loop unless the handler awaits.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 from pathlib import Path
-from typing import Iterator
 
 from ..cluster.view import ClusterView, LocalClusterView
 from ..config import BrokerConfig, parse_host_port
@@ -20,53 +22,33 @@ from ..group_offsets import GroupOffsetStore
 from ..metadata import LocalMetadataStore, MetadataStore
 from ..replication.manager import ReplicaManager
 from ..topics import TopicManager
+from .clock import BrokerClock
+from .committed_offsets import CommittedOffsets, OffsetStore
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
+from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
-
-class BrokerClock:
-    """Wall clock plus the test-only offset, which can be frozen for one produce request.
-
-    Why freeze: docs/protocol.md promises that every batch of one partition in one Produce
-    request gets the same LogAppendTime. Appends run synchronously on the event loop, so
-    holding the time still for the duration of one partition's appends is race-free.
-    """
-
-    def __init__(self, offset_ms: int = 0) -> None:
-        self.offset_ms = offset_ms
-        self._frozen_ms: int | None = None
-
-    def now_ms(self) -> int:
-        if self._frozen_ms is not None:
-            return self._frozen_ms
-        return time.time_ns() // 1_000_000 + self.offset_ms
-
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[int]:
-        if self._frozen_ms is not None:  # nested: keep the outer instant
-            yield self._frozen_ms
-            return
-        self._frozen_ms = self.now_ms()
-        try:
-            yield self._frozen_ms
-        finally:
-            self._frozen_ms = None
+__all__ = ["Broker", "BrokerClock"]
 
 
 class Broker:
-    """Everything the handlers need. Build with ``Broker.open`` (slow: run it in a thread)."""
+    """The services, built and wired once. Build with ``Broker.open`` (slow: run it in a
+    thread).
 
-    def __init__(self, config: BrokerConfig, topics: TopicManager, groups: GroupOffsetStore,
+    Args:
+        cluster: the view of a clustered broker (or a test's); None builds the single node's
+            ``LocalClusterView``, which is the only one told the port bound at start.
+    """
+
+    def __init__(self, config: BrokerConfig, topics: TopicManager, groups: OffsetStore,
                  clock: BrokerClock, cluster: ClusterView | None = None) -> None:
         self.config = config
         self.topics = topics
-        self.groups = groups
         self.clock = clock
         self.committer = GroupCommitter()
         self.notifier = AppendNotifier()
         self.idle_poller = IdlePoller(config.idle_poll_us)
-        self.group_locks: dict[str, asyncio.Lock] = {}  # serializes each group's commits
-        self.admin_lock = asyncio.Lock()  # one topic create/delete/alter at a time (single node)
+        self.offsets = CommittedOffsets(groups)
         self.stopping = False  # set at shutdown: long polls answer at once
         self.closing = False  # set on the loop before the logs close: scrapes stop reading them
         host, port = parse_host_port(config.advertised_listen or config.listen)
@@ -74,10 +56,21 @@ class Broker:
         self.advertised_port = port
         # Who leads what: LocalClusterView alone, EtcdClusterView in a cluster. The data path
         # (replication) reads partition states and proposes ISR changes through it.
-        self.cluster: ClusterView = cluster or LocalClusterView(config.node_id, (host, port))
-        # Topic changes go through etcd when clustered (EtcdMetadataStore); None alone.
-        self.cluster_store = topics.store if config.clustered else None
-        self.replicas = ReplicaManager(self, self.cluster)
+        self._local_view = None if cluster is not None else LocalClusterView(config.node_id,
+                                                                              (host, port))
+        self.cluster: ClusterView = cluster or self._local_view
+        # Topic changes: etcd's store when clustered (EtcdMetadataStore), this disk alone.
+        self.topic_service: TopicService = (
+            ClusterTopicService(topics, topics.store, self.offsets) if config.clustered
+            else LocalTopicService(topics, self.notifier.notify, self.offsets))
+        self.replicas = ReplicaManager(
+            topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
+            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+
+    @property
+    def groups(self) -> OffsetStore:
+        """Where committed offsets are kept (the metrics read every group's from it)."""
+        return self.offsets.store
 
     @classmethod
     def open(cls, config: BrokerConfig, store: MetadataStore | None = None,
@@ -94,14 +87,21 @@ class Broker:
         topics.open_all(*(initial or ()))
         broker = cls(config, topics, GroupOffsetStore(data_dir), clock, cluster)
         broker.replicas.open_all()
+        if broker._local_view is not None:  # a cluster allocates producer ids in its store
+            broker._local_view.seed_producer_ids(broker.replicas.largest_producer_id())
         return broker
+
+    def use_group_store(self, store: OffsetStore) -> None:
+        """Keep committed offsets in ``store`` from now on (a clustered broker's etcd store,
+        started once the logs are open); call it before the broker serves."""
+        self.offsets.store = store
 
     def set_bound_port(self, port: int) -> None:
         """Advertise the port actually bound (``listen`` may say port 0)."""
         if self.config.advertised_listen is None:
             self.advertised_port = port
-            if isinstance(self.cluster, LocalClusterView):
-                self.cluster.address = (self.advertised_host, port)
+            if self._local_view is not None:
+                self._local_view.address = (self.advertised_host, port)
 
     def close(self) -> None:
         """Finish the group commit's rounds and stop its thread; checkpoint replication

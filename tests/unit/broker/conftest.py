@@ -12,9 +12,10 @@ from tslog.broker.server.state import Broker
 def make_broker(tmp_path):
     opened: list[Broker] = []
 
-    def make(**settings) -> Broker:
+    def make(cluster=None, **settings) -> Broker:
+        """A broker with these config ``settings``; ``cluster``: a test's cluster view."""
         settings.setdefault("data_dir", str(tmp_path / "data"))
-        broker = Broker.open(BrokerConfig(**settings))
+        broker = Broker.open(BrokerConfig(**settings), cluster=cluster)
         opened.append(broker)
         return broker
 

@@ -16,7 +16,6 @@ import pytest
 from tests.helpers.cluster_view import MemoryClusterView
 from tests.helpers.handlers import call
 from tests.helpers.wire import batch
-from tslog.broker.replication.manager import ReplicaManager
 from tslog.broker.storage.replica import ReplicaLog
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
@@ -32,11 +31,10 @@ def first(response):
 
 
 @pytest.fixture
-async def cluster(broker):
+async def cluster(make_broker):
     """Broker 0 with topic t (1 partition) led by it in epoch 1, ISR {0, 1, 2}."""
     view = MemoryClusterView(0)
-    broker.cluster = view
-    broker.replicas = ReplicaManager(broker, view)
+    broker = make_broker(cluster=view)
     body = {"topics": [{"topic": "t", "partitions": 1, "replication_factor": 1,
                         "configs": {"replica.lag.time.max.ms": "1000"}}], "timeout_ms": 1000}
     assert (await call(broker, ApiKey.CREATE_TOPICS, body))["topics"][0]["error_code"] == 0

@@ -1,0 +1,73 @@
+"""What each group of request handlers is given: narrow services, chosen once at start.
+
+Why: a handler that is handed the whole broker can reach anything, so nothing says what it
+depends on, and a test or a second front door (Kafka's protocol) must build all of it. Each
+handler module names here the few services it uses, as a ``Protocol``; the broker
+(``state.Broker``, the one place that builds and wires them when it opens) provides them
+all, and a test may hand a handler anything that has these attributes.
+
+- ``DataPath`` (produce, fetch, list offsets): the hosted partitions with their replication
+  state, the topic catalog (to tell "not here" from "no such partition"), the clock, the
+  notifier that wakes long polls, group commit (durable acks), the request limits, and the
+  shutdown flag that ends long polls.
+- ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
+  cluster view.
+- ``AdminApis`` (Metadata, CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions):
+  the topic catalog, the topic service (single node or cluster, picked at open), the
+  cluster view, and the broker's settings (its node id).
+- ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from tslog.protocol.errors import ErrorCode
+
+from ..cluster.view import ClusterView
+from ..config import BrokerConfig
+from ..metadata import TopicMetadata
+from ..replication.manager import ReplicaManager
+from ..topics import TopicManager
+from .clock import BrokerClock
+from .committed_offsets import CommittedOffsets
+from .durability import AppendNotifier, GroupCommitter
+from .topic_service import TopicService
+
+
+class DataPath(Protocol):
+    topics: TopicManager
+    replicas: ReplicaManager
+    clock: BrokerClock
+    notifier: AppendNotifier
+    committer: GroupCommitter
+    config: BrokerConfig  # fetch_max_bytes, request_timeout_ms
+    stopping: bool  # set at shutdown: long polls answer at once
+
+
+class ReplicationApis(Protocol):
+    topics: TopicManager
+    replicas: ReplicaManager
+    cluster: ClusterView
+
+
+class AdminApis(Protocol):
+    topics: TopicManager
+    topic_service: TopicService
+    cluster: ClusterView
+    config: BrokerConfig  # node_id
+
+
+class GroupApis(Protocol):
+    topics: TopicManager
+    offsets: CommittedOffsets
+
+
+def missing_code(known: TopicManager, topic: str, partition: int) -> ErrorCode:
+    """The answer for a partition this broker holds no log of: NOT_LEADER_OR_FOLLOWER when
+    the cluster has it (the client should look up its leader), else
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    metadata: TopicMetadata | None = known.topics.get(topic)
+    if metadata is not None and 0 <= partition < metadata.partitions:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
