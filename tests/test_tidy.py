@@ -1,13 +1,22 @@
 """Structure the design promises, checked on the source: the dependency direction between
-packages, no I/O in the protocol package, no asyncio in storage, small modules.
+packages, no import cycles between modules, no I/O in the protocol package, no asyncio in
+storage, small modules.
 
 DESIGN.md: protocol <- broker, protocol <- client <- spark_connector; the broker never imports
 the client; storage has no asyncio; the protocol package does no I/O.
+
+Imports are read as Python resolves them: relative ones (``from ..server.state import
+Broker``) against the importing module's package, so they cannot slip past the direction
+check; and every import counts, the ones under ``if TYPE_CHECKING:`` and inside functions
+too, because a cycle hidden from the interpreter is still two modules that cannot be
+understood, tested or replaced one without the other (issue 21: ``ReplicaManager`` took the
+whole ``Broker`` it was itself a part of).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -28,15 +37,43 @@ def source_files(folder: str):
     return sorted((ROOT / folder).rglob("*.py"))
 
 
-def imported_modules(path: Path) -> set[str]:
+def module_name(path: Path) -> str:
+    """The dotted name ``path`` is installed under: ``broker/server/state.py`` is
+    ``tslog.broker.server.state``; a package's ``__init__.py`` is the package itself."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["tslog", *parts]) if parts[0] in PACKAGES else ".".join(parts)
+
+
+def _package_of(path: Path) -> str:
+    """The package a relative import in ``path`` starts from (level 1)."""
+    name = module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def imports_in(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """Every import in ``path`` as (absolute module, names taken from it), relative ones
+    resolved against the module's package. ``import a.b`` takes no names."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    names = set()
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-    return names
+            found.extend((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names = tuple(alias.name for alias in node.names)
+            if node.level == 0:
+                found.append((node.module, names))
+                continue
+            base = _package_of(path).split(".")
+            if node.level > 1:
+                base = base[:-(node.level - 1)]
+            found.append((".".join(base + ([node.module] if node.module else [])), names))
+    return found
+
+
+def imported_modules(path: Path) -> set[str]:
+    return {module for module, _ in imports_in(path)}
 
 
 def tslog_package(module: str) -> str | None:
@@ -55,6 +92,121 @@ def test_dependency_direction(package):
             if target is not None and target not in ALLOWED[package]:
                 offenders.append(f"{path.relative_to(ROOT)} imports {module}")
     assert not offenders, offenders
+
+
+@functools.cache  # read once per run: several tests ask
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the four packages it imports. ``from package import name``
+    is an edge to the submodule ``package.name`` when one exists, else to the package."""
+    paths = {module_name(path): path for folder in PACKAGES.values()
+             for path in source_files(folder)}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        edges = graph.setdefault(module, set())
+        for target, names in imports_in(path):
+            submodules = {f"{target}.{name}" for name in names} & paths.keys()
+            edges.update(submodules)
+            if len(submodules) < len(names) or not names:  # names defined in ``target``
+                edges.add(target)
+        edges.intersection_update(paths)  # the stdlib and third parties have no say here
+        edges.discard(module)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm,
+    iterative), each sorted: every module in one imports every other, directly or not."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_relative_imports_are_resolved():
+    """The direction check sees ``from ..x import y`` as the absolute module it names."""
+    path = ROOT / "broker" / "server" / "handlers.py"
+    assert module_name(path) == "tslog.broker.server.handlers"
+    assert {module for module in imported_modules(path) if module.startswith("tslog.broker.")}
+    assert module_name(ROOT / "broker" / "storage" / "__init__.py") == "tslog.broker.storage"
+
+
+def test_import_cycles_are_found():
+    """The cycle finder itself, on a graph with one two-module and one three-module cycle."""
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
+    assert sorted(import_cycles(graph)) == [["a", "b"], ["c", "d", "e"]]
+
+
+# Cycles known and owned elsewhere, each to be removed by its owner's change. The schema
+# compiler (``_schema_fast``) needs the node classes, and ``Struct.check`` imports the
+# compiler lazily: the protocol package is being reworked for issue 21's sans-I/O connection
+# at the same time, so the fix belongs to that work, not to the broker's.
+KNOWN_CYCLES = [["tslog.protocol._schema_fast", "tslog.protocol.schema"]]
+
+
+def test_no_import_cycles():
+    """No module imports itself through others, counting imports made only for type
+    checking or only inside a function: each is a dependency all the same."""
+    graph = import_graph()
+    assert len(graph) > 50, "the check read too few modules to mean anything"
+    cycles = import_cycles(graph)
+    assert [c for c in cycles if c not in KNOWN_CYCLES] == [], cycles
+    assert [c for c in KNOWN_CYCLES if c not in cycles] == [], "fixed: drop it from KNOWN_CYCLES"
+
+
+def _broker_imports(module: str) -> set[str]:
+    return {target for target in import_graph()[module] if target.startswith("tslog.broker")}
+
+
+def test_replication_depends_on_storage_and_the_cluster_view_only():
+    """Issue 21: the data path's replication is below the server; it is handed the hosted
+    logs, the view, a clock and a notifier, and reports its own metrics."""
+    allowed = ("tslog.broker.replication", "tslog.broker.storage", "tslog.broker.cluster.view",
+               "tslog.broker.metrics.replication")
+    offenders = [f"{module} imports {target}" for module in import_graph()
+                 if module.startswith("tslog.broker.replication")
+                 for target in _broker_imports(module) if not target.startswith(allowed)]
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("module", ["handlers", "data_handlers", "replication_handlers"])
+def test_request_handlers_name_their_services_not_the_broker(module):
+    """Handlers use the narrow services of ``server/services.py``; only the broker's
+    composition (``server/state.py``) and its start-up import the whole ``Broker``."""
+    assert "tslog.broker.server.state" not in _broker_imports(f"tslog.broker.server.{module}")
 
 
 def imports_of(folder: str, banned: set[str]) -> list[str]:
