@@ -177,7 +177,7 @@ class SenderMixin:
             idempotence.in_flight.update(batch.tp for batch in sendable)
         body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
-        future = conn.send_nowait(ApiKey.PRODUCE, body, expect_response=self.acks != 0,
+        future = conn.send_nowait(ApiKey.PRODUCE, body,
                                   timeout_ms=self.request_timeout_ms + 5_000)
         future.add_done_callback(lambda f: self._on_response(f, sendable))
 

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from tslog.protocol.connection import NEED_DATA, Connection, Role
+from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
 from tslog.protocol.errors import RemoteProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError
 from tslog.protocol.messages import InvalidResponseError
@@ -73,7 +73,7 @@ class BrokerSocket:
     def send(self, api_key: int, body: dict) -> None:
         # Built here, from checked arguments: no schema walk on the way out.
         _, frame = self._connection.send_request(api_key, body, validate=False)
-        self.sock.sendall(frame)
+        self.sock.sendall(frame[0] if len(frame) == 1 else b"".join(frame))
 
     def _poll_readable(self, poll_s: float) -> None:
         """Spin on zero-timeout polls until the socket is readable or ``poll_s`` passed."""
@@ -107,6 +107,8 @@ class BrokerSocket:
                                           "closed the connection")
                 connection.buffer_updated(count)
                 event = connection.next_event()
+            if type(event) is BadResponse:  # that answer is bad; the stream is still in step
+                raise event.error
         except (FrameTooLargeError, InvalidResponseError):
             self.close()
             raise

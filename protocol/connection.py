@@ -31,14 +31,16 @@ import collections
 import enum
 from typing import NamedTuple
 
-from .chunked import encode_response_chunks
+from .chunked import encode_request_chunks, encode_response_chunks
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .frames import FRAME_PREFIX, FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, FrameTooLargeError
 from .messages import (
     CORRELATION_ID_MAX,
     ApiKey,
+    InvalidResponseError,
     RequestError,
     RequestHeader,
+    check_request,
     check_response_body,
     decode_request,
     encode_request,
@@ -84,6 +86,15 @@ class Response(NamedTuple):
     correlation_id: int
     api_key: ApiKey
     body: dict
+
+
+class BadResponse(NamedTuple):
+    """A response, in step, whose body fits neither its API's schema nor an error body: that
+    request failed; the connection itself is fine."""
+
+    correlation_id: int
+    api_key: ApiKey
+    error: InvalidResponseError
 
 
 class ConnectionClosed(NamedTuple):
@@ -341,18 +352,27 @@ class Connection:
     # -- client ----------------------------------------------------------------------------
 
     def send_request(self, api_key: int, body: dict, *, api_version: int = 0,
-                     validate: bool = True) -> tuple[int, bytes]:
-        """Encode a request; returns (correlation id, frame to write).
+                     validate: bool = True) -> tuple[int, list]:
+        """Encode a request; returns (correlation id, buffers to write, in order).
+
+        A Produce request's batches are buffers of their own (``chunked.py``), not copied into
+        the frame. A Produce with acks = 0 expects no response.
 
         Raises:
             LocalProtocolError: ``validate`` and the body breaks its schema.
         """
         self._correlation_id = correlation_id = (self._correlation_id + 1) % (
             CORRELATION_ID_MAX + 1)
-        frame = encode_request(RequestHeader(api_key, api_version, correlation_id,
-                                             self.client_id), body, validate=validate)
-        if not (api_key == ApiKey.PRODUCE and body.get("acks") == 0):
-            self._outstanding.append((correlation_id, api_key, api_version))
+        header = RequestHeader(api_key, api_version, correlation_id, self.client_id)
+        if api_key == ApiKey.PRODUCE:
+            if validate:
+                check_request(header, body)
+            frame = encode_request_chunks(header, body)
+            if body.get("acks") == 0:
+                return correlation_id, frame
+        else:
+            frame = [encode_request(header, body, validate=validate)]
+        self._outstanding.append((correlation_id, api_key, api_version))
         return correlation_id, frame
 
     @property
@@ -360,7 +380,7 @@ class Connection:
         """Requests sent whose response has not been read yet."""
         return len(self._outstanding)
 
-    def _response_event(self, frame) -> Response:
+    def _response_event(self, frame) -> Response | BadResponse:
         if not self._outstanding:
             raise RemoteProtocolError("a response arrived with no request outstanding",
                                       ErrorCode.INVALID_REQUEST)
@@ -369,5 +389,8 @@ class Connection:
         if got != correlation_id:  # first: its body would be checked against the wrong API
             raise RemoteProtocolError(f"response {got} does not answer request "
                                       f"{correlation_id}", ErrorCode.INVALID_REQUEST)
-        check_response_body(api_key, api_version, body)
+        try:
+            check_response_body(api_key, api_version, body)
+        except InvalidResponseError as exc:
+            return BadResponse(correlation_id, ApiKey(api_key), exc)
         return Response(correlation_id, ApiKey(api_key), body)

@@ -308,6 +308,20 @@ def _unpack(data) -> object:
     )
 
 
+def check_request(header: RequestHeader, body: dict) -> None:
+    """Raise LocalProtocolError unless this side may send ``body`` with ``header``."""
+    api_key, api_version, correlation_id, _ = header
+    if not 0 <= correlation_id <= CORRELATION_ID_MAX:
+        raise LocalProtocolError(f"correlation id {correlation_id} out of range")
+    schema = REQUEST_SCHEMAS.get((api_key, api_version))
+    if schema is None:
+        raise LocalProtocolError(f"no schema for api key {api_key} version {api_version}")
+    try:
+        schema.check(body)
+    except SchemaError as exc:
+        raise LocalProtocolError(f"invalid request body: {exc}") from None
+
+
 def encode_request(header: RequestHeader, body: dict, *, validate: bool = True) -> bytes:
     """Return a complete request frame (length prefix + msgpack).
 
@@ -317,15 +331,7 @@ def encode_request(header: RequestHeader, body: dict, *, validate: bool = True) 
     """
     api_key, api_version, correlation_id, client_id = header
     if validate:
-        if not 0 <= correlation_id <= CORRELATION_ID_MAX:
-            raise LocalProtocolError(f"correlation id {correlation_id} out of range")
-        schema = REQUEST_SCHEMAS.get((api_key, api_version))
-        if schema is None:
-            raise LocalProtocolError(f"no schema for api key {api_key} version {api_version}")
-        try:
-            schema.check(body)
-        except SchemaError as exc:
-            raise LocalProtocolError(f"invalid request body: {exc}") from None
+        check_request(header, body)
     try:
         payload = msgpack.packb([int(api_key), api_version, correlation_id, client_id, body],
                                 use_bin_type=True)

@@ -102,7 +102,7 @@ async def test_acks_zero_does_not_wait_and_the_data_arrives(broker):
         await conn.send(ApiKey.CREATE_TOPICS, create_topic_body("fire"))
         body = {"acks": 0, "timeout_ms": 1000, "topics": [{"topic": "fire", "partitions": [
             {"partition": 0, "records": build_batch([b"a", b"b"])}]}]}
-        assert await conn.send(ApiKey.PRODUCE, body, expect_response=False) is None
+        assert await conn.send(ApiKey.PRODUCE, body) is None  # acks = 0: no response
         assert conn.in_flight == 0
         reply = await conn.send(ApiKey.FETCH, fetch_body("fire", 0, 2000))
         assert reply["topics"][0]["partitions"][0]["high_watermark"] == 2
