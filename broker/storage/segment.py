@@ -443,9 +443,11 @@ class Segment(LoadMixin):
             self._fd = -1
 
     def delete(self) -> None:
-        """Close and remove the files, the log first so a crash midway leaves orphan indexes
-        (cleaned at load) rather than a log without its history."""
-        self.close()
+        """Release and remove the files, the log first so a crash midway leaves orphan
+        indexes (cleaned at load) rather than a log without its history. Not sealed first:
+        trimming and fsyncing files about to go (three fsyncs when a follower's truncation
+        drops its active segment, on the event loop) would protect nothing."""
+        self.close_handles()
         self.log_path.unlink(missing_ok=True)
         for index in self.indexes:
             index.path.unlink(missing_ok=True)
