@@ -3,18 +3,23 @@ straight into a buffer of its own size.
 
 Why not ``asyncio.StreamReader``: a follower's fetch responses are megabytes of records, and
 a stream reader copies every byte into its buffer and again out of it (``readexactly``), on
-top of the kernel's copy. This ``BufferedProtocol`` reads the 4-byte length prefix, then
-lets the event loop ``recv_into`` a bytearray of exactly the frame's length, so the bytes are
-copied once before msgpack sees them. The broker never imports the client, so the follower
-has this small channel of its own.
+top of the kernel's copy. This ``BufferedProtocol`` lets the event loop ``recv_into`` the
+buffers of the sans-I/O ``tslog.protocol.connection.Connection`` (a large frame gets one of
+exactly its length), which also does the framing, the cap and the correlation check, as it
+does for every other connection. The broker never imports the client, so the follower has
+this small shell of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from tslog.protocol.frames import FRAME_PREFIX, FRAME_PREFIX_SIZE
-from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
+from tslog.protocol.errors import ProtocolError
+from tslog.protocol.messages import ApiKey
+
+
+_DISCARD = bytearray(64 * 1024)
 
 
 class RequestInterrupted(Exception):
@@ -22,45 +27,36 @@ class RequestInterrupted(Exception):
     closed with it, since a late response could no longer be matched."""
 
 
-class _FrameReceiver(asyncio.BufferedProtocol):
-    """Receives length-prefixed frames into exact-size buffers; hands each to a waiter."""
+class _LeaderProtocol(asyncio.BufferedProtocol):
+    """Moves bytes between the socket and the protocol core; hands each response to a waiter."""
 
-    def __init__(self, max_frame_bytes: int) -> None:
-        self.max_frame_bytes = max_frame_bytes
+    def __init__(self, client_id: str, max_frame_bytes: int) -> None:
+        self.wire = Connection(Role.CLIENT, max_frame_bytes=max_frame_bytes,
+                               client_id=client_id)
         self.transport: asyncio.Transport | None = None
         self.waiter: asyncio.Future | None = None
         self.lost: Exception | None = None
-        self._prefix = bytearray(FRAME_PREFIX_SIZE)
-        self._frame: bytearray | None = None  # None while the prefix is being read
-        self._got = 0
 
     def connection_made(self, transport) -> None:
         self.transport = transport
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        target = self._prefix if self._frame is None else self._frame
-        return memoryview(target)[self._got:]
+        if self.lost is not None:
+            return memoryview(_DISCARD)  # bytes after a failure: dropped
+        return self.wire.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._got += nbytes
-        if self._frame is None:
-            if self._got < FRAME_PREFIX_SIZE:
-                return
-            (length,) = FRAME_PREFIX.unpack(self._prefix)
-            if length > self.max_frame_bytes:
-                self._fail(ConnectionError(f"response frame of {length} bytes is too large"))
-                self.transport.close()
-                return
-            self._frame, self._got = bytearray(length), 0
-            if length:
-                return
-        if self._got == len(self._frame):
-            frame, self._frame, self._got = self._frame, None, 0
-            if self.waiter is not None and not self.waiter.done():
-                self.waiter.set_result(frame)
-            else:  # nobody asked: the stream is out of step
-                self._fail(ConnectionError("unexpected response"))
-                self.transport.close()
+        if self.lost is not None:
+            return
+        try:
+            self.wire.buffer_updated(nbytes)
+            while (event := self.wire.next_event()) is not NEED_DATA:
+                if self.waiter is None or self.waiter.done():
+                    raise ConnectionError("unexpected response")  # the stream is out of step
+                self.waiter.set_result(event)
+        except (ProtocolError, ConnectionError) as exc:
+            self._fail(ConnectionError(f"response stream from the leader: {exc}"))
+            self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(ConnectionError(f"connection to the leader lost: {exc or 'closed'}"))
@@ -78,16 +74,16 @@ class LeaderChannel:
     def __init__(self, host: str, port: int, client_id: str, max_frame_bytes: int) -> None:
         self.host, self.port, self.client_id = host, port, client_id
         self.max_frame_bytes = max_frame_bytes
-        self._protocol: _FrameReceiver | None = None
-        self._correlation_id = 0
+        self._protocol: _LeaderProtocol | None = None
 
-    async def connect(self, timeout_s: float) -> _FrameReceiver:
+    async def connect(self, timeout_s: float) -> _LeaderProtocol:
         """The live connection, made first if there is none (returns at once if there is)."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
             _, protocol = await asyncio.wait_for(
                 asyncio.get_running_loop().create_connection(
-                    lambda: _FrameReceiver(self.max_frame_bytes), self.host, self.port),
+                    lambda: _LeaderProtocol(self.client_id, self.max_frame_bytes),
+                    self.host, self.port),
                 timeout_s)
             self._protocol = protocol
         return protocol
@@ -100,16 +96,14 @@ class LeaderChannel:
             RequestInterrupted: ``interrupt`` was called while it waited.
         """
         protocol = await self.connect(timeout_s)
-        loop = asyncio.get_running_loop()
-        self._correlation_id = (self._correlation_id + 1) % (2**31)
-        header = RequestHeader(api_key, 0, self._correlation_id, self.client_id)
-        protocol.waiter = waiter = loop.create_future()
-        protocol.transport.write(encode_request(header, body, validate=False))  # built here
+        protocol.waiter = waiter = asyncio.get_running_loop().create_future()
+        _, frame = protocol.wire.send_request(api_key, body, validate=False)  # built here
+        protocol.transport.writelines(frame)
         async with asyncio.timeout(timeout_s):
-            frame = await waiter
-        correlation_id, response = decode_response(frame, api_key)
-        if correlation_id != self._correlation_id:
-            raise ConnectionError("response out of order")
+            event = await waiter
+        if type(event) is BadResponse:
+            raise event.error
+        response = event.body
         if "topics" not in response:
             raise ConnectionError(f"leader answered {api_key.name} with {response}")
         return response
