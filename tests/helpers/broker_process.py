@@ -3,8 +3,10 @@
 Integration tests (the broker's and the client's) start one per test with a temporary data
 directory, wait until it answers ApiVersions, and stop it at teardown. ``terminate`` sends
 SIGTERM and asserts a clean exit (code 0); ``kill`` sends SIGKILL (a crash); ``restart``
-starts it again on the same port and data directory. The broker's output goes to a log file
-in the data directory's parent, printed by ``log_text`` when a test needs to look.
+starts it again on the same port and data directory; ``stop`` sends SIGTERM and returns the
+exit code without asserting (``bench/`` starts its brokers with this class too, and reports an
+unclean exit after its tables). The broker's output goes to a log file in the data
+directory's parent, printed by ``log_text`` when a test needs to look.
 
 ``config`` takes broker settings by field name (``{"node_id": 1, "etcd_endpoints": ...}``),
 passed as ``TSLOG_*`` environment variables. ``start_cluster`` starts N brokers of one
@@ -146,6 +148,19 @@ class BrokerProcess:
         assert code == 0, f"broker exited with {code}:\n{self.log_text()}"
         return code
 
+    def stop(self) -> int | None:
+        """SIGTERM, wait (SIGKILL after the timeout) and return the exit code; None if it was
+        never started. Asserts nothing: a benchmark prints an unclean exit after its tables."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return None if process is None else process.returncode
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait(STOP_TIMEOUT_S)
+
     def kill(self) -> None:
         """SIGKILL: the broker gets no chance to flush or leave clean-shutdown markers."""
         if self.process is not None and self.process.poll() is None:
@@ -195,13 +210,15 @@ def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
 
 def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
                   session_timeout_ms: int = 2000, cluster_name: str = "tslog",
-                  config: dict | None = None) -> list[BrokerProcess]:
+                  config: dict | None = None, args: list[str] | None = None
+                  ) -> list[BrokerProcess]:
     """Start brokers 0..count-1 of one cluster (data in ``base_dir/broker-N``), all ready.
 
-    On any failure the ones already launched are killed before the error propagates.
+    ``args`` are extra command-line arguments for each (``--log-level WARNING``). On any
+    failure the ones already launched are killed before the error propagates.
     """
     brokers = [
-        BrokerProcess(Path(base_dir) / f"broker-{node}", config={
+        BrokerProcess(Path(base_dir) / f"broker-{node}", args=args, config={
             "node_id": node, "etcd_endpoints": etcd_endpoint, "cluster_name": cluster_name,
             "broker_session_timeout_ms": session_timeout_ms, **(config or {})})
         for node in range(count)
