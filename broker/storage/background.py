@@ -44,8 +44,10 @@ class IOWorker:
         self._closed = False
 
     def submit(self, command: Callable[[], object]) -> Future:
-        """Run ``command`` in the thread (once the worker is closed: here and now); the
-        future holds its result or its exception, which is also logged."""
+        """Run ``command`` in the thread; the future holds its result or its exception,
+        which is also logged. Once the worker is closed (shutdown), in a thread of its own:
+        not here, because the caller may hold the lock the command takes (a roll, under its
+        log's lock, hands over the seal)."""
         future: Future = Future()
         with self._lock:
             if not self._closed:
@@ -55,7 +57,8 @@ class IOWorker:
                     self._thread.start()
                 self._queue.put((command, future))
                 return future
-        _call(command, future)
+        threading.Thread(target=_call, args=(command, future), name=self.name,
+                         daemon=True).start()
         return future
 
     def barrier(self) -> Future:
@@ -63,7 +66,7 @@ class IOWorker:
         return self.submit(_nothing)
 
     def close(self) -> None:
-        """Run everything submitted so far, then stop the thread; later commands run inline."""
+        """Run everything submitted so far, then stop the thread."""
         with self._lock:
             if self._closed:
                 return

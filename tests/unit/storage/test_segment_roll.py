@@ -180,3 +180,19 @@ def test_the_flush_policy_syncs_in_the_worker(tmp_path):
     assert log.recovery_point == 9
     log.close()
     held.worker.close()
+
+
+def test_a_roll_after_the_worker_closed_still_seals_without_deadlock(tmp_path):
+    """Shutdown closes the worker before the logs: a roll in between hands its seal to a
+    worker that no longer runs a thread, while the roll holds the log's lock."""
+    worker = IOWorker("test-io")
+    log = worker_log(tmp_path / "t-0", worker)
+    fill(log, 6)
+    worker.close()
+    fill(log, 12)  # rolls: each seal runs in a thread of its own, once the lock is free
+    assert [r.offset for r in read_all(log)] == list(range(54))
+    log.close()
+    reopened = open_log(tmp_path / "t-0", segment_bytes=SEGMENT_BYTES)
+    assert reopened.recovery_report.clean_shutdown
+    assert [r.offset for r in read_all(reopened)] == list(range(54))
+    reopened.close()
