@@ -127,9 +127,10 @@ class MmapIndex:
         """Write the first page of a new writable file once, so that its first entry does
         not fault: here ext4 takes 3-50 ms for a first write through a map to a new sparse
         file (later pages, or a page written before: tens of microseconds). An I/O worker
-        does this for the next segment's files."""
-        if self._writable and self._map is not None and self.entries == 0:
-            self._map[0] = 0
+        does this for the next segment's files. With ``pwrite``, not through the map: on a
+        full disk that raises ENOSPC where a write to the map would kill with SIGBUS."""
+        if self._writable and self.entries == 0:
+            os.pwrite(self._open_fd(), b"\0", 0)
 
     def seal(self) -> None:
         """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
