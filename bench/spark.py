@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -42,13 +41,8 @@ sys.path.insert(0, str(REPO_ROOT))
 from bench.storage import print_table  # noqa: E402  (one table printer for the benches)
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 from tslog.client import Admin  # noqa: E402
-from tslog.protocol.frames import FRAME_PREFIX  # noqa: E402
-from tslog.protocol.messages import (  # noqa: E402
-    ApiKey,
-    RequestHeader,
-    decode_response,
-    encode_request,
-)
+from tslog.client.blocking import BrokerSocket  # noqa: E402
+from tslog.protocol.messages import ApiKey  # noqa: E402
 from tslog.protocol.records import build_batch  # noqa: E402
 
 RECORDS_PER_BATCH = 8192
@@ -59,28 +53,17 @@ def now_ms() -> int:
 
 
 class RawProducer:
-    """Pipelined raw Produce requests of pre-built batches (acks=1)."""
+    """Pipelined raw Produce requests of pre-built batches (acks=1), over the blocking shell
+    of the protocol core (``BrokerSocket``): requests go out at once, answers are read when
+    ``in_flight`` are outstanding."""
 
     def __init__(self, host: str, port: int, in_flight: int = 8) -> None:
-        self.sock = socket.create_connection((host, port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.connection = BrokerSocket(host, port, 30.0, "bench-spark")
         self.in_flight = in_flight
         self.pending = 0
-        self.correlation = 0
-
-    def _read_exactly(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(min(n, 1 << 20))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
 
     def _collect(self) -> None:
-        (length,) = FRAME_PREFIX.unpack(self._read_exactly(4))
-        _, body = decode_response(self._read_exactly(length), ApiKey.PRODUCE)
+        body = self.connection.receive()
         for topic in body["topics"]:
             for part in topic["partitions"]:
                 if part["error_code"]:
@@ -90,12 +73,10 @@ class RawProducer:
     def send(self, topic: str, partition: int, batch: bytes) -> None:
         while self.pending >= self.in_flight:
             self._collect()
-        self.correlation += 1
-        body = {"acks": 1, "timeout_ms": 30_000,
-                "topics": [{"topic": topic, "partitions": [{"partition": partition,
-                                                            "records": batch}]}]}
-        self.sock.sendall(encode_request(RequestHeader(ApiKey.PRODUCE, 0, self.correlation,
-                                                       "bench-spark"), body, validate=False))
+        self.connection.send(ApiKey.PRODUCE, {
+            "acks": 1, "timeout_ms": 30_000,
+            "topics": [{"topic": topic, "partitions": [{"partition": partition,
+                                                        "records": batch}]}]})
         self.pending += 1
 
     def flush(self) -> None:
@@ -104,7 +85,7 @@ class RawProducer:
 
     def close(self) -> None:
         self.flush()
-        self.sock.close()
+        self.connection.close()
 
 
 def make_batches(count: int, value_bytes: int) -> list[bytes]:
