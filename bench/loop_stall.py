@@ -108,6 +108,7 @@ def main(argv=None) -> int:
     parser.add_argument("--broker", action="append", default=[],
                         help="LABEL=PYTHON: a broker to measure (default: this interpreter)")
     parser.add_argument("--seconds", type=float, default=8.0, help="produce run length")
+    parser.add_argument("--quick", action="store_true", help="a 2-second smoke run")
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--value-bytes", type=int, default=1000)
@@ -116,6 +117,8 @@ def main(argv=None) -> int:
                              "so the lag measured is stalls, not a queue of requests")
     parser.add_argument("--dir", default=None, help="where to put data (default: temp)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds = 2.0
     brokers = [b.split("=", 1) for b in args.broker] or [["this tree", sys.executable]]
     rows = []
     for label, python in brokers:
