@@ -1,11 +1,13 @@
 """One client connection: frames in, handlers run, responses out in request order.
 
-Theory of operation: ``data_received`` feeds the bytes to a ``FrameDecoder`` and queues each
-whole frame in ``_backlog``; ``pump`` handles queued frames while no limit holds them back.
-A request gets a slot in ``_pending`` (a deque in request order). Fast handlers return a body
-and the slot is filled immediately; slow ones (durable produce, long poll, offset commit)
-return an awaitable that runs as a task and fills its slot when done. After every event the
-filled slots at the head of the deque are written, so responses go out in request order
+Theory of operation: this is an ``asyncio.BufferedProtocol`` shell over the sans-I/O
+``tslog.protocol.connection.Connection`` (``_wire``), which owns the wire: the socket receives
+straight into its buffers (a large Produce request into a buffer of exactly its size, whose
+records msgpack leaves in place: ``record_views``), it cuts and checks the frames, and it keeps
+the answers in request order. ``pump`` takes request events while no limit holds them back.
+Fast handlers return a body and the request is answered at once; slow ones (durable produce,
+long poll, offset commit) return an awaitable that runs as a task and answers when done.
+After every event the answers now due are written, so responses go out in request order
 however the handlers finish (pipelining).
 
 Limits: the frame cap (a bigger length prefix closes the connection before any of the body is
@@ -14,9 +16,9 @@ costs the client its request or its connection, and the broker one log line; nev
 traceback on the wire.
 
 Unsent bytes (a client that never reads must not grow our memory): a connection's *unsent*
-bytes are its answered responses not yet written (``_held``: waiting behind an unanswered
-request) plus the transport's write buffer (``_buffered``). Requests are handled one at a time
-from the backlog, and none while unsent >= ``max_unsent_response_bytes``; the socket has to
+bytes are its answered responses not yet written (``_wire.held_bytes``: waiting behind an
+unanswered request) plus the transport's write buffer (``_buffered``). Requests are handled one
+at a time from the received frames, and none while unsent >= ``max_unsent_response_bytes``; the socket has to
 drain first (``resume_writing`` says when). So a connection holds at most that cap plus the
 responses to requests already handled when it was reached (one synchronous response, plus any
 long polls still running). Reading from the socket pauses while the backlog is blocked, so the
@@ -36,21 +38,19 @@ connection that is not paused for writing: no limit can wait on a drain nobody r
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import time
 
-from tslog.protocol.chunked import encode_response_chunks
-from tslog.protocol.errors import ErrorCode, LocalProtocolError
-from tslog.protocol.frames import FrameDecoder, FrameTooLargeError
+from tslog.protocol.connection import NEED_DATA, ConnectionClosed, Refused, Role
+from tslog.protocol.connection import Connection as WireConnection
+from tslog.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from tslog.protocol.frames import FrameTooLargeError
 from tslog.protocol.messages import (
     ApiKey,
     InvalidRequestError,
     MalformedRequestError,
     RequestError,
     UnknownApiKeyError,
-    decode_request,
-    encode_response,
 )
 
 from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
@@ -61,24 +61,11 @@ from .state import Broker
 log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
+_DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the stream broke
 # The transport's write-buffer high-water mark: past it ``pause_writing`` is called, and
 # ``resume_writing`` once it drains to a quarter. Those two calls keep the unsent figures
 # honest; the limits themselves are ``max_unsent_response_bytes`` and the broker-wide one.
 _WRITE_HIGH_BYTES = 64 * 1024
-
-
-class _Slot:
-    __slots__ = ("correlation_id", "frame", "size", "task", "chunked", "api", "started")
-
-    def __init__(self, correlation_id: int, frame: list | None = None,
-                 chunked: bool = False) -> None:
-        self.correlation_id = correlation_id
-        self.frame = frame  # the encoded response (a list of buffers), once known
-        self.size = 0  # bytes of ``frame``, counted in the connection's ``_held``
-        self.task: asyncio.Task | None = None
-        self.chunked = chunked  # a Fetch: records are written from their own buffers
-        self.api = None  # the request's ApiMetrics, while a task answers it
-        self.started = 0.0
 
 
 def _refusal_reason(exc: RequestError) -> str:
@@ -87,23 +74,6 @@ def _refusal_reason(exc: RequestError) -> str:
     if isinstance(exc, InvalidRequestError):
         return "invalid_request"
     return "unsupported_version"
-
-
-def _encode(correlation_id: int, body: dict, chunked: bool = False) -> list:
-    """The response frame as buffers for ``writelines``; a Fetch's records are not copied."""
-    try:
-        if chunked:
-            return encode_response_chunks(correlation_id, body)
-        return [encode_response(correlation_id, body)]
-    except LocalProtocolError:
-        log.exception("response to correlation id %d cannot be encoded", correlation_id)
-        return [encode_response(correlation_id, _SERVER_ERROR)]
-
-
-def _frame_bytes(frame: list) -> int:
-    if len(frame) == 1:
-        return len(frame[0])
-    return sum(map(len, frame))
 
 
 class ConnectionRegistry:
@@ -164,7 +134,19 @@ class ConnectionRegistry:
                     connection.abort()
 
 
-class BrokerConnection(asyncio.Protocol):
+class _Running:
+    """A request whose handler runs as a task: what its answer and its metrics need."""
+
+    __slots__ = ("api", "chunked", "started", "task")
+
+    def __init__(self, task: asyncio.Task, api, started: float, chunked: bool) -> None:
+        self.task = task
+        self.api = api
+        self.started = started
+        self.chunked = chunked
+
+
+class BrokerConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, registry: ConnectionRegistry) -> None:
         self.broker = broker
         self.registry = registry
@@ -172,10 +154,10 @@ class BrokerConnection(asyncio.Protocol):
         self.max_in_flight = config.max_in_flight_requests
         self.max_unsent = config.max_unsent_response_bytes
         self.idle_s = config.connections_max_idle_ms / 1000
-        self._decoder = FrameDecoder(config.max_frame_bytes)
-        self._pending: collections.deque[_Slot] = collections.deque()
-        self._backlog: collections.deque[bytes] = collections.deque()  # frames not handled yet
-        self._held = 0  # bytes of answered responses waiting behind an unanswered one
+        self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
+                                    record_views=True)
+        self._running: dict[int, _Running] = {}  # by request sequence
+        self._held = 0  # the core's held bytes, as counted in the registry
         self._buffered = 0  # the transport's write buffer, as last read
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
@@ -189,6 +171,12 @@ class BrokerConnection(asyncio.Protocol):
         self._write_paused = False
         self._last_activity = 0.0
         self._idle_handle: asyncio.TimerHandle | None = None
+
+    def _count_held(self) -> None:
+        """Bring the registry's total up to date with the answers the core holds."""
+        held = self._wire.held_bytes
+        self.registry.unsent_bytes += held - self._held
+        self._held = held
 
     # -- transport callbacks ---------------------------------------------------------------
 
@@ -208,18 +196,31 @@ class BrokerConnection(asyncio.Protocol):
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._closing:
+            return memoryview(_DISCARD)
+        try:
+            return self._wire.get_buffer()
+        except FrameTooLargeError:  # reported by the next event; until the close, discard
+            return memoryview(_DISCARD)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._take(self._wire.buffer_updated, nbytes)
+
+    def data_received(self, data) -> None:
+        """Bytes handed over rather than received in place (a transport without buffer
+        support, or a test driving the connection by hand): copied into the core."""
+        self._take(self._wire.receive_data, data)
+
+    def _take(self, put, received) -> None:
         if self._closing:
             return
         started = time.perf_counter()
         self._last_activity = self._loop.time()
         try:
-            frames = self._decoder.feed(data)
-        except FrameTooLargeError as exc:
-            REFUSED["oversize_frame"].inc()
-            self._close_bad(str(exc))
-            return
-        self._backlog.extend(frames)
+            put(received)
+        except FrameTooLargeError:
+            pass  # the frames before it are served; the next event reports it and closes
         self.pump()
         self.broker.idle_poller.handled(self._loop, started)
 
@@ -231,14 +232,11 @@ class BrokerConnection(asyncio.Protocol):
         self._held = self._buffered = 0
         if self._idle_handle is not None:
             self._idle_handle.cancel()
-        if self._decoder.buffered_bytes:
+        unfinished = self._wire.receiver.buffered_bytes
+        if unfinished:
             log.warning("%s: disconnected inside a frame; dropped %d bytes of it", self.peer,
-                        self._decoder.buffered_bytes)
-        for slot in self._pending:
-            if slot.task is not None:
-                slot.task.cancel()
-        self._pending.clear()
-        self._backlog.clear()
+                        unfinished)
+        self._cancel_running()
         if not self.closed.done():
             self.closed.set_result(None)
         if registry.waiting:
@@ -246,7 +244,7 @@ class BrokerConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         """The client half-closed: answer what it already sent, then close our side."""
-        if (self._pending or self._backlog) and not self._closing:
+        if (self._wire.unanswered or self._wire.frames_waiting) and not self._closing:
             self._eof = True
             return True  # keep the transport open for the responses still owed
         return None  # nothing owed: let the transport close
@@ -266,22 +264,34 @@ class BrokerConnection(asyncio.Protocol):
     # -- requests --------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Handle backlogged requests while no limit holds them back, write what is
+        """Handle received requests while no limit holds them back, write what is
         answered, and pause or resume reading the socket to match."""
         if self._pumping or self._closing:
             return  # the call below this one on the stack goes on from here
         self._pumping = True
         try:
-            backlog = self._backlog
+            wire = self._wire
             while True:
                 handled = False
-                while backlog and not self._blocked():
-                    self._handle_frame(backlog.popleft())
+                while not self._blocked():
+                    try:
+                        event = wire.next_event()
+                    except FrameTooLargeError as exc:
+                        REFUSED["oversize_frame"].inc()
+                        self._close_bad(str(exc))
+                        return
+                    except (MalformedRequestError, RemoteProtocolError) as exc:
+                        REFUSED["bad_frame"].inc()
+                        self._close_bad(str(exc))
+                        return
+                    if event is NEED_DATA or type(event) is ConnectionClosed:
+                        break
+                    self._handle(event)
                     if self._closing:
                         return
                     handled = True
-                # Writing can lower the unsent bytes: then the backlog may go on.
-                if not self._write_ready() or not handled or not backlog:
+                # Writing can lower the unsent bytes: then more requests may go on.
+                if not self._write_ready() or not handled or not wire.frames_waiting:
                     break
         finally:
             self._pumping = False
@@ -289,7 +299,7 @@ class BrokerConnection(asyncio.Protocol):
 
     def _blocked(self) -> bool:
         """True while this connection must not take another request (module docstring)."""
-        if (len(self._pending) >= self.max_in_flight
+        if (self._wire.unanswered >= self.max_in_flight
                 or self._held + self._buffered >= self.max_unsent):
             return True
         registry = self.registry
@@ -300,49 +310,46 @@ class BrokerConnection(asyncio.Protocol):
         registry.waiting.add(self)
         return True
 
-    def _handle_frame(self, frame: bytes) -> None:
-        try:
-            header, body = decode_request(frame)
-        except MalformedRequestError as exc:
-            REFUSED["bad_frame"].inc()
-            self._close_bad(str(exc))
-            return
-        except RequestError as exc:
+    def _handle(self, event) -> None:
+        if type(event) is Refused:  # answered by the protocol core with its typed error
+            exc = event.error
             REFUSED[_refusal_reason(exc)].inc()
             log.warning("%s: refused request %d: %s", self.peer, exc.correlation_id, exc)
-            slot = _Slot(exc.correlation_id)
-            self._pending.append(slot)
-            self._fill(slot, _encode(exc.correlation_id, exc.response_body()))
+            self._count_held()
             return
+        header, body = event.header, event.body
         started = time.perf_counter()
         try:
             result = HANDLERS[header.api_key](self.broker, body)
         except Exception:
             log.exception("%s: %s handler failed", self.peer, header.api_key.name)
             result = _SERVER_ERROR
-        if result is None:  # Produce with acks = 0: no response at all
+        if event.sequence is None:  # Produce with acks = 0: no response at all
             finish_request(api_metrics(header.api_key, body), None, started)
             return
-        slot = _Slot(header.correlation_id, chunked=header.api_key == ApiKey.FETCH)
-        self._pending.append(slot)
+        chunked = header.api_key == ApiKey.FETCH
         if type(result) is dict:
-            self._fill(slot, _encode(header.correlation_id, result, slot.chunked))
+            self._answer(event.sequence, result, chunked)
             finish_request(api_metrics(header.api_key, body), result, started)
         else:
-            slot.api = api_metrics(header.api_key, body)
-            slot.started = started
-            slot.task = self._loop.create_task(result)
-            slot.task.add_done_callback(lambda task, slot=slot: self._on_done(slot, task))
+            task = self._loop.create_task(result)
+            self._running[event.sequence] = _Running(task, api_metrics(header.api_key, body),
+                                                     started, chunked)
+            task.add_done_callback(lambda task, sequence=event.sequence:
+                                   self._on_done(sequence, task))
 
-    def _fill(self, slot: _Slot, frame: list) -> None:
-        """The slot is answered: its bytes count as held until ``_write_ready`` writes them."""
-        slot.frame = frame
-        slot.size = size = _frame_bytes(frame)
-        self._held += size
-        self.registry.unsent_bytes += size
+    def _answer(self, sequence: int, body: dict, chunked: bool) -> None:
+        """Hand the answer to the core; its bytes count as held until ``_write_ready``."""
+        try:
+            self._wire.answer(sequence, body, chunked=chunked)
+        except LocalProtocolError:
+            log.exception("%s: the response to request %d cannot be encoded", self.peer,
+                          sequence)
+        self._count_held()
 
-    def _on_done(self, slot: _Slot, task: asyncio.Task) -> None:
-        if self._closing or task.cancelled():
+    def _on_done(self, sequence: int, task: asyncio.Task) -> None:
+        running = self._running.pop(sequence, None)
+        if self._closing or task.cancelled() or running is None:
             return
         error = task.exception()
         if error is not None:
@@ -350,23 +357,16 @@ class BrokerConnection(asyncio.Protocol):
             body = _SERVER_ERROR
         else:
             body = task.result()
-        self._fill(slot, _encode(slot.correlation_id, body, slot.chunked))
-        finish_request(slot.api, body, slot.started)
+        self._answer(sequence, body, running.chunked)
+        finish_request(running.api, body, running.started)
         self.pump()
 
     def _write_ready(self) -> bool:
-        """Write the answered requests at the head of the queue, in order; True if any."""
-        pending = self._pending
-        if not pending or pending[0].frame is None:
+        """Write the answers now due, in request order; True if any."""
+        frames = self._wire.data_to_send()
+        if not frames:
             return False
-        frames = []
-        released = 0
-        while pending and pending[0].frame is not None:
-            slot = pending.popleft()
-            frames += slot.frame
-            released += slot.size
-        self._held -= released
-        self.registry.unsent_bytes -= released
+        self._count_held()
         if not self._closing:
             self._transport.writelines(frames)
             self._count_buffered()
@@ -384,10 +384,10 @@ class BrokerConnection(asyncio.Protocol):
         if self._closing:
             return
         if self._shutting_down or self._eof:
-            if not self._pending and not self._backlog:
+            if not self._wire.unanswered and not self._wire.frames_waiting:
                 self._close()
             return
-        should_pause = bool(self._backlog) or self._blocked()
+        should_pause = bool(self._wire.frames_waiting) or self._blocked()
         if should_pause and not self._read_paused:
             self._read_paused = True
             self._transport.pause_reading()
@@ -402,7 +402,7 @@ class BrokerConnection(asyncio.Protocol):
             return
         now = self._loop.time()
         idle_for = now - self._last_activity
-        if idle_for >= self.idle_s and not self._pending:
+        if idle_for >= self.idle_s and not self._wire.unanswered:
             log.warning("%s: idle for %.0f ms; closing", self.peer, idle_for * 1000)
             REFUSED["idle_timeout"].inc()
             self._close()
@@ -411,7 +411,7 @@ class BrokerConnection(asyncio.Protocol):
                 # unsent answers (up to the cap) until it does, maybe forever.
                 self._transport.abort()
             return
-        delay = self.idle_s if self._pending else self.idle_s - idle_for
+        delay = self.idle_s if self._wire.unanswered else self.idle_s - idle_for
         self._idle_handle = self._loop.call_later(delay, self._check_idle)
 
     def _close_bad(self, reason: str) -> None:
@@ -420,14 +420,17 @@ class BrokerConnection(asyncio.Protocol):
         self._write_ready()
         self._close()
 
+    def _cancel_running(self) -> None:
+        running, self._running = self._running, {}
+        for entry in running.values():
+            entry.task.cancel()
+
     def _close(self) -> None:
         if self._closing:
             return
         self._closing = True
-        self._backlog.clear()
-        for slot in self._pending:
-            if slot.task is not None:
-                slot.task.cancel()
+        self._wire.drop_unread()
+        self._cancel_running()
         self._transport.close()
 
     def begin_shutdown(self) -> None:
@@ -436,9 +439,9 @@ class BrokerConnection(asyncio.Protocol):
         if self._closing:
             return
         self._shutting_down = True
-        self._backlog.clear()
+        self._wire.drop_unread()
         self._transport.pause_reading()
-        if not self._pending:
+        if not self._wire.unanswered:
             self._close()
 
     def abort(self) -> None:
