@@ -30,7 +30,7 @@ from .errors import ErrorCode, LocalProtocolError, ProtocolError, RemoteProtocol
 from .frames import (
     FRAME_PREFIX_SIZE,
     MAX_FRAME_BYTES,
-    FrameDecoder,
+    FrameReceiver,
     FrameTooLargeError,
     encode_frame,
     frame_prefix,
@@ -64,7 +64,7 @@ __all__ = [
     "BatchHeader",
     "CorruptRecordsError",
     "ErrorCode",
-    "FrameDecoder",
+    "FrameReceiver",
     "FrameTooLargeError",
     "LocalProtocolError",
     "ProtocolError",

@@ -8,12 +8,10 @@ of the body is buffered, correlation ids, answers in request order, envelope and
 checks), so the asyncio server, the asyncio client, a follower and the blocking socket are
 thin shells that only move bytes and decide *when*.
 
-Receiving without copies (``FrameReceiver``): small frames arrive in a reused 64 KiB scratch
-buffer, many per ``recv``, and each is copied out once; a frame too large for the scratch gets
-a buffer of exactly its size (from ``allocate``), the bytes already received are moved into it
-and the socket writes the rest there directly. So the bytes of a large frame (a Produce
-request's records, a Fetch response's) are copied at most once in user space, and with
-``record_views`` msgpack leaves its ``records`` in that buffer (``msgpack_views.py``).
+Receiving without copies (``frames.FrameReceiver``): small frames arrive many per ``recv`` in
+a reused scratch buffer, a large frame gets a buffer of exactly its size, so the bytes of a
+Produce request's or a Fetch response's records are copied at most once in user space, and
+with ``record_views`` msgpack leaves them in that buffer (``msgpack_views.py``).
 
 Server role: each request that wants an answer gets a sequence number in arrival order;
 handlers may finish in any order (``answer``), and ``data_to_send`` releases answers only
@@ -33,7 +31,7 @@ from typing import NamedTuple
 
 from .chunked import encode_request_chunks, encode_response_chunks
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from .frames import FRAME_PREFIX, FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, FrameTooLargeError
+from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
 from .messages import (
     CORRELATION_ID_MAX,
     ApiKey,
@@ -48,7 +46,6 @@ from .messages import (
     split_response,
 )
 
-SCRATCH_BYTES = 64 * 1024
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 
 
@@ -101,125 +98,6 @@ class ConnectionClosed(NamedTuple):
     """The peer closed its side. ``unfinished_bytes``: bytes of a frame it never finished."""
 
     unfinished_bytes: int
-
-
-# --------------------------------------------------------------------------------- framing
-
-
-class FrameReceiver:
-    """Length-prefixed frames out of a byte stream, received in place where it pays.
-
-    Args:
-        max_frame_bytes: largest body accepted; a larger announced length raises
-            ``FrameTooLargeError`` as soon as its prefix is seen, before any allocation.
-        allocate: ``allocate(size)`` returns a writable, contiguous buffer for one large frame
-            (default ``bytearray``); it is never reused, so views into a frame stay valid.
-
-    After ``FrameTooLargeError`` the stream is out of step for good: every later call raises
-    the same error.
-    """
-
-    __slots__ = ("_allocate", "_body", "_end", "_error", "_frames", "_got", "_scratch",
-                 "_start", "max_frame_bytes")
-
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES, *, allocate=bytearray,
-                 scratch_bytes: int = SCRATCH_BYTES) -> None:
-        if scratch_bytes <= FRAME_PREFIX_SIZE:
-            raise ValueError("the scratch buffer must hold more than a length prefix")
-        self.max_frame_bytes = max_frame_bytes
-        self._allocate = allocate
-        self._scratch = bytearray(scratch_bytes)
-        self._start = 0  # first byte of the scratch not yet cut into a frame
-        self._end = 0  # end of the bytes received into the scratch
-        self._body: memoryview | None = None  # a large frame being received in place
-        self._got = 0  # bytes of ``_body`` received
-        self._frames: collections.deque = collections.deque()
-        self._error: FrameTooLargeError | None = None
-
-    @property
-    def buffered_bytes(self) -> int:
-        """Bytes received but not yet handed out as part of a frame."""
-        return self._end - self._start + self._got
-
-    def get_buffer(self) -> memoryview:
-        """Where the next received bytes go (for ``recv_into`` / ``BufferedProtocol``)."""
-        if self._error is not None:
-            raise self._error
-        if self._body is not None:
-            return self._body[self._got:]
-        scratch = self._scratch
-        if self._start and len(scratch) - self._end < len(scratch) // 4:
-            # A partial frame sits near the end: move it to the front (at most 64 KiB).
-            pending = self._end - self._start
-            scratch[:pending] = scratch[self._start:self._end]
-            self._start, self._end = 0, pending
-        return memoryview(scratch)[self._end:]
-
-    def buffer_updated(self, count: int) -> None:
-        """``count`` bytes were written at the start of the last ``get_buffer()``."""
-        if self._body is not None:
-            self._got += count
-            if self._got == len(self._body):
-                self._frames.append(self._body.obj)
-                self._body, self._got = None, 0
-            return
-        self._end += count
-        self._cut()
-
-    def receive_data(self, data) -> None:
-        """Copy ``data`` in (for owners that receive ``bytes`` rather than into a buffer)."""
-        view = memoryview(data).cast("B")
-        position = 0
-        while position < len(view):
-            buffer = self.get_buffer()
-            count = min(len(buffer), len(view) - position)
-            buffer[:count] = view[position:position + count]
-            position += count
-            self.buffer_updated(count)
-
-    @property
-    def frames_waiting(self) -> int:
-        """Whole frames received and not yet handed out."""
-        return len(self._frames)
-
-    def drop_frames(self) -> None:
-        """Forget the whole frames not handed out yet (an owner that stops serving)."""
-        self._frames.clear()
-
-    def next_frame(self):
-        """The next whole frame body (``bytes``, or the buffer ``allocate`` made), or None."""
-        if self._frames:
-            return self._frames.popleft()
-        if self._error is not None:
-            raise self._error
-        return None
-
-    def _cut(self) -> None:
-        scratch = self._scratch
-        position, end = self._start, self._end
-        unpack_from = FRAME_PREFIX.unpack_from
-        while end - position >= FRAME_PREFIX_SIZE:
-            (length,) = unpack_from(scratch, position)
-            if length > self.max_frame_bytes:
-                self._error = FrameTooLargeError(length, self.max_frame_bytes)
-                self._start = self._end = 0
-                return  # frames already cut are still handed out; then the error
-            body_start = position + FRAME_PREFIX_SIZE
-            if end - body_start >= length:
-                self._frames.append(bytes(scratch[body_start:body_start + length]))
-                position = body_start + length
-                continue
-            if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
-                body = memoryview(self._allocate(length)).cast("B")
-                have = end - body_start
-                body[:have] = scratch[body_start:end]
-                self._body, self._got = body, have
-                position = end
-            break
-        if position == end:
-            self._start = self._end = 0
-        else:
-            self._start = position
 
 
 # ------------------------------------------------------------------------------ connection

@@ -5,16 +5,18 @@ message one layer up). Framing is split out from the messages so the connection 
 the stream without understanding it, and so the size limit is enforced before a single byte of
 an oversized body is buffered: a peer announcing 4 GiB must cost us four bytes, not 4 GiB.
 
-Theory of operation of ``FrameDecoder``: received bytes are appended to one ``bytearray`` and
-parsed from a read position. Whole frames are copied out as ``bytes`` (callers may keep them
-forever, and a live ``memoryview`` would pin the buffer against resizing). Consumed bytes are
-dropped from the front once per ``feed`` call; CPython deletes a bytearray prefix by moving
-its start pointer, so a large frame arriving in many small chunks costs linear time, not
-quadratic. The decoder never sees a socket: the owner feeds it whatever ``data_received`` got.
+Theory of operation of ``FrameReceiver``: the owner lets the socket write into the buffer
+``get_buffer()`` offers and reports ``buffer_updated(n)`` (or hands bytes to ``receive_data``,
+which copies them into the same buffers). Small frames arrive many per read in one reused
+64 KiB scratch buffer and each is copied out once, as ``bytes`` (callers may keep them
+forever). A frame too large for the scratch gets a buffer of exactly its size (``allocate``),
+the bytes already received are moved into it and the socket writes the rest there directly,
+so its bytes are copied at most once in user space. The receiver never sees a socket.
 """
 
 from __future__ import annotations
 
+import collections
 import struct
 
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
@@ -22,6 +24,7 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 FRAME_PREFIX = struct.Struct(">I")
 FRAME_PREFIX_SIZE = FRAME_PREFIX.size  # 4
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # default cap on one frame's body
+SCRATCH_BYTES = 64 * 1024  # the reused receive buffer of small frames
 _LENGTH_LIMIT = 0xFFFFFFFF  # what 4 bytes can express
 
 
@@ -62,78 +65,148 @@ def encode_frame(body) -> bytes:
     return frame_prefix(len(body)) + body
 
 
-class FrameDecoder:
-    """Incremental frame parser: feed it stream bytes, get whole frame bodies back.
+class FrameReceiver:
+    """Length-prefixed frames out of a byte stream, received in place where it pays.
 
     Args:
-        max_frame_bytes: largest body accepted. A larger announced length raises
-            ``FrameTooLargeError`` as soon as its 4-byte prefix has arrived.
+        max_frame_bytes: largest body accepted; a larger announced length raises
+            ``FrameTooLargeError`` as soon as its prefix is seen, before any allocation.
+        allocate: ``allocate(size)`` returns a writable, contiguous buffer for one large frame
+            (default ``bytearray``); it is never reused, so views into a frame stay valid.
 
-    After a ``FrameTooLargeError`` the stream is out of sync for good: every later ``feed``
-    raises the same error, and the owner should close the connection.
+    After ``FrameTooLargeError`` the stream is out of step for good: every later call raises
+    the same error.
     """
 
-    __slots__ = ("_buffer", "_error", "max_frame_bytes")
+    __slots__ = ("_allocate", "_body", "_end", "_error", "_frames", "_got", "_scratch",
+                 "_start", "max_frame_bytes")
 
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES, *, allocate=bytearray,
+                 scratch_bytes: int = SCRATCH_BYTES) -> None:
+        if scratch_bytes <= FRAME_PREFIX_SIZE:
+            raise ValueError("the scratch buffer must hold more than a length prefix")
         if not 0 <= max_frame_bytes <= _LENGTH_LIMIT:
             raise ValueError(f"max_frame_bytes must be in [0, {_LENGTH_LIMIT}]")
         self.max_frame_bytes = max_frame_bytes
-        self._buffer = bytearray()
+        self._allocate = allocate
+        self._scratch = bytearray(scratch_bytes)
+        self._start = 0  # first byte of the scratch not yet cut into a frame
+        self._end = 0  # end of the bytes received into the scratch
+        self._body: memoryview | None = None  # a large frame being received in place
+        self._got = 0  # bytes of ``_body`` received
+        self._frames: collections.deque = collections.deque()
         self._error: FrameTooLargeError | None = None
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes received but not yet returned as a frame (a partial frame)."""
-        return len(self._buffer)
+        """Bytes received but not yet handed out as part of a frame."""
+        return self._end - self._start + self._got
 
-    def feed(self, data) -> list[bytes]:
-        """Add received bytes; return every frame body completed by them, in order.
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes go (for ``recv_into`` / ``BufferedProtocol``)."""
+        if self._error is not None:
+            raise self._error
+        if self._body is not None:
+            return self._body[self._got:]
+        scratch = self._scratch
+        if self._start and len(scratch) - self._end < len(scratch) // 4:
+            # A partial frame sits near the end: move it to the front (at most 64 KiB).
+            pending = self._end - self._start
+            scratch[:pending] = scratch[self._start:self._end]
+            self._start, self._end = 0, pending
+        return memoryview(scratch)[self._end:]
 
-        Args:
-            data: any bytes-like object, of any length (``b""`` is allowed and returns ``[]``).
+    def buffer_updated(self, count: int) -> None:
+        """``count`` bytes were written at the start of the last ``get_buffer()``."""
+        if self._body is not None:
+            self._got += count
+            if self._got == len(self._body):
+                self._frames.append(self._body.obj)
+                self._body, self._got = None, 0
+            return
+        self._end += count
+        self._cut()
 
-        Returns:
-            The bodies of the frames completed, possibly empty.
+    def receive_data(self, data) -> None:
+        """Copy ``data`` in (for owners that receive ``bytes`` rather than into a buffer)."""
+        view = memoryview(data).cast("B")
+        position = 0
+        while position < len(view):
+            buffer = self.get_buffer()
+            count = min(len(buffer), len(view) - position)
+            buffer[:count] = view[position:position + count]
+            position += count
+            self.buffer_updated(count)
+
+    @property
+    def frames_waiting(self) -> int:
+        """Whole frames received and not yet handed out."""
+        return len(self._frames)
+
+    def drop_frames(self) -> None:
+        """Forget the whole frames not handed out yet (an owner that stops serving)."""
+        self._frames.clear()
+
+    def feed(self, data) -> list:
+        """``receive_data`` then every whole frame: for owners that take frames in bulk.
 
         Raises:
             FrameTooLargeError: a length prefix exceeds ``max_frame_bytes``. Frames completed
                 earlier in the same call are lost with it; the connection is unusable anyway.
         """
+        try:
+            self.receive_data(data)
+        except FrameTooLargeError:
+            pass
+        frames = list(self._frames)
+        self._frames.clear()
         if self._error is not None:
             raise self._error
-        buffer = self._buffer
-        buffer += data
-        end = len(buffer)
-        position = 0
-        frames: list[bytes] = []
-        unpack_from = FRAME_PREFIX.unpack_from
-        with memoryview(buffer) as view:
-            while end - position >= FRAME_PREFIX_SIZE:
-                (length,) = unpack_from(view, position)
-                if length > self.max_frame_bytes:
-                    self._error = FrameTooLargeError(length, self.max_frame_bytes)
-                    break
-                start = position + FRAME_PREFIX_SIZE
-                if end - start < length:
-                    break
-                position = start + length
-                frames.append(bytes(view[start:position]))
-        if self._error is not None:
-            buffer.clear()
-            raise self._error
-        if position:
-            del buffer[:position]
         return frames
 
     def feed_eof(self) -> None:
-        """Tell the decoder the stream ended; raise if it ended inside a frame.
+        """The stream ended; raise if it ended inside a frame.
 
         Raises:
             RemoteProtocolError: bytes of an unfinished frame are still buffered.
         """
-        if self._buffer:
+        if self.buffered_bytes:
             raise RemoteProtocolError(
-                f"connection closed inside a frame ({len(self._buffer)} bytes pending)",
+                f"connection closed inside a frame ({self.buffered_bytes} bytes pending)",
                 ErrorCode.INVALID_REQUEST,
             )
+
+    def next_frame(self):
+        """The next whole frame body (``bytes``, or the buffer ``allocate`` made), or None."""
+        if self._frames:
+            return self._frames.popleft()
+        if self._error is not None:
+            raise self._error
+        return None
+
+    def _cut(self) -> None:
+        scratch = self._scratch
+        position, end = self._start, self._end
+        unpack_from = FRAME_PREFIX.unpack_from
+        while end - position >= FRAME_PREFIX_SIZE:
+            (length,) = unpack_from(scratch, position)
+            if length > self.max_frame_bytes:
+                self._error = FrameTooLargeError(length, self.max_frame_bytes)
+                self._start = self._end = 0
+                return  # frames already cut are still handed out; then the error
+            body_start = position + FRAME_PREFIX_SIZE
+            if end - body_start >= length:
+                self._frames.append(bytes(scratch[body_start:body_start + length]))
+                position = body_start + length
+                continue
+            if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
+                body = memoryview(self._allocate(length)).cast("B")
+                have = end - body_start
+                body[:have] = scratch[body_start:end]
+                self._body, self._got = body, have
+                position = end
+            break
+        if position == end:
+            self._start = self._end = 0
+        else:
+            self._start = position

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey
 
 from tests.helpers.broker_process import free_port
@@ -186,7 +186,7 @@ class EchoFloor:
             raise RuntimeError("echo server did not start")
         self.sock = socket.create_connection((HOST, port), timeout=30)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.decoder = FrameDecoder()
+        self.decoder = FrameReceiver()
 
     def run(self, targets: list[int]) -> tuple[list[float], int]:
         sock, decoder, request = self.sock, self.decoder, self.request

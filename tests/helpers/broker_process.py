@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 
 READY_TIMEOUT_S = 30.0
@@ -43,7 +43,7 @@ def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float) ->
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.sendall(encode_request(RequestHeader(api_key, 0, 1, "probe"), body))
-            decoder = FrameDecoder()
+            decoder = FrameReceiver()
             frames: list[bytes] = []
             while not frames:
                 data = sock.recv(65536)

@@ -29,7 +29,7 @@ import time
 import pytest
 
 from tests.helpers.wire import Wire, batch, split_values
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/<pid>/status"),
@@ -86,7 +86,7 @@ class Hostile:
     def read_responses(self, count: int, timeout_s: float = 60.0):
         """Yield (correlation id, Fetch partition answer) for ``count`` responses."""
         self.sock.settimeout(timeout_s)
-        decoder = FrameDecoder(1 << 30)
+        decoder = FrameReceiver(1 << 30)
         frames: list[bytes] = []
         for _ in range(count):
             while not frames:
@@ -241,7 +241,7 @@ def test_a_slow_reader_is_served_correctly_and_stalls_no_one(filled):
             assert_normal_client_served(broker, first)
             time.sleep(0.2)
         assert trickled  # the first bytes of the first answer came
-        decoder = FrameDecoder(1 << 30)
+        decoder = FrameReceiver(1 << 30)
         frames = decoder.feed(bytes(trickled))
         while len(frames) < count:
             data = slow.sock.recv(1 << 20)

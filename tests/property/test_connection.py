@@ -16,17 +16,15 @@ from hypothesis import strategies as st
 
 from tslog.protocol.connection import (
     NEED_DATA,
-    SCRATCH_BYTES,
     Connection,
     ConnectionClosed,
-    FrameReceiver,
     Refused,
     Request,
     Response,
     Role,
 )
 from tslog.protocol.errors import RemoteProtocolError
-from tslog.protocol.frames import FrameTooLargeError, encode_frame
+from tslog.protocol.frames import SCRATCH_BYTES, FrameReceiver, FrameTooLargeError, encode_frame
 from tslog.protocol.messages import ApiKey, RequestHeader, encode_request, encode_response
 
 records = st.one_of(st.binary(max_size=300),

@@ -13,7 +13,7 @@ from tslog.protocol import (
     HEADER_SIZE,
     HEADER_STRUCT,
     BatchFormatError,
-    FrameDecoder,
+    FrameReceiver,
     FrameTooLargeError,
     build_batch,
     compute_crc,
@@ -185,7 +185,7 @@ def test_resealed_damage_to_a_real_batch_raises_only_format_errors(inputs, data)
 def test_any_chunking_of_a_frame_stream_yields_exactly_the_frames(bodies, data):
     stream = b"".join(encode_frame(body) for body in bodies)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
-    decoder = FrameDecoder(max_frame_bytes=300)
+    decoder = FrameReceiver(max_frame_bytes=300)
     frames = []
     for start, end in zip([0, *cuts], [*cuts, len(stream)]):
         frames.extend(decoder.feed(stream[start:end]))
@@ -196,7 +196,7 @@ def test_any_chunking_of_a_frame_stream_yields_exactly_the_frames(bodies, data):
 
 @given(st.integers(101, 2**32 - 1), st.binary(max_size=20))
 def test_oversize_announcement_raises_frame_too_large(length, tail):
-    decoder = FrameDecoder(max_frame_bytes=100)
+    decoder = FrameReceiver(max_frame_bytes=100)
     with pytest.raises(FrameTooLargeError):
         decoder.feed(encode_frame(b"fine") + struct.pack(">I", length) + tail)
 
@@ -204,7 +204,7 @@ def test_oversize_announcement_raises_frame_too_large(length, tail):
 @given(st.binary(max_size=300), st.data())
 def test_garbage_stream_yields_frames_or_frame_too_large_only(stream, data):
     def run(chunks):
-        decoder, frames = FrameDecoder(max_frame_bytes=64), []
+        decoder, frames = FrameReceiver(max_frame_bytes=64), []
         try:
             for chunk in chunks:
                 frames.extend(decoder.feed(chunk))

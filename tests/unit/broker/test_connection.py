@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.wire import batch
 from tslog.broker.server.connection import BrokerConnection, ConnectionRegistry
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, encode_request, split_response
 
 pytestmark = pytest.mark.timeout(30)
@@ -54,7 +54,7 @@ class FakeTransport(asyncio.Transport):
         self.closed = self.aborted = True
 
     def responses(self) -> list[tuple[int, dict]]:
-        return [split_response(frame) for frame in FrameDecoder(1 << 30).feed(self.written)]
+        return [split_response(frame) for frame in FrameReceiver(1 << 30).feed(self.written)]
 
 
 def request(api_key, body, correlation_id):

@@ -11,7 +11,7 @@ import pytest
 from tests.helpers.wire import batch
 from tslog.broker.config import BrokerConfig
 from tslog.broker.server import serve
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 
 pytestmark = pytest.mark.timeout(30)
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(30)
 async def roundtrip(port: int, api_key: ApiKey, body: dict) -> dict:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(encode_request(RequestHeader(api_key, 0, 5, "test"), body))
-    decoder, frames = FrameDecoder(), []
+    decoder, frames = FrameReceiver(), []
     while not frames:
         frames = decoder.feed(await reader.read(65536))
     writer.close()

@@ -4,7 +4,7 @@ import pytest
 
 from tslog.protocol import (
     ErrorCode,
-    FrameDecoder,
+    FrameReceiver,
     FrameTooLargeError,
     LocalProtocolError,
     RemoteProtocolError,
@@ -28,14 +28,14 @@ def test_prefix_refuses_lengths_four_bytes_cannot_hold():
 
 
 def test_several_frames_in_one_chunk_come_out_in_order():
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     stream = encode_frame(b"one") + encode_frame(b"") + encode_frame(b"three")
     assert decoder.feed(stream) == [b"one", b"", b"three"]
     assert decoder.buffered_bytes == 0
 
 
 def test_a_frame_fed_one_byte_at_a_time_appears_once_complete():
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     stream = encode_frame(b"hello")
     for byte in stream[:-1]:
         assert decoder.feed(bytes([byte])) == []
@@ -43,7 +43,7 @@ def test_a_frame_fed_one_byte_at_a_time_appears_once_complete():
 
 
 def test_partial_frame_stays_buffered_across_feeds():
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     stream = encode_frame(b"first") + encode_frame(b"second")
     assert decoder.feed(stream[:12]) == [b"first"]
     assert decoder.buffered_bytes == 3
@@ -51,7 +51,7 @@ def test_partial_frame_stays_buffered_across_feeds():
 
 
 def test_returned_frames_do_not_change_when_more_data_arrives():
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     (frame,) = decoder.feed(encode_frame(b"keep") + b"\x00\x00")
     decoder.feed(b"\x00\x04zzzz")
     assert frame == b"keep"
@@ -59,18 +59,18 @@ def test_returned_frames_do_not_change_when_more_data_arrives():
 
 
 def test_accepts_memoryview_and_bytearray_input():
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     assert decoder.feed(memoryview(encode_frame(b"a"))) == [b"a"]
     assert decoder.feed(bytearray(encode_frame(b"b"))) == [b"b"]
 
 
 def test_frame_of_exactly_the_maximum_is_accepted():
-    decoder = FrameDecoder(max_frame_bytes=10)
+    decoder = FrameReceiver(max_frame_bytes=10)
     assert decoder.feed(encode_frame(b"x" * 10)) == [b"x" * 10]
 
 
 def test_oversize_prefix_raises_before_any_body_arrives():
-    decoder = FrameDecoder(max_frame_bytes=10)
+    decoder = FrameReceiver(max_frame_bytes=10)
     with pytest.raises(FrameTooLargeError) as caught:
         decoder.feed(b"\x00\x00\x00\x0b")  # 11 announced, no body sent
     error = caught.value
@@ -81,7 +81,7 @@ def test_oversize_prefix_raises_before_any_body_arrives():
 
 
 def test_decoder_stays_failed_after_an_oversize_frame():
-    decoder = FrameDecoder(max_frame_bytes=1)
+    decoder = FrameReceiver(max_frame_bytes=1)
     with pytest.raises(FrameTooLargeError):
         decoder.feed(encode_frame(b"too big"))
     with pytest.raises(FrameTooLargeError):
@@ -89,7 +89,7 @@ def test_decoder_stays_failed_after_an_oversize_frame():
 
 
 def test_eof_inside_a_frame_is_a_remote_error():
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     decoder.feed(encode_frame(b"whole"))
     decoder.feed_eof()  # clean end: nothing pending
     decoder.feed(b"\x00\x00\x00\x05ab")
@@ -100,7 +100,7 @@ def test_eof_inside_a_frame_is_a_remote_error():
 def test_large_frame_in_small_chunks_is_reassembled_exactly():
     body = bytes(range(256)) * 16384  # 4 MiB
     stream = encode_frame(body) + encode_frame(b"tail")
-    decoder = FrameDecoder()
+    decoder = FrameReceiver()
     frames = []
     for start in range(0, len(stream), 1500):
         frames.extend(decoder.feed(stream[start:start + 1500]))
@@ -110,4 +110,4 @@ def test_large_frame_in_small_chunks_is_reassembled_exactly():
 
 def test_rejects_a_nonsense_limit():
     with pytest.raises(ValueError):
-        FrameDecoder(max_frame_bytes=-1)
+        FrameReceiver(max_frame_bytes=-1)

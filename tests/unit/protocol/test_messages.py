@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tslog.protocol.errors import ErrorCode, LocalProtocolError
-from tslog.protocol.frames import FrameDecoder
+from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import (
     REQUEST_SCHEMAS,
     RESPONSE_SCHEMAS,
@@ -69,7 +69,7 @@ def strategy_for(schema) -> st.SearchStrategy:
 
 def frame_body(frame: bytes) -> bytes:
     """Cut a frame with the real decoder, so tests also check the length prefix."""
-    (body,) = FrameDecoder().feed(frame)
+    (body,) = FrameReceiver().feed(frame)
     return body
 
 
