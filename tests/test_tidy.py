@@ -170,21 +170,12 @@ def test_import_cycles_are_found():
     assert sorted(import_cycles(graph)) == [["a", "b"], ["c", "d", "e"]]
 
 
-# Cycles known and owned elsewhere, each to be removed by its owner's change. The schema
-# compiler (``_schema_fast``) needs the node classes, and ``Struct.check`` imports the
-# compiler lazily: the protocol package is being reworked for issue 21's sans-I/O connection
-# at the same time, so the fix belongs to that work, not to the broker's.
-KNOWN_CYCLES = [["tslog.protocol._schema_fast", "tslog.protocol.schema"]]
-
-
 def test_no_import_cycles():
     """No module imports itself through others, counting imports made only for type
     checking or only inside a function: each is a dependency all the same."""
     graph = import_graph()
     assert len(graph) > 50, "the check read too few modules to mean anything"
-    cycles = import_cycles(graph)
-    assert [c for c in cycles if c not in KNOWN_CYCLES] == [], cycles
-    assert [c for c in KNOWN_CYCLES if c not in cycles] == [], "fixed: drop it from KNOWN_CYCLES"
+    assert import_cycles(graph) == []
 
 
 def _broker_imports(module: str) -> set[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tslog.protocol._schema_fast import compile_accepts
+from tslog.protocol.schema import compile_accepts
 from tslog.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
 from tslog.protocol.schema import SchemaError
 
