@@ -116,6 +116,30 @@ def _binary(pieces, n: int) -> pa.Array:
                                  null_count=null_count)
 
 
+class TaskConstants:
+    """The constant columns (topic, partition, timestampType) of one task's batches, built
+    once at the largest size asked for and sliced for each batch (Arrow slices share the
+    buffers; arrays are immutable, so batches may share them): a 160k-row batch would
+    otherwise write 26 bytes a row of the same values again."""
+
+    __slots__ = ("_arrays", "_key", "_rows")
+
+    def __init__(self) -> None:
+        self._key = None
+        self._rows = 0
+        self._arrays: tuple = ()
+
+    def columns(self, topic: str, partition: int, n: int) -> tuple:
+        if (topic, partition) != self._key or n > self._rows:
+            self._key, self._rows = (topic, partition), max(n, self._rows)
+            rows = self._rows
+            self._arrays = (_constant_string(topic, rows), _constant_int32(partition, rows),
+                            _constant_int32(TIMESTAMP_TYPE_LOG_APPEND, rows))
+        if n == self._rows:
+            return self._arrays
+        return tuple(array.slice(0, n) for array in self._arrays)
+
+
 def _constant_int32(value: int, n: int) -> pa.Array:
     buffer, array = _allocate(n, np.int32)
     array.fill(value)
@@ -154,8 +178,12 @@ def _headers_array(pieces, n: int) -> pa.Array:
 
 
 def build_record_batch(pieces, topic: str, partition: int, include_headers: bool,
-                       schema: pa.Schema) -> pa.RecordBatch:
-    """One Arrow batch from ``pieces``: (RecordColumns, lo, hi) slices, in offset order."""
+                       schema: pa.Schema, constants: TaskConstants | None = None
+                       ) -> pa.RecordBatch:
+    """One Arrow batch from ``pieces``: (RecordColumns, lo, hi) slices, in offset order.
+
+    ``constants``: the task's ``TaskConstants``, shared by its batches (one per task: it is
+    not for several threads)."""
     n = sum(hi - lo for _, lo, hi in pieces)
     offsets_buffer, offsets = _allocate(n, np.int64)
     lat_buffer, lat_us = _allocate(n, np.int64)
@@ -167,15 +195,17 @@ def build_record_batch(pieces, topic: str, partition: int, include_headers: bool
         lat_us[rows] = columns.log_append_time * 1000
         np.multiply(columns.create_time[lo:hi], 1000, out=create_us[rows])
         row += hi - lo
+    topics, partitions, timestamp_types = (constants or TaskConstants()).columns(
+        topic, partition, n)
     arrays = [
         _binary([(c.key_offsets, c.key_valid, c.keys, lo, hi) for c, lo, hi in pieces], n),
         _binary([(c.value_offsets, c.value_valid, c.values, lo, hi) for c, lo, hi in pieces],
                 n),
-        _constant_string(topic, n),
-        _constant_int32(partition, n),
+        topics,
+        partitions,
         pa.Array.from_buffers(pa.int64(), n, [None, offsets_buffer], null_count=0),
         pa.Array.from_buffers(_TS, n, [None, lat_buffer], null_count=0),
-        _constant_int32(TIMESTAMP_TYPE_LOG_APPEND, n),
+        timestamp_types,
         pa.Array.from_buffers(_TS, n, [None, create_buffer], null_count=0),
     ]
     if include_headers:

@@ -35,7 +35,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ._arrow import arrow_schema, build_record_batch
+from ._arrow import TaskConstants, arrow_schema, build_record_batch
 from ._fetch import FetchRange, fetch_range
 from ._options import EARLIEST, LATEST, SourceOptions, TslogOptionError, parse_options
 from ._planning import (
@@ -92,9 +92,10 @@ def _read(partition: TslogPartition):
     if not isinstance(spec, FetchRange):  # PySpark's placeholder when nothing was planned
         return
     schema = arrow_schema(spec.include_headers)
+    constants = TaskConstants()
     for pieces in fetch_range(spec):
         yield build_record_batch(pieces, spec.topic, spec.partition, spec.include_headers,
-                                 schema)
+                                 schema, constants)
 
 
 def _check_schema(schema: StructType, include_headers: bool) -> None:
