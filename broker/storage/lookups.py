@@ -14,7 +14,7 @@ import bisect
 
 from tslog.protocol.batch_header import NO_TIMESTAMP
 
-from .segment import NO_CREATE_TIME
+from .segment import NO_CREATE_TIME, Segment
 from .types import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, OffsetAndTimestamp
 
 
@@ -59,21 +59,22 @@ class LookupMixin:
         return (segments[-2] if segments[-1].is_empty else segments[-1]).max_log_append_time
 
     def _find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
-        i = bisect.bisect_left(self._time_maxima, timestamp)
-        if i == len(self._segments):
-            return None
-        segment = self._segments[i]
-        self._open_segments.touch(segment)
-        found = segment.find_by_log_append_time(timestamp)
-        self.lookup_bytes_read += segment.last_scan_bytes
-        return found
+        return self._find_in_segment(self._time_maxima, timestamp,
+                                     Segment.find_by_log_append_time)
 
     def _find_by_create_time(self, timestamp: int) -> OffsetAndTimestamp | None:
-        i = bisect.bisect_left(self._create_time_maxima, timestamp)
+        found = self._find_in_segment(self._create_time_maxima, timestamp,
+                                     Segment.find_by_create_time)
+        return OffsetAndTimestamp(*found) if found else None
+
+    def _find_in_segment(self, maxima: list, timestamp: int, find):
+        """The first segment whose maximum time reaches ``timestamp`` (a bisect over the
+        per-segment maxima), asked through its own index; None past the last segment."""
+        i = bisect.bisect_left(maxima, timestamp)
         if i == len(self._segments):
             return None
         segment = self._segments[i]
         self._open_segments.touch(segment)
-        found = segment.find_by_create_time(timestamp)
+        found = find(segment, timestamp)
         self.lookup_bytes_read += segment.last_scan_bytes
-        return OffsetAndTimestamp(*found) if found else None
+        return found
