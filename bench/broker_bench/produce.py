@@ -110,23 +110,20 @@ def bench_produce(broker: BrokerProcess, runs: int, batches: int, client_records
         for run in range(runs):
             for acks in (1, -1):
                 name = "all" if acks == -1 else "1"
-                topic = f"raw-acks{name}-{run}"
-                create_topic(admin, topic)
-                elapsed, _ = produce_raw(broker.port, topic, batches, acks, window)
-                results.setdefault(("raw", acks), []).append(batches * BATCH_RECORDS / elapsed)
-                admin.delete_topic(topic)
-                topic = f"client-acks{name}-{run}"
-                create_topic(admin, topic)
-                elapsed = produce_client(broker.bootstrap, topic, client_records,
-                                         "all" if acks == -1 else 1)
-                results.setdefault(("client", acks), []).append(client_records / elapsed)
-                admin.delete_topic(topic)
-                topic = f"batch-acks{name}-{run}"
-                create_topic(admin, topic)
-                elapsed = produce_client_batches(broker.bootstrap, topic, client_records,
-                                                 "all" if acks == -1 else 1)
-                results.setdefault(("batch", acks), []).append(client_records / elapsed)
-                admin.delete_topic(topic)
+                client_acks = "all" if acks == -1 else 1
+                paths = (
+                    ("raw", lambda topic: batches * BATCH_RECORDS / produce_raw(
+                        broker.port, topic, batches, acks, window)[0]),
+                    ("client", lambda topic: client_records / produce_client(
+                        broker.bootstrap, topic, client_records, client_acks)),
+                    ("batch", lambda topic: client_records / produce_client_batches(
+                        broker.bootstrap, topic, client_records, client_acks)),
+                )
+                for path, records_per_s in paths:
+                    topic = f"{path}-acks{name}-{run}"
+                    create_topic(admin, topic)
+                    results.setdefault((path, acks), []).append(records_per_s(topic))
+                    admin.delete_topic(topic)
     return results
 
 
