@@ -47,6 +47,10 @@ from .messages import (
 )
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
+# ``record_views`` applies only to frames received in place: a small frame was copied out of
+# the scratch anyway, and msgpack's C decoder beats the view walk on small messages by far
+# (``bench/frame_receive.py``: 200 pipelined lookups cost 4x as much walked).
+_VIEWS_FROM = SCRATCH_BYTES - FRAME_PREFIX_SIZE
 
 
 class Role(enum.Enum):
@@ -103,13 +107,10 @@ class ConnectionClosed(NamedTuple):
 # ------------------------------------------------------------------------------ connection
 
 
-class _Answer:
-    __slots__ = ("correlation_id", "frame", "size")
-
-    def __init__(self, correlation_id: int) -> None:
-        self.correlation_id = correlation_id
-        self.frame: list | None = None
-        self.size = 0
+# A server-side answer slot, in request order: [correlation id, frame buffers or None, size].
+# A list, not an object: one is made per request, and a list costs no Python-level __init__.
+_CID, _FRAME, _SIZE = 0, 1, 2
+_new_tuple = tuple.__new__  # builds the event tuples without NamedTuple's Python __new__
 
 
 class Connection:
@@ -134,7 +135,7 @@ class Connection:
         self._correlation_id = 0
         self._outstanding: collections.deque = collections.deque()  # client: (id, key, ver)
         self._next_sequence = 0
-        self._answers: collections.deque[_Answer] = collections.deque()  # server, in order
+        self._answers: collections.deque[list] = collections.deque()  # server, in order
         self._first_sequence = 0  # sequence number of ``_answers[0]``
         self.held_bytes = 0  # server: answered, waiting behind an unanswered request
 
@@ -171,7 +172,8 @@ class Connection:
             RemoteProtocolError: the peer broke the protocol (an oversized or malformed frame,
                 a response that answers no outstanding request); close the connection.
         """
-        frame = self.receiver.next_frame()
+        frames = self.receiver.frames
+        frame = frames.popleft() if frames else self.receiver.next_frame()
         if frame is None:
             if self._peer_closed:
                 return ConnectionClosed(self.receiver.buffered_bytes)
@@ -180,27 +182,27 @@ class Connection:
             return self._request_event(frame)
         return self._response_event(frame)
 
-    def _views_pay(self, frame) -> bool:
-        """Views only for frames received in place: a small frame was copied out of the
-        scratch anyway, and msgpack's C decoder beats the view walk on small messages by far
-        (``bench/frame_receive.py``: 200 pipelined lookups cost 4x as much walked)."""
-        return self.record_views and len(frame) > SCRATCH_BYTES - FRAME_PREFIX_SIZE
-
     # -- server ----------------------------------------------------------------------------
 
     def _request_event(self, frame):
+        # The per-request path of every server: kept to one call below ``next_event`` (a
+        # request costs a few microseconds in all, so each Python call shows).
         try:
-            header, body = decode_request(frame, record_views=self._views_pay(frame))
+            header, body = decode_request(frame, record_views=self.record_views
+                                          and len(frame) > _VIEWS_FROM)
         except RequestError as exc:
             sequence = self._expect_answer(exc.correlation_id)
             self._fill(sequence, [encode_response(exc.correlation_id, exc.response_body())])
             return Refused(sequence, exc)
         if header.api_key == ApiKey.PRODUCE and body["acks"] == 0:
-            return Request(None, header, body)
-        return Request(self._expect_answer(header.correlation_id), header, body)
+            return _new_tuple(Request, (None, header, body))
+        self._answers.append([header.correlation_id, None, 0])
+        sequence = self._next_sequence
+        self._next_sequence = sequence + 1
+        return _new_tuple(Request, (sequence, header, body))
 
     def _expect_answer(self, correlation_id: int) -> int:
-        self._answers.append(_Answer(correlation_id))
+        self._answers.append([correlation_id, None, 0])
         sequence = self._next_sequence
         self._next_sequence += 1
         return sequence
@@ -215,36 +217,45 @@ class Connection:
             LocalProtocolError: the body cannot be encoded; the request is answered with
                 UNKNOWN_SERVER_ERROR instead, and the error is raised for the owner to log.
         """
-        correlation_id = self._awaiting(sequence).correlation_id
+        slot = self._awaiting(sequence)
+        correlation_id = slot[_CID]
         try:
             frame = (encode_response_chunks(correlation_id, body) if chunked
                      else [encode_response(correlation_id, body)])
         except LocalProtocolError:
-            self._fill(sequence, [encode_response(correlation_id, _SERVER_ERROR)])
+            frame = [encode_response(correlation_id, _SERVER_ERROR)]
+            self._settle(slot, frame)
             raise
-        self._fill(sequence, frame)
+        self._settle(slot, frame)
 
-    def _awaiting(self, sequence: int) -> _Answer:
+    def _awaiting(self, sequence: int) -> list:
         index = sequence - self._first_sequence
-        if not 0 <= index < len(self._answers) or self._answers[index].frame is not None:
+        if not 0 <= index < len(self._answers) or self._answers[index][_FRAME] is not None:
             raise LocalProtocolError(f"request {sequence} is not awaiting an answer")
         return self._answers[index]
 
     def _fill(self, sequence: int, frame: list) -> None:
-        answer = self._awaiting(sequence)
-        answer.frame = frame
-        answer.size = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
+        self._settle(self._awaiting(sequence), frame)
+
+    def _settle(self, slot: list, frame: list) -> None:
+        slot[_FRAME] = frame
+        slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
         self.held_bytes += size
 
     def data_to_send(self) -> list:
         """The buffers of every answer now due, in request order (``[]`` if none)."""
         answers = self._answers
-        out: list = []
-        while answers and answers[0].frame is not None:
-            answer = answers.popleft()
+        if len(answers) == 1 and answers[0][_FRAME] is not None:  # the usual: one in flight
+            _, out, size = answers.popleft()
             self._first_sequence += 1
-            out += answer.frame
-            self.held_bytes -= answer.size
+            self.held_bytes -= size
+            return out
+        out: list = []
+        while answers and answers[0][_FRAME] is not None:
+            _, frame, size = answers.popleft()
+            self._first_sequence += 1
+            out += frame
+            self.held_bytes -= size
         return out
 
     @property
@@ -288,7 +299,8 @@ class Connection:
             raise RemoteProtocolError("a response arrived with no request outstanding",
                                       ErrorCode.INVALID_REQUEST)
         correlation_id, api_key, api_version = self._outstanding.popleft()
-        got, body = split_response(frame, record_views=self._views_pay(frame))
+        got, body = split_response(frame, record_views=self.record_views
+                                   and len(frame) > _VIEWS_FROM)
         if got != correlation_id:  # first: its body would be checked against the wrong API
             raise RemoteProtocolError(f"response {got} does not answer request "
                                       f"{correlation_id}", ErrorCode.INVALID_REQUEST)
@@ -296,4 +308,4 @@ class Connection:
             check_response_body(api_key, api_version, body)
         except InvalidResponseError as exc:
             return BadResponse(correlation_id, ApiKey(api_key), exc)
-        return Response(correlation_id, ApiKey(api_key), body)
+        return _new_tuple(Response, (correlation_id, ApiKey(api_key), body))

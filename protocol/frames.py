@@ -78,8 +78,8 @@ class FrameReceiver:
     the same error.
     """
 
-    __slots__ = ("_allocate", "_body", "_end", "_error", "_frames", "_got", "_scratch",
-                 "_start", "max_frame_bytes")
+    __slots__ = ("_allocate", "_body", "_end", "_error", "_got", "_scratch", "_scratch_view",
+                 "_start", "frames", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES, *, allocate=bytearray,
                  scratch_bytes: int = SCRATCH_BYTES) -> None:
@@ -90,11 +90,15 @@ class FrameReceiver:
         self.max_frame_bytes = max_frame_bytes
         self._allocate = allocate
         self._scratch = bytearray(scratch_bytes)
+        # Frames are cut through a view: slicing the bytearray itself would copy twice.
+        self._scratch_view = memoryview(self._scratch)
         self._start = 0  # first byte of the scratch not yet cut into a frame
         self._end = 0  # end of the bytes received into the scratch
         self._body: memoryview | None = None  # a large frame being received in place
         self._got = 0  # bytes of ``_body`` received
-        self._frames: collections.deque = collections.deque()
+        # Whole frames, oldest first. Public so an owner on a per-request path may pop from
+        # the left itself (``Connection.next_event``); ``next_frame`` does the same.
+        self.frames: collections.deque = collections.deque()
         self._error: FrameTooLargeError | None = None
 
     @property
@@ -114,14 +118,14 @@ class FrameReceiver:
             pending = self._end - self._start
             scratch[:pending] = scratch[self._start:self._end]
             self._start, self._end = 0, pending
-        return memoryview(scratch)[self._end:]
+        return self._scratch_view[self._end:]
 
     def buffer_updated(self, count: int) -> None:
         """``count`` bytes were written at the start of the last ``get_buffer()``."""
         if self._body is not None:
             self._got += count
             if self._got == len(self._body):
-                self._frames.append(self._body.obj)
+                self.frames.append(self._body.obj)
                 self._body, self._got = None, 0
             return
         self._end += count
@@ -141,11 +145,11 @@ class FrameReceiver:
     @property
     def frames_waiting(self) -> int:
         """Whole frames received and not yet handed out."""
-        return len(self._frames)
+        return len(self.frames)
 
     def drop_frames(self) -> None:
         """Forget the whole frames not handed out yet (an owner that stops serving)."""
-        self._frames.clear()
+        self.frames.clear()
 
     def feed(self, data) -> list:
         """``receive_data`` then every whole frame: for owners that take frames in bulk.
@@ -158,8 +162,8 @@ class FrameReceiver:
             self.receive_data(data)
         except FrameTooLargeError:
             pass
-        frames = list(self._frames)
-        self._frames.clear()
+        frames = list(self.frames)
+        self.frames.clear()
         if self._error is not None:
             raise self._error
         return frames
@@ -178,14 +182,15 @@ class FrameReceiver:
 
     def next_frame(self):
         """The next whole frame body (``bytes``, or the buffer ``allocate`` made), or None."""
-        if self._frames:
-            return self._frames.popleft()
+        if self.frames:
+            return self.frames.popleft()
         if self._error is not None:
             raise self._error
         return None
 
     def _cut(self) -> None:
         scratch = self._scratch
+        view = self._scratch_view
         position, end = self._start, self._end
         unpack_from = FRAME_PREFIX.unpack_from
         while end - position >= FRAME_PREFIX_SIZE:
@@ -196,13 +201,13 @@ class FrameReceiver:
                 return  # frames already cut are still handed out; then the error
             body_start = position + FRAME_PREFIX_SIZE
             if end - body_start >= length:
-                self._frames.append(bytes(scratch[body_start:body_start + length]))
+                self.frames.append(bytes(view[body_start:body_start + length]))
                 position = body_start + length
                 continue
             if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
                 body = memoryview(self._allocate(length)).cast("B")
                 have = end - body_start
-                body[:have] = scratch[body_start:end]
+                body[:have] = view[body_start:end]
                 self._body, self._got = body, have
                 position = end
             break
