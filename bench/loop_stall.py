@@ -11,7 +11,8 @@ well below saturation: a saturated loop always has requests queued, and the prob
 measure that queue rather than the stalls. A second row per broker produces the same
 with segments of 1 GiB (no roll), to tell the rolls' share from the rest. ``--broker``
 takes LABEL=PYTHON, any interpreter whose ``tslog`` is the broker to measure (e.g. a venv
-over an older checkout), so one table compares commits. Asserts nothing; timings on a
+over an older checkout), so one table compares commits. ``--stacks N`` prints, per row, the
+thread stacks the probe's watchdog saw most often while a probe was late. Asserts nothing; timings on a
 shared 2-core VM vary from run to run: compare rows within one invocation.
 """
 
@@ -97,10 +98,11 @@ def run(python: str, root: Path, segment_bytes: int, args) -> dict:
     finally:
         process.terminate()
         process.wait(60)
-    samples = json.loads(samples_path.read_text())
-    lags = [lag for wall, lag in samples if started <= wall <= ended]
+    probe_output = json.loads(samples_path.read_text())
+    lags = [lag for wall, lag in probe_output["samples"] if started <= wall <= ended]
     rolls = sum(1 for _ in data_dir.glob("stall-*/*.log")) - args.partitions
-    return {"lags": lags, "rolls": rolls, "mb_s": acked / MIB / (ended - started)}
+    return {"lags": lags, "rolls": rolls, "mb_s": acked / MIB / (ended - started),
+            "stalls": probe_output["stalls"]}
 
 
 def main(argv=None) -> int:
@@ -116,11 +118,15 @@ def main(argv=None) -> int:
                         help="MiB/s produced in all: well below what the broker can take, "
                              "so the lag measured is stalls, not a queue of requests")
     parser.add_argument("--dir", default=None, help="where to put data (default: temp)")
+    parser.add_argument("--stacks", type=int, default=0, metavar="N",
+                        help="after the table, the N stacks the probe's watchdog saw most "
+                             "often while the loop was late, per row")
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds = 2.0
     brokers = [b.split("=", 1) for b in args.broker] or [["this tree", sys.executable]]
     rows = []
+    stacks = []
     for label, python in brokers:
         for segment_bytes in (MIB, 1 << 30):
             root = Path(tempfile.mkdtemp(prefix="tslog-stall-", dir=args.dir))
@@ -133,11 +139,17 @@ def main(argv=None) -> int:
             rows.append([label, "1 MiB" if segment_bytes == MIB else "1 GiB",
                          str(result["rolls"]), f"{result['mb_s']:.0f}", str(len(lags)),
                          *ms, f"{max(lags) * 1e3:.2f}"])
+            stacks.append((f"{rows[-1][0]}, segment.bytes {rows[-1][1]}",
+                           result["stalls"][:args.stacks]))
     print_table(f"Event-loop lag during {args.seconds:g} s of produce at {args.rate_mib:g} MiB/s "
                 f"({args.producers} producers, {args.partitions} partitions, "
                 f"{args.value_bytes} B values, acks=1)",
                 ["broker", "segment.bytes", "rolls", "MiB/s", "probes", "p50 ms", "p99 ms",
                  "max ms"], rows)
+    for title, seen in stacks if args.stacks else ():
+        print(f"\n  where the threads were while the loop was late ({title}):")
+        for stack, count in seen:
+            print(f"    {count:5d}  {stack}")
     return 0
 
 
