@@ -124,11 +124,19 @@ class GroupCoordinator:
             self._remove(group, member_id)
         elif len(group.members) >= self.config.group_size_max:
             return self._error(GroupErrorCode.GROUP_MAX_SIZE_REACHED, member_id, JOIN_EPOCH)
-        member = Member(member_id or self._new_member_id(), topics, last_heartbeat_ms=now_ms)
+        member = Member(member_id or self._fresh_member_id(group), topics,
+                        last_heartbeat_ms=now_ms)
         self._groups[group_id] = group
         group.members[member.member_id] = member
         group.group_epoch += 1
         return self._advance(group, member, now_ms)
+
+    def _fresh_member_id(self, group: Group) -> str:
+        for _ in range(8):  # a factory that keeps repeating ids is a bug, not a retry case
+            member_id = self._new_member_id()
+            if member_id and member_id not in group.members:
+                return member_id
+        raise AssertionError("the member id factory keeps returning ids in use")
 
     @staticmethod
     def _epoch_accepted(member: Member, member_epoch: int,
