@@ -69,6 +69,17 @@ def test_a_member_leaving_moves_only_its_partitions():
     assert coordinator.describe("g").state is GroupState.STABLE
 
 
+def test_a_fourth_member_takes_one_partition_and_nothing_else_moves():
+    coordinator = make()
+    members = joined(coordinator, 3)
+    before = owners(members)
+    d = SimMember("g", ["t"])
+    d.join(coordinator, 0)
+    settle(coordinator, [*members, d], 0)
+    assert sorted(len(m.owned) for m in members) == [1, 2, 2] and len(d.owned) == 1
+    assert sum(len(before[m.member_id] - m.owned) for m in members) == 1
+
+
 def test_a_joining_member_waits_for_the_owner_to_give_its_partition_up():
     coordinator = make()
     a, b = joined(coordinator, 2)
