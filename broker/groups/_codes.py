@@ -36,4 +36,4 @@ class GroupErrorCode(IntEnum):
 
 
 GroupCode = Union[ErrorCode, GroupErrorCode]
-"""What the coordinator answers with: both are ``IntEnum`` with ``name``/``retriable``/``message``."""
+"""What the coordinator answers: either is an ``IntEnum`` with ``retriable`` and ``message``."""

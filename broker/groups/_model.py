@@ -24,6 +24,12 @@ from .assignors import Partition
 RECORD_FORMAT = 1  # bumped when a record's shape changes; from_record refuses others
 
 
+def check_format(record: Mapping) -> None:
+    if record.get("format") != RECORD_FORMAT:
+        raise ValueError(f"group coordinator record format {record.get('format')!r}, "
+                         f"expected {RECORD_FORMAT}")
+
+
 def partitions_to_record(partitions: Iterable[Partition]) -> dict[str, list[int]]:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):
@@ -70,7 +76,7 @@ class Member:
         }
 
     @classmethod
-    def from_record(cls, record: Mapping, now_ms: int) -> Member:
+    def from_record(cls, record: Mapping, now_ms: int, rebalance_timeout_ms: int) -> Member:
         """Rebuild a member; its session and any revocation deadline restart at ``now_ms``
         (the old coordinator's clock readings mean nothing here, and a member deserves a full
         session to find the new coordinator)."""
@@ -83,6 +89,8 @@ class Member:
             revoking=partitions_from_record(record["revoking"]),
             last_heartbeat_ms=now_ms,
         )
+        if member.revoking:
+            member.revocation_deadline_ms = now_ms + rebalance_timeout_ms
         return member
 
 
@@ -107,6 +115,7 @@ class Group:
 
     def to_record(self) -> dict:
         return {
+            "format": RECORD_FORMAT,
             "group_id": self.group_id,
             "group_epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
@@ -116,8 +125,15 @@ class Group:
         }
 
     @classmethod
-    def from_record(cls, record: Mapping, now_ms: int) -> Group:
-        members = [Member.from_record(item, now_ms) for item in record["members"]]
+    def from_record(cls, record: Mapping, now_ms: int, rebalance_timeout_ms: int) -> Group:
+        """Rebuild a group (see ``Member.from_record`` for the clock).
+
+        Raises:
+            ValueError: the record has another format.
+        """
+        check_format(record)
+        members = [Member.from_record(item, now_ms, rebalance_timeout_ms)
+                   for item in record["members"]]
         return cls(
             group_id=str(record["group_id"]),
             group_epoch=int(record["group_epoch"]),

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from ...protocol.errors import ErrorCode
 from ._codes import GroupCode, GroupErrorCode
 from ._describe import dead_group, describe_group, list_group
-from ._model import RECORD_FORMAT, Group, Member
+from ._model import RECORD_FORMAT, Group, Member, check_format
 from ._reconcile import acknowledge, reconcile
 from .assignors import ASSIGNORS, Partition
 from .views import (
@@ -276,17 +276,26 @@ class GroupCoordinator:
         ``now_ms``. Refresh the topics (``set_topics``) afterwards if they may have changed.
 
         Raises:
-            ValueError: the record has another format.
+            ValueError: the record (or a group's in it) has another format.
         """
-        if record.get("format") != RECORD_FORMAT:
-            raise ValueError(f"group coordinator record format {record.get('format')!r}, "
-                             f"expected {RECORD_FORMAT}")
+        check_format(record)
         coordinator = cls(config, {str(t): int(n) for t, n in record["topics"].items()},
                           member_id_factory)
         for item in record["groups"]:
-            group = Group.from_record(item, now_ms)
-            for member in group.members.values():
-                if member.revoking:
-                    member.revocation_deadline_ms = now_ms + coordinator.config.rebalance_timeout_ms
-            coordinator._groups[group.group_id] = group
+            coordinator.restore_group(item, now_ms)
         return coordinator
+
+    def group_record(self, group_id: str) -> dict | None:
+        """One group's record, None if there is no such group. A store keeping one key per
+        group rewrites only the group a call changed, not every group."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.to_record()
+
+    def restore_group(self, record: Mapping, now_ms: int) -> None:
+        """Add, or replace, one group from its ``group_record`` (clock as in ``from_record``).
+
+        Raises:
+            ValueError: the record has another format.
+        """
+        group = Group.from_record(record, now_ms, self.config.rebalance_timeout_ms)
+        self._groups[group.group_id] = group

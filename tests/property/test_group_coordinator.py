@@ -130,7 +130,8 @@ class GroupCoordinatorModel(RuleBasedStateMachine):
     @rule(elapsed_ms=st.sampled_from([0, 1_000, 3_000, 5_001, 10_000, 10_001]))
     def advance_clock_and_expire(self, elapsed_ms):
         self.now_ms += elapsed_ms
-        expired = {(e.group_id, e.member_id): e.reason for e in self.coordinator.expire(self.now_ms)}
+        expired = {(e.group_id, e.member_id): e.reason
+                   for e in self.coordinator.expire(self.now_ms)}
         for member in list(self.live):
             reason = expired.get((member.group_id, member.member_id))
             if reason is None:
@@ -203,7 +204,7 @@ class GroupCoordinatorModel(RuleBasedStateMachine):
             assert description.state in (GroupState.EMPTY, GroupState.DEAD)
             return
         assert description.state is GroupState.STABLE, description
-        event(f"settled a group of {min(len(members), 3)}{'+' if len(members) >= 3 else ''} members")
+        event(f"settled a group of {len(members) if len(members) < 3 else '3+'} members")
         owners = {}
         for member in members:
             for topic, partition in member.owned:
@@ -248,7 +249,8 @@ class GroupCoordinatorModel(RuleBasedStateMachine):
                 assert description.group_epoch >= self.epochs[group]
                 self.epochs[group] = description.group_epoch
             for member in description.members:
-                assert member.member_epoch <= description.assignment_epoch <= description.group_epoch
+                assert (member.member_epoch <= description.assignment_epoch
+                        <= description.group_epoch)
 
 
 GroupCoordinatorModel.TestCase.settings = settings(GroupCoordinatorModel.TestCase.settings,

@@ -24,6 +24,9 @@ from tslog.broker.groups import (
 )
 from tslog.protocol.errors import ErrorCode
 
+STALE = GroupErrorCode.STALE_MEMBER_EPOCH
+UNKNOWN = GroupErrorCode.UNKNOWN_MEMBER_ID
+
 CONFIG = CoordinatorConfig(session_timeout_ms=10_000, heartbeat_interval_ms=1_000,
                            rebalance_timeout_ms=20_000)
 
@@ -87,7 +90,7 @@ def test_a_joining_member_waits_for_the_owner_to_give_its_partition_up():
     assert c.join(coordinator, 0).assignment == frozenset()  # everything is still owned
     a.heartbeat(coordinator, 0, revoke=False)  # a learns to give one up, keeps reading it
     b.heartbeat(coordinator, 0, revoke=False)
-    taken = coordinator.describe("g").members[0].revoking | coordinator.describe("g").members[1].revoking
+    taken = frozenset().union(*(m.revoking for m in coordinator.describe("g").members))
     assert len(taken) == 2 and taken <= a.owned | b.owned
     c.heartbeat(coordinator, 0)
     assert c.owned == frozenset()
@@ -110,7 +113,7 @@ def test_a_silent_member_expires_and_its_partitions_move():
     assert [(e.member_id, e.reason) for e in expired] == [(b.member_id, "session")]
     settle(coordinator, [a], 10_001)
     assert a.owned == {("t", p) for p in range(6)}
-    assert coordinator.validate_commit("g", b.member_id, b.epoch) is GroupErrorCode.UNKNOWN_MEMBER_ID
+    assert coordinator.validate_commit("g", b.member_id, b.epoch) is UNKNOWN
 
 
 def test_a_member_that_never_gives_up_is_removed_after_the_rebalance_timeout():
@@ -131,14 +134,14 @@ def test_commits_are_fenced_by_member_and_epoch():
     coordinator = make()
     a, b = joined(coordinator, 2)
     assert coordinator.validate_commit("g", a.member_id, a.epoch) is ErrorCode.NONE
-    assert coordinator.validate_commit("g", a.member_id, a.epoch - 1) is GroupErrorCode.STALE_MEMBER_EPOCH
-    assert coordinator.validate_commit("g", a.member_id, a.epoch + 1) is GroupErrorCode.STALE_MEMBER_EPOCH
+    assert coordinator.validate_commit("g", a.member_id, a.epoch - 1) is STALE
+    assert coordinator.validate_commit("g", a.member_id, a.epoch + 1) is STALE
     assert coordinator.validate_commit("g", "nobody", 1) is GroupErrorCode.UNKNOWN_MEMBER_ID
-    assert coordinator.validate_commit("g", "", -1) is GroupErrorCode.UNKNOWN_MEMBER_ID  # live group
+    assert coordinator.validate_commit("g", "", -1) is UNKNOWN  # the group has members
     assert coordinator.validate_commit("other", "", -1) is ErrorCode.NONE  # manual offsets
     a.leave(coordinator, 0)
     b.leave(coordinator, 0)
-    assert coordinator.validate_commit("g", a.member_id, a.epoch) is GroupErrorCode.UNKNOWN_MEMBER_ID
+    assert coordinator.validate_commit("g", a.member_id, a.epoch) is UNKNOWN
     assert coordinator.validate_commit("g", "", -1) is ErrorCode.NONE  # empty group again
 
 
@@ -159,7 +162,8 @@ def test_heartbeat_errors_and_fencing():
     settle(coordinator, [a, b], 0)
     assert a.epoch > old_epoch
     assert hb("g", a.member_id, old_epoch, None, sorted(a.owned), 0).error is ErrorCode.NONE
-    assert hb("g", a.member_id, old_epoch, None, None, 0).error is GroupErrorCode.FENCED_MEMBER_EPOCH
+    fenced = GroupErrorCode.FENCED_MEMBER_EPOCH
+    assert hb("g", a.member_id, old_epoch, None, None, 0).error is fenced
     # a fenced member rejoins under its own id with epoch 0 and starts afresh
     rejoined = hb("g", a.member_id, 0, ["t"], None, 0)
     assert rejoined.error is ErrorCode.NONE and rejoined.member_epoch > a.epoch
@@ -211,6 +215,20 @@ def test_record_round_trip_through_json_keeps_everything_but_the_clock():
         GroupCoordinator.from_record({**record, "format": 99}, 0)
 
 
+def test_one_group_saved_and_restored_on_its_own():
+    coordinator = make()
+    joined(coordinator, 2, group="g1")
+    joined(coordinator, 1, group="g2")
+    assert coordinator.group_record("missing") is None
+    record = json.loads(json.dumps(coordinator.group_record("g1")))
+    other = make()
+    other.restore_group(record, 0)
+    assert other.describe("g1") == coordinator.describe("g1")
+    assert [g.group_id for g in other.list_groups()] == ["g1"]
+    with pytest.raises(ValueError):
+        other.restore_group({**record, "format": 0}, 0)
+
+
 def test_list_describe_and_delete():
     coordinator = make()
     (a,) = joined(coordinator, 1, group="g1")
@@ -260,7 +278,8 @@ def test_groups_package_imports_only_protocol_errors_and_the_stdlib():
             if isinstance(node, ast.ImportFrom) and node.level:
                 assert node.level == 1 or node.module == "protocol.errors", (path, node.module)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module])
                 for name in names:
                     top = name.split(".")[0]
                     assert top in sys.stdlib_module_names or top == "__future__", (path, name)
