@@ -91,6 +91,8 @@ class GroupCoordinator:
                  else frozenset((str(t), int(p)) for t, p in owned_partitions))
         if not group_id:
             return self._error(ErrorCode.INVALID_GROUP_ID, member_id, member_epoch)
+        if member_epoch < LEAVE_EPOCH:  # Kafka's -2 leaves a static membership: none here
+            return self._error(ErrorCode.INVALID_REQUEST, member_id, member_epoch)
         if member_epoch == JOIN_EPOCH:
             return self._join(group_id, member_id, topics, now_ms)
         group = self._groups.get(group_id)

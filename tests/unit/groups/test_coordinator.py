@@ -153,6 +153,7 @@ def test_heartbeat_errors_and_fencing():
     assert hb("nope", a.member_id, 1, None, None, 0).error is ErrorCode.GROUP_ID_NOT_FOUND
     assert hb("g", "nobody", 1, None, None, 0).error is GroupErrorCode.UNKNOWN_MEMBER_ID
     assert hb("g", "", 0, None, None, 0).error is ErrorCode.INVALID_REQUEST  # join needs topics
+    assert hb("g", a.member_id, -2, None, None, 0).error is ErrorCode.INVALID_REQUEST  # static
     fenced = hb("g", a.member_id, a.epoch + 1, None, None, 0)
     assert fenced.error is GroupErrorCode.FENCED_MEMBER_EPOCH and fenced.assignment is None
     # a member whose epoch-moving response was lost may retry with its previous epoch
