@@ -5,7 +5,6 @@ feeds it heartbeats, commits to validate, topic changes and the time, and persis
 ``to_record()``. See docs/groups.md for the states, epochs and reconciliation rules.
 """
 
-from ._codes import GroupCode, GroupErrorCode
 from .assignors import ASSIGNORS, Assignment, Partition, range_assign, uniform_assign
 from .coordinator import GroupCoordinator
 from .views import (
@@ -28,10 +27,8 @@ __all__ = [
     "Assignment",
     "CoordinatorConfig",
     "ExpiredMember",
-    "GroupCode",
     "GroupCoordinator",
     "GroupDescription",
-    "GroupErrorCode",
     "GroupListing",
     "GroupState",
     "HeartbeatResponse",

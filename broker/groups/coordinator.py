@@ -32,7 +32,6 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from ...protocol.errors import ErrorCode
-from ._codes import GroupCode, GroupErrorCode
 from ._describe import dead_group, describe_group, list_group
 from ._model import RECORD_FORMAT, Group, Member, check_format
 from ._reconcile import acknowledge, reconcile
@@ -100,13 +99,13 @@ class GroupCoordinator:
             return self._error(ErrorCode.GROUP_ID_NOT_FOUND, member_id, member_epoch)
         member = group.members.get(member_id)
         if member is None:
-            return self._error(GroupErrorCode.UNKNOWN_MEMBER_ID, member_id, member_epoch)
+            return self._error(ErrorCode.UNKNOWN_MEMBER_ID, member_id, member_epoch)
         if member_epoch == LEAVE_EPOCH:
             self._remove(group, member_id)
             return HeartbeatResponse(ErrorCode.NONE, member_id, LEAVE_EPOCH,
                                      self.config.heartbeat_interval_ms, frozenset())
         if not self._epoch_accepted(member, member_epoch, owned):
-            return self._error(GroupErrorCode.FENCED_MEMBER_EPOCH, member_id, member_epoch)
+            return self._error(ErrorCode.FENCED_MEMBER_EPOCH, member_id, member_epoch)
         member.last_heartbeat_ms = now_ms
         if topics is not None and topics != member.subscribed_topics:
             member.subscribed_topics = topics
@@ -125,7 +124,7 @@ class GroupCoordinator:
             # same id); by the protocol it has dropped its partitions, so it starts afresh.
             self._remove(group, member_id)
         elif len(group.members) >= self.config.group_size_max:
-            return self._error(GroupErrorCode.GROUP_MAX_SIZE_REACHED, member_id, JOIN_EPOCH)
+            return self._error(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id, JOIN_EPOCH)
         member = Member(member_id or self._fresh_member_id(group), topics,
                         last_heartbeat_ms=now_ms)
         self._groups[group_id] = group
@@ -172,7 +171,7 @@ class GroupCoordinator:
         group.target.pop(member_id, None)
         group.group_epoch += 1
 
-    def _error(self, error: GroupCode, member_id: str, member_epoch: int) -> HeartbeatResponse:
+    def _error(self, error: ErrorCode, member_id: str, member_epoch: int) -> HeartbeatResponse:
         return error_response(error, member_id, member_epoch, self.config.heartbeat_interval_ms)
 
     # -- time and metadata ------------------------------------------------------------------
@@ -217,7 +216,7 @@ class GroupCoordinator:
 
     # -- commits, views, deletion -----------------------------------------------------------
 
-    def validate_commit(self, group_id: str, member_id: str, member_epoch: int) -> GroupCode:
+    def validate_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
         """May this member commit offsets for the group now?
 
         A commit outside group management (epoch below 0, as ``assign()`` consumers and
@@ -233,18 +232,18 @@ class GroupCoordinator:
             return ErrorCode.NONE
         member = group.members.get(member_id) if group is not None else None
         if member is None:
-            return GroupErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return GroupErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
-    def delete_group(self, group_id: str) -> GroupCode:
+    def delete_group(self, group_id: str) -> ErrorCode:
         """Forget a group: NONE, GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members."""
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
-            return GroupErrorCode.NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         del self._groups[group_id]
         return ErrorCode.NONE
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...protocol.errors import ErrorCode
-from ._codes import GroupCode
 from .assignors import ASSIGNORS, Partition
 
 JOIN_EPOCH = 0    # a heartbeat with this member epoch joins the group
@@ -46,7 +45,7 @@ class HeartbeatResponse:
     ``error`` is not NONE); a member gives up whatever it owns outside it, then says so in
     its next heartbeat. ``member_epoch`` is the epoch to send next (-1 after a leave)."""
 
-    error: GroupCode
+    error: ErrorCode
     member_id: str
     member_epoch: int
     heartbeat_interval_ms: int
@@ -66,7 +65,7 @@ class MemberDescription:
 
 @dataclass(frozen=True, slots=True)
 class GroupDescription:
-    error: GroupCode  # GROUP_ID_NOT_FOUND (and state DEAD) for an unknown group
+    error: ErrorCode  # GROUP_ID_NOT_FOUND (and state DEAD) for an unknown group
     group_id: str
     state: GroupState
     group_epoch: int
@@ -118,7 +117,7 @@ class CoordinatorConfig:
             raise ValueError("; ".join(problems))
 
 
-def error_response(error: GroupCode, member_id: str, member_epoch: int,
+def error_response(error: ErrorCode, member_id: str, member_epoch: int,
                    heartbeat_interval_ms: int) -> HeartbeatResponse:
     assert error is not ErrorCode.NONE
     return HeartbeatResponse(error, member_id, member_epoch, heartbeat_interval_ms, None)

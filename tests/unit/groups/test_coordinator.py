@@ -18,14 +18,13 @@ from tests.helpers.groups import SimMember, counter_ids, settle
 from tslog.broker.groups import (
     CoordinatorConfig,
     GroupCoordinator,
-    GroupErrorCode,
     GroupState,
     MemberState,
 )
 from tslog.protocol.errors import ErrorCode
 
-STALE = GroupErrorCode.STALE_MEMBER_EPOCH
-UNKNOWN = GroupErrorCode.UNKNOWN_MEMBER_ID
+STALE = ErrorCode.STALE_MEMBER_EPOCH
+UNKNOWN = ErrorCode.UNKNOWN_MEMBER_ID
 
 CONFIG = CoordinatorConfig(session_timeout_ms=10_000, heartbeat_interval_ms=1_000,
                            rebalance_timeout_ms=20_000)
@@ -136,7 +135,7 @@ def test_commits_are_fenced_by_member_and_epoch():
     assert coordinator.validate_commit("g", a.member_id, a.epoch) is ErrorCode.NONE
     assert coordinator.validate_commit("g", a.member_id, a.epoch - 1) is STALE
     assert coordinator.validate_commit("g", a.member_id, a.epoch + 1) is STALE
-    assert coordinator.validate_commit("g", "nobody", 1) is GroupErrorCode.UNKNOWN_MEMBER_ID
+    assert coordinator.validate_commit("g", "nobody", 1) is ErrorCode.UNKNOWN_MEMBER_ID
     assert coordinator.validate_commit("g", "", -1) is UNKNOWN  # the group has members
     assert coordinator.validate_commit("other", "", -1) is ErrorCode.NONE  # manual offsets
     a.leave(coordinator, 0)
@@ -151,11 +150,11 @@ def test_heartbeat_errors_and_fencing():
     hb = coordinator.heartbeat
     assert hb("", a.member_id, a.epoch, None, None, 0).error is ErrorCode.INVALID_GROUP_ID
     assert hb("nope", a.member_id, 1, None, None, 0).error is ErrorCode.GROUP_ID_NOT_FOUND
-    assert hb("g", "nobody", 1, None, None, 0).error is GroupErrorCode.UNKNOWN_MEMBER_ID
+    assert hb("g", "nobody", 1, None, None, 0).error is ErrorCode.UNKNOWN_MEMBER_ID
     assert hb("g", "", 0, None, None, 0).error is ErrorCode.INVALID_REQUEST  # join needs topics
     assert hb("g", a.member_id, -2, None, None, 0).error is ErrorCode.INVALID_REQUEST  # static
     fenced = hb("g", a.member_id, a.epoch + 1, None, None, 0)
-    assert fenced.error is GroupErrorCode.FENCED_MEMBER_EPOCH and fenced.assignment is None
+    assert fenced.error is ErrorCode.FENCED_MEMBER_EPOCH and fenced.assignment is None
     # a member whose epoch-moving response was lost may retry with its previous epoch
     b = SimMember("g", ["t"])
     b.join(coordinator, 0)
@@ -163,7 +162,7 @@ def test_heartbeat_errors_and_fencing():
     settle(coordinator, [a, b], 0)
     assert a.epoch > old_epoch
     assert hb("g", a.member_id, old_epoch, None, sorted(a.owned), 0).error is ErrorCode.NONE
-    fenced = GroupErrorCode.FENCED_MEMBER_EPOCH
+    fenced = ErrorCode.FENCED_MEMBER_EPOCH
     assert hb("g", a.member_id, old_epoch, None, None, 0).error is fenced
     # a fenced member rejoins under its own id with epoch 0 and starts afresh
     rejoined = hb("g", a.member_id, 0, ["t"], None, 0)
@@ -173,7 +172,7 @@ def test_heartbeat_errors_and_fencing():
 def test_group_size_is_limited():
     coordinator = make(group_size_max=2)
     joined(coordinator, 2)
-    assert SimMember("g", ["t"]).join(coordinator, 0).error is GroupErrorCode.GROUP_MAX_SIZE_REACHED
+    assert SimMember("g", ["t"]).join(coordinator, 0).error is ErrorCode.GROUP_MAX_SIZE_REACHED
 
 
 def test_topic_growth_and_deletion_reassign():
@@ -236,7 +235,7 @@ def test_list_describe_and_delete():
     joined(coordinator, 1, group="g2")
     assert [(g.group_id, g.state, g.member_count) for g in coordinator.list_groups()] == [
         ("g1", GroupState.STABLE, 1), ("g2", GroupState.STABLE, 1)]
-    assert coordinator.delete_group("g1") is GroupErrorCode.NON_EMPTY_GROUP
+    assert coordinator.delete_group("g1") is ErrorCode.NON_EMPTY_GROUP
     a.leave(coordinator, 0)
     assert coordinator.describe("g1").state is GroupState.EMPTY
     assert coordinator.delete_group("g1") is ErrorCode.NONE
@@ -255,18 +254,6 @@ def test_range_assignor_can_be_chosen():
 def test_config_is_checked():
     with pytest.raises(ValueError, match="assignor.*heartbeat|heartbeat.*assignor"):
         CoordinatorConfig(heartbeat_interval_ms=50_000, assignor="fancy")
-
-
-def test_group_error_codes_are_kafkas_and_do_not_clash_with_error_code():
-    assert {c.name: int(c) for c in GroupErrorCode} == {
-        "UNKNOWN_MEMBER_ID": 25, "NON_EMPTY_GROUP": 68, "GROUP_MAX_SIZE_REACHED": 81,
-        "FENCED_MEMBER_EPOCH": 110, "STALE_MEMBER_EPOCH": 113}
-    for code in GroupErrorCode:
-        if code.name in ErrorCode.__members__:  # moved into the wire table: same number
-            assert int(ErrorCode[code.name]) == int(code)
-        else:
-            assert int(code) not in {int(c) for c in ErrorCode}
-        assert code.message
 
 
 def test_groups_package_imports_only_protocol_errors_and_the_stdlib():
