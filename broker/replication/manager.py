@@ -27,7 +27,6 @@ from typing import Callable, Protocol
 from ..cluster.view import ClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
 from ..storage import PartitionLog
-from ..storage.background import BackgroundWriter
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
@@ -69,16 +68,18 @@ class ReplicaManager:
         self._proposing: set[tuple[str, int]] = set()
         self._tasks: set[asyncio.Task] = set()
         self._started = False
-        # Leader-epoch checkpoints that may lag (a new epoch) are written here, so a failover
-        # that moves many partitions does not wait for their fsyncs on the loop.
-        self.writer = BackgroundWriter("tslog-epoch-writes")
         # A single node reports no replication events (its metrics stay 0, not "elections").
         self._clustered = clustered
 
     # -- lookup ----------------------------------------------------------------------------
 
     def get(self, topic: str, partition: int) -> Partition | None:
-        """The partition's state here, or None when this broker holds no log for it."""
+        """The partition's state here, or None when this broker holds no log for it.
+
+        A log not seen before was created since ``open_all`` (a new topic or replica; the
+        logs opened from disk got theirs in the thread that opened them), so it holds no
+        batch and building its ``ReplicaLog`` here scans no header: it reads at most the
+        three small files beside the log, which a new directory does not have."""
         plog = self.hosted.logs.get((topic, partition))
         part = self.partitions.get((topic, partition))
         if part is not None and part.log is plog:
@@ -86,7 +87,10 @@ class ReplicaManager:
         if plog is None:
             self.partitions.pop((topic, partition), None)
             return None
-        part = Partition(topic, partition, ReplicaLog(plog, self.writer), self.node_id)
+        if plog.log_end_offset > plog.log_start_offset:
+            log.warning("%s-%d: replication state of a log with batches built on the loop "
+                        "(its header scan belongs in the thread that opened it)", topic, partition)
+        part = Partition(topic, partition, ReplicaLog(plog), self.node_id)
         self.partitions[topic, partition] = part
         state = self.view.partition_state(topic, partition)
         if state is not None:
@@ -111,7 +115,7 @@ class ReplicaManager:
     def open_all(self) -> None:
         """Open the replication state of every log (reads headers: run it in a thread)."""
         for (topic, partition), plog in self.hosted.logs.items():
-            self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog, self.writer),
+            self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog),
                                                           self.node_id)
 
     def largest_producer_id(self) -> int:
@@ -142,9 +146,9 @@ class ReplicaManager:
             part.fail_waiters()
 
     def checkpoint_all(self) -> None:
-        """At shutdown: finish the epoch writes handed to the thread, then persist every
-        partition's high watermark and producer snapshot."""
-        self.writer.close()
+        """At shutdown: persist every partition's high watermark and producer snapshot
+        (each writes its epoch file's newest content first, whatever the logs' I/O worker
+        still holds; the worker finds nothing left to write)."""
         self.write_snapshots(self.snapshots())
 
     def snapshots(self) -> list:

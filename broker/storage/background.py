@@ -118,4 +118,3 @@ def _call(command: Callable[[], object], future: Future) -> None:
         future.set_result(result)
 
 
-BackgroundWriter = IOWorker  # its name before it grew into the data directory's worker

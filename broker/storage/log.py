@@ -13,28 +13,28 @@ non-empty and the batch would push it past ``segment.bytes``; the incoming LAT i
 overflow int32. So leader, follower and recovery cut segments at the same offsets. A roll
 swaps in files made ahead and leaves the seal to the I/O worker (``segment_roll.py``).
 
-Lookups by time live in ``lookups.py``, retention in ``retention.py``. Sealed segments keep
-their files open only while recently read (``handles.py``): handles scale with the active
-segments, not with all of them.
+One owner: the log is the only object that reads or writes its segment list, locks and
+counters. What it delegates are collaborators it builds and hands what they need: lookups by
+time (``lookups.TimeLookups``), flush and checkpoint (``durability.LogDurability``), rolls
+(``segment_roll.SegmentRoller``); retention's choice is a function over the segments
+(``retention.expired_segments``). Other modules use the public methods below, which say why
+they exist (``reset_to``, ``headers_from``, ``header_at``, ``sibling_files``). Sealed
+segments keep their files open only while recently read (``handles.py``): handles scale with
+the active segments, not with all of them.
 
-Durability: appends go to the page cache; ``flush`` fsyncs and advances the recovery point,
-either by the flush policy (``flush.messages``, ``flush.ms``: queued to the I/O worker, so
-the append does not wait for it), when the broker asks (group
-commit from a thread: ``flush`` is the one method safe to call concurrently with the owner),
-or at each ``checkpoint``, which flushes first, so the tail a crash leaves to recovery is at
-most one checkpoint interval old. Opening after a crash moves the recovery point to the log
-end once recovery has validated and synced the tail (``recovery.py``).
+Durability: see ``durability.py``. Opening after a crash moves the recovery point to the log
+end once recovery has validated and synced the tail (``recovery.py``). A follower's
+truncation and reset change the log at once and leave unlinks and fsyncs to the I/O worker
+(``durability.RemoveAndCheckpoint`` says what a crash in between leaves).
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import itertools
 import logging
-import os
 import threading
 from pathlib import Path
+from typing import Callable, Iterator, TypeVar
 
 from tslog.protocol.batch_header import (
     HEADER_SIZE,
@@ -47,8 +47,10 @@ from tslog.protocol.batch_header import (
 )
 
 from . import files, recovery
+from .background import INLINE
 from .clock import Clock, SystemClock
 from .config import LogConfig
+from .durability import LogDurability, RemoveAndCheckpoint
 from .errors import (
     CorruptRecordError,
     InvalidTimestampError,
@@ -57,20 +59,19 @@ from .errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from .background import INLINE
 from .handles import OpenSegments
-from .lookups import LookupMixin
-from .retention import RetentionMixin
-from .segment import NO_CREATE_TIME, Segment
-from .segment_roll import SEALS_OWED_MAX, SegmentRoller
-from .types import AppendInfo
+from .lookups import TimeLookups, last_known_log_append_time
+from .retention import expired_segments
+from .segment import Segment
+from .segment_roll import SegmentRoller, roll_reason
+from .types import AppendInfo, DeletedSegment, OffsetAndTimestamp
 
-_RELATIVE_OFFSET_MAX = 2**31 - 1
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
 
-class PartitionLog(RetentionMixin, LookupMixin):
+class PartitionLog:
     """A partition's segments. Owned by one caller (appends, rolls, truncation); ``flush``,
     ``checkpoint`` and ``delete_old_segments`` may run in another thread beside it.
 
@@ -78,13 +79,15 @@ class PartitionLog(RetentionMixin, LookupMixin):
     hold it while they use a segment, so retention (another thread) can only take a segment
     out of the list between them; it closes and unlinks the segment afterwards, outside the
     lock, when nothing can reach it any more. ``_checkpoint_lock`` serialises the writers of
-    the checkpoint file (always taken before ``_lock``, never inside it).
+    the checkpoint file and of the files beside it (``sibling_files``; always taken before
+    ``_lock``, never inside it).
     """
 
     def __init__(self, directory: Path | str, config: LogConfig | None = None,
                  clock: Clock | None = None, worker=None):
         """``worker``: the data directory's ``background.IOWorker`` (seals, the next segment's
-        files, the flush policy's fsyncs); None: that work runs at once, on this thread."""
+        files, the flush policy's fsyncs, a truncation's unlinks and checkpoint); None: that
+        work runs at once, on this thread."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
@@ -92,45 +95,21 @@ class PartitionLog(RetentionMixin, LookupMixin):
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._closed = False
-        marker = recovery.clean_marker(self.directory)
-        clean = marker.exists()
-        checkpoint = recovery.read_checkpoint(self.directory)
-        self._segments, self._last_log_append_time, self.recovery_report = recovery.load_segments(
-            self.directory,
-            self.config.index_interval_bytes,
-            self.config.segment_index_bytes,
-            clean,
-            checkpoint,
-        )
-        # Recovery validated and synced everything from the old recovery point on.
-        self._recovery_point = self.log_end_offset
-        report = self.recovery_report
-        if report.bytes_scanned or report.bytes_truncated or report.segments_deleted:
-            try:
-                recovery.write_checkpoint(self.directory, self._recovery_point,
-                                          self._last_log_append_time)
-            except OSError as exc:
-                # Only an optimisation: the old checkpoint stays, so the next recovery checks
-                # more. A full disk must not stop the broker from starting (deleting a topic
-                # is how an operator gets space back).
-                log.warning("%s: recovery point not saved, the old one stays: %r",
-                            self.directory.name, exc)
+        self._segments, self._last_log_append_time, self.recovery_report = recovery.open_segments(
+            self.directory, self.config.index_interval_bytes, self.config.segment_index_bytes)
         self._open_segments = OpenSegments()
         self._worker = worker or INLINE
         self._roller = SegmentRoller(self.directory, self._worker, self._lock,
                                      self._checkpoint_lock, self._open_segments)
-        self._flush_queued = False  # the flush policy's flush waits in the worker
         for segment in self._segments[:-1]:
             segment.track_handles(self._open_segments)
-        self._rebuild_search_keys()
-        self._dirty: set[Segment] = set()
-        self._directory_dirty = False  # a segment file was created since the last flush
-        self._unflushed_records = 0
-        self._last_flush_ms = self.clock.now_ms()
-        self.lookup_bytes_read = 0  # log bytes read by time lookups since open
+        self._lookups = TimeLookups(self._segments, self._open_segments)
+        self._durability = LogDurability(self, self._lock, self._checkpoint_lock, self._roller,
+                                         self._worker, self.log_end_offset)
+        self._dirty = self._durability.dirty  # the same set: one add per append, no call
         self.roll_reasons: dict[str, int] = {}
-        if clean:
-            marker.unlink()
+        if self.recovery_report.clean_shutdown:  # from here on a crash is not a clean stop
+            recovery.clean_marker(self.directory).unlink()
             files.fsync_directory(self.directory)
 
     # -- state -----------------------------------------------------------------------------
@@ -141,6 +120,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
 
     @property
     def segments(self) -> tuple[Segment, ...]:
+        """A snapshot of the segment list (the log may change it right after)."""
         return tuple(self._segments)
 
     @property
@@ -157,7 +137,23 @@ class PartitionLog(RetentionMixin, LookupMixin):
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self._durability.recovery_point
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def worker(self):
+        """The I/O worker this log's disk commands go to. Files kept beside the log
+        (replication's leader epochs) are written through it too, so their writes are
+        ordered with the log's own (a truncation's unlinks and checkpoint)."""
+        return self._worker
+
+    @property
+    def lookup_bytes_read(self) -> int:
+        """Log bytes read by time lookups since open (a metric of how well indexes serve)."""
+        return self._lookups.bytes_read
 
     @property
     def size_bytes(self) -> int:
@@ -196,7 +192,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
             )
             with memoryview(batch) as view, view[HEADER_SIZE:] as body:
                 self._append_locked((new_header, body), header)
-        self._maybe_flush(header.record_count, now)
+        self._durability.maybe_flush(header.record_count, now)
         return AppendInfo(base_offset, header.last_offset, log_append_time, header.batch_length)
 
     def append_as_follower(self, batch: bytes | bytearray) -> AppendInfo:
@@ -214,7 +210,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
             )
         with self._lock:
             self._append_locked((batch,), header)
-        self._maybe_flush(header.record_count, self.clock.now_ms())
+        self._durability.maybe_flush(header.record_count, self.clock.now_ms())
         return AppendInfo(
             header.base_offset, header.last_offset, header.log_append_time, header.batch_length
         )
@@ -232,7 +228,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
             raise CorruptRecordError(str(error)) from None
 
     def _append_locked(self, parts, header: BatchHeader) -> None:
-        reason = self._roll_reason(header)
+        reason = roll_reason(self._segments[-1], header, self.config)
         if reason:
             self._roll_locked(reason)
         active = self._segments[-1]
@@ -242,24 +238,10 @@ class PartitionLog(RetentionMixin, LookupMixin):
                                     config.segment_index_bytes)
         self._last_log_append_time = header.log_append_time
         self._dirty.add(active)
-        self._time_maxima[-1] = header.log_append_time
-        if active.max_create_time > self._create_time_maxima[-1]:
-            self._create_time_maxima[-1] = active.max_create_time
-
-    def _roll_reason(self, header: BatchHeader) -> str | None:
-        active = self._segments[-1]
-        if active.is_empty:
-            return None
-        config = self.config
-        if active.size + header.batch_length > config.segment_bytes:
-            return "size"
-        if header.log_append_time - active.first_log_append_time > config.segment_ms:
-            return "time"
-        if active.index_entries >= config.max_index_entries:
-            return "index_full"
-        if header.last_offset - active.base_offset > _RELATIVE_OFFSET_MAX:
-            return "offset_overflow"
-        return None
+        keys = self._lookups
+        keys.time_maxima[-1] = header.log_append_time
+        if active.max_create_time > keys.create_time_maxima[-1]:
+            keys.create_time_maxima[-1] = active.max_create_time
 
     def roll(self) -> bool:
         """Start a new segment at the log end unless the active one is empty."""
@@ -276,109 +258,30 @@ class PartitionLog(RetentionMixin, LookupMixin):
                                           self.config.segment_index_bytes)
         self._roller.seal_later(old, self.config.segment_index_bytes)
         self._segments.append(segment)
-        self._directory_dirty = True
-        self._base_offsets.append(segment.base_offset)
-        self._time_maxima.append(self._time_maxima[-1])  # an empty segment is never found first
-        self._create_time_maxima.append(self._create_time_maxima[-1])
+        self._durability.directory_dirty = True
+        self._lookups.rolled(segment.base_offset)
         self.roll_reasons[reason] = self.roll_reasons.get(reason, 0) + 1
 
-    def _rebuild_search_keys(self) -> None:
-        """The sorted per-segment keys lookups bisect in C (no key function per step): base
-        offsets, and the running maxima of LogAppendTime and of CreateTime."""
-        self._base_offsets = [segment.base_offset for segment in self._segments]
-        self._time_maxima = list(itertools.accumulate(
-            (s.max_log_append_time for s in self._segments), max, initial=NO_TIMESTAMP))[1:]
-        self._create_time_maxima = list(itertools.accumulate(
-            (s.max_create_time for s in self._segments), max, initial=NO_CREATE_TIME))[1:]
-
-    # -- durability ------------------------------------------------------------------------
-
-    def _maybe_flush(self, records: int, now_ms: int) -> None:
-        self._unflushed_records += records
-        config = self.config
-        if (
-            self._unflushed_records >= config.flush_messages
-            or now_ms - self._last_flush_ms >= config.flush_ms
-        ) and not self._flush_queued:
-            if not self._worker.asynchronous:
-                self.flush()
-                return
-            self._flush_queued = True
-            self._worker.submit(self._policy_flush)
-
-    def _policy_flush(self) -> None:
-        """The flush policy's flush, in the worker (appends after it wait for the next)."""
-        self._flush_queued = False
-        with contextlib.suppress(LogClosedError):
-            self.flush()
+    # -- durability (``durability.py``) ----------------------------------------------------
 
     def flush(self) -> int:
-        """Make everything appended so far durable; return the new recovery point.
-
-        ``fdatasync``: the data and file size, not the timestamps nobody reads (0.59 against
-        0.83 ms for 900 KB here). A segment created since the last flush: its directory too.
-
-        Safe to call from another thread while the owner appends: the segments to sync are
-        taken under the lock, the syncs run outside it on duplicated descriptors.
-        """
-        with self._lock:
-            if self._closed:
-                raise LogClosedError(f"{self.directory.name} is closed")
-            target = self.log_end_offset
-            dirty, self._dirty = self._dirty, set()
-            directory_dirty, self._directory_dirty = self._directory_dirty, False
-            self._unflushed_records = 0
-            self._last_flush_ms = self.clock.now_ms()
-            descriptors = [segment.fileno_for_sync() for segment in dirty]
-        try:
-            for fd in descriptors:
-                os.fdatasync(fd)
-            if directory_dirty:
-                files.fsync_directory(self.directory)
-        except BaseException:
-            with self._lock:
-                self._dirty |= dirty
-                self._directory_dirty |= directory_dirty
-            raise
-        finally:
-            for fd in descriptors:
-                os.close(fd)
-        with self._lock:
-            self._recovery_point = max(self._recovery_point, target)
-            return self._recovery_point
+        """Make everything appended so far durable; return the new recovery point. Safe to
+        call from another thread beside the owner's appends (``durability.py``)."""
+        return self._durability.flush()
 
     def checkpoint(self) -> None:
-        """Flush what is not yet durable, then persist the recovery point and the last LAT
-        (an atomic write with two fsyncs).
+        """Flush, then persist the recovery point and the last LAT; safe from any thread,
+        a no-op once closed (``durability.py``)."""
+        self._durability.checkpoint()
 
-        Before writing, the index files of the active and the recently rolled segments are
-        synced too: recovery trusts the index entries below the point (``Segment.recover``).
-        Safe from any thread beside the owner's appends: values are read under the lock, in
-        the writers' own order, so a slower writer never puts back an older pair. Does
-        nothing once the log is closed (``close`` writes the final one).
-        """
-        with self._lock:
-            unflushed = not self._closed and (self._dirty or self._directory_dirty)
-        if unflushed:
-            try:
-                self.flush()
-            except LogClosedError:
-                return
+    @contextlib.contextmanager
+    def sibling_files(self) -> Iterator[bool]:
+        """Hold while writing a file kept beside the segments (replication's leader epochs,
+        producer snapshot, high watermark): serialised with this log's checkpoint writers
+        and with its deletion. Yields False once the log is closed: write nothing then,
+        the directory may be gone (or renamed aside), and a file must not come back there."""
         with self._checkpoint_lock:
-            with self._lock:
-                if self._closed:
-                    return
-                recovery_point, last_time = self._recovery_point, self._last_log_append_time
-                descriptors = [fd for segment in self._segments[-1 - SEALS_OWED_MAX:]
-                               for fd in segment.index_filenos_for_sync()]
-            try:
-                for fd in descriptors:
-                    os.fdatasync(fd)
-            finally:
-                for fd in descriptors:
-                    os.close(fd)
-            self._roller.sync_sealed()
-            recovery.write_checkpoint(self.directory, recovery_point, last_time)
+            yield not self._closed
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -400,8 +303,7 @@ class PartitionLog(RetentionMixin, LookupMixin):
             )
         if offset >= end_offset:
             return b""
-        i = bisect.bisect_right(self._base_offsets, offset) - 1
-        segment = self._segments[i]
+        segment = self._segments[self._lookups.segment_holding(offset)]
         if offset >= segment.next_offset:  # only for an empty active segment
             return b""
         self._open_segments.touch(segment)
@@ -411,13 +313,72 @@ class PartitionLog(RetentionMixin, LookupMixin):
             end_position = segment.position_of(end_offset)
         return segment.read(position, max_bytes, end_position)
 
-    # -- retention and truncation ----------------------------------------------------------
+    def offset_for_time(self, timestamp: int, timestamp_type: str = "append") -> OffsetAndTimestamp | None:
+        """Kafka's ListOffsets on this log (``lookups.py``).
+
+        ``timestamp`` >= 0: the first record whose time (LogAppendTime for ``"append"``,
+        CreateTime for ``"create"``) is >= it, or None. LATEST (-1): the log end offset.
+        EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
+        largest time. Time values in the answers are the record's own time (-1 for -1/-2).
+        """
+        with self._lock:  # retention in another thread cannot close the segment under us
+            self._check_open()
+            return self._lookups.offset_for_time(self._segments, timestamp, timestamp_type)
+
+    def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
+        """``read(segment)`` under the lock, or None once ``segment`` has left the log: how
+        code outside the log reads a segment's files (``headers.py``), since retention may
+        close them from another thread. Raises LogClosedError once the log is closed."""
+        with self._lock:
+            self._check_open()
+            if segment not in self._segments:  # identity checks in C, a few per call
+                return None
+            return read(segment)
+
+    # -- retention, truncation, reset -------------------------------------------------------
+
+    def delete_old_segments(self, keep_from: int | None = None) -> list[DeletedSegment]:
+        """Apply retention.bytes then retention.ms (``retention.expired_segments``); return
+        what was deleted and why. ``keep_from``: no segment holding an offset at or past it
+        goes (a replica passes its high watermark); None means the log end.
+
+        May run in another thread beside the owner: segments leave the list under the lock,
+        and are closed and unlinked (the slow part) after it is released.
+        """
+        self._check_open()
+        deleted: list[DeletedSegment] = []
+        retired: list[Segment] = []
+        with self._lock:
+            if self._closed:
+                return deleted
+            limit = self.log_end_offset if keep_from is None else keep_from
+            reasons, roll_first = expired_segments(self._segments, self.config,
+                                                   self.clock.now_ms, limit)
+            if roll_first:
+                self._roll_locked("retention")
+            for reason in reasons:
+                segment = self._segments.pop(0)
+                self._durability.forget(segment)
+                segment.untrack_handles()  # the LRU is the owner's: leave it here, under the lock
+                retired.append(segment)
+                deleted.append(DeletedSegment(segment.base_offset, segment.next_offset,
+                                              segment.size, reason))
+            if deleted:
+                self._lookups.rebuild(self._segments)
+        for segment in retired:
+            segment.delete()
+        if deleted:
+            self.checkpoint()
+        return deleted
 
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or after ``offset`` (a batch boundary); return bytes removed.
 
         For a follower whose log diverged from its new leader: the last LAT becomes the last
         remaining batch's, so the new leader's batches (stamped after that) are accepted.
+        The list, the active segment's size (an ``ftruncate``: the next append writes at the
+        cut) and the removed files' names change now; unlinks and fsyncs go to the I/O worker
+        (``durability.RemoveAndCheckpoint`` says what a crash in between leaves).
         """
         self._check_open()
         if offset >= self.log_end_offset:
@@ -425,24 +386,43 @@ class PartitionLog(RetentionMixin, LookupMixin):
         if offset < self.log_start_offset:
             raise OffsetOutOfRangeError(f"cannot truncate below the log start {self.log_start_offset}")
         removed = 0
+        moved: list = []
         with self._lock:
             while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-                segment = self._segments.pop()
+                segment = self._segments.pop()  # the last first: the disk sees prefixes
                 removed += segment.size
-                self._dirty.discard(segment)
-                segment.delete()
+                self._durability.forget(segment)
+                moved += segment.set_aside()
             active = self._segments[-1]
             self._roller.reactivate(active, self.config.segment_index_bytes)
             removed += active.truncate_to(offset)
-            self._recovery_point = min(self._recovery_point, self.log_end_offset)
             self._last_log_append_time = (
                 NO_TIMESTAMP if active.is_empty and len(self._segments) == 1
-                else self._last_known_log_append_time()
+                else last_known_log_append_time(self._segments)
             )
-            self._rebuild_search_keys()
-            self._dirty.add(active)
-        self.checkpoint()
+            self._lookups.rebuild(self._segments)
+            self._durability.cut(active, self.log_end_offset, bool(moved))
+        self._worker.submit(RemoveAndCheckpoint(self, tuple(moved)))
         return removed
+
+    def reset_to(self, offset: int) -> None:
+        """Drop every segment and go on, empty, at ``offset``, keeping the last LAT (time
+        along the partition never goes back). For a follower whose log ends below its
+        leader's log start (retention ran there while it was away): it can only copy from
+        there. Here because it replaces the segment list. As in ``truncate_to``, the files
+        are set aside now; the I/O worker unlinks them and checkpoints.
+        """
+        with self._lock:
+            self._check_open()
+            moved: list = []
+            for segment in reversed(self._segments):  # the last first: the disk sees prefixes
+                moved += segment.set_aside()
+            active = Segment(self.directory, offset, self.config.index_interval_bytes)
+            active.make_active(self.config.segment_index_bytes)
+            self._segments = [active]
+            self._lookups.rebuild(self._segments)
+            self._durability.restart_at(offset)
+        self._worker.submit(RemoveAndCheckpoint(self, tuple(moved)))
 
     # -- lifecycle -------------------------------------------------------------------------
 

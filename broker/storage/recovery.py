@@ -101,6 +101,27 @@ def list_segment_bases(directory: Path) -> list[int]:
     return sorted(bases)
 
 
+def open_segments(directory: Path, index_interval_bytes: int, index_capacity_bytes: int
+                  ) -> tuple[list[Segment], int, RecoveryReport]:
+    """Load (and if the last stop was not clean, recover) a log directory's segments, and
+    save the recovery point at the log end when recovery validated and synced a tail, so
+    the next crash re-reads only what comes after. Returns (segments, last LAT, report);
+    the caller removes the clean-shutdown marker once the log is open."""
+    segments, last_time, report = load_segments(
+        directory, index_interval_bytes, index_capacity_bytes,
+        clean_marker(directory).exists(), read_checkpoint(directory))
+    if report.bytes_scanned or report.bytes_truncated or report.segments_deleted:
+        try:
+            write_checkpoint(directory, segments[-1].next_offset, last_time)
+        except OSError as exc:
+            # Only an optimisation: the old checkpoint stays, so the next recovery checks
+            # more. A full disk must not stop the broker from starting (deleting a topic
+            # is how an operator gets space back).
+            log.warning("%s: recovery point not saved, the old one stays: %r",
+                        directory.name, exc)
+    return segments, last_time, report
+
+
 def load_segments(
     directory: Path,
     index_interval_bytes: int,
@@ -178,4 +199,12 @@ def load_segments(
                     "(the recovery point) in %.3f s", directory.name, report.bytes_scanned,
                     report.segments_recovered, report.segments_loaded, recovery_point,
                     report.duration_s)
+    if checkpoint is not None and recovery_point > segments[-1].next_offset:
+        # Flushed data is never lost, so a recovery point past the log end means the log was
+        # cut (a follower's truncation) and the crash came before the cut's checkpoint: that
+        # checkpoint's LAT was a batch that is gone (the truncation makes the last LAT the
+        # last remaining batch's, so the new leader's batches are accepted).
+        report.notes.append(f"recovery point {recovery_point} is past the log end: the log "
+                            "was cut since, its checkpointed LAT is not kept")
+        checkpoint_time = NO_TIMESTAMP
     return segments, max(last_time, checkpoint_time), report

@@ -20,63 +20,30 @@ header when there is no snapshot); recovery already validated them.
 
 from __future__ import annotations
 
-import itertools
 import threading
-from typing import Iterator
 
-from tslog.protocol.batch_header import BatchHeader, parse_header
+from tslog.protocol.batch_header import parse_header
 
 from . import files
-from .background import BackgroundWriter
 from .epochs import LeaderEpochCache
-from .errors import LogClosedError
+from .headers import headers_from
 from .log import PartitionLog
 from .producers import SNAPSHOT_FILE, ProducerStateTable
-from .segment import Segment
 from .types import AppendInfo
 
 HIGH_WATERMARK_FILE = "high-watermark"
 
 
-_HEADERS_PER_LOCK = 4096
-
-
-def iter_headers(plog: PartitionLog, from_offset: int) -> Iterator[BatchHeader]:
-    """Headers of the batches holding offsets >= ``from_offset``, in order.
-
-    Retention may delete old segments from another thread, so each segment is read in
-    chunks under the log's lock (never held across a ``yield``); a segment deleted meanwhile
-    ends its part of the scan.
-    """
-    for segment in plog.segments:
-        if segment.next_offset <= from_offset or segment.is_empty:
-            continue
-        position = None
-        while True:
-            with plog._lock:
-                if segment not in plog._segments:
-                    break
-                if position is None:
-                    position = (segment.position_of(from_offset)
-                                if from_offset > segment.base_offset else 0)
-                chunk = list(itertools.islice(segment.scan_headers(position, segment.size),
-                                              _HEADERS_PER_LOCK))
-            for _, header in chunk:
-                yield header
-            if len(chunk) < _HEADERS_PER_LOCK:
-                break
-            position = chunk[-1][0] + chunk[-1][1].batch_length
-
-
 class ReplicaLog:
     """A ``PartitionLog`` with its leader epochs, producer state and high watermark."""
 
-    def __init__(self, plog: PartitionLog, writer: BackgroundWriter | None = None) -> None:
-        """``writer``: where epoch-file writes that may wait go (None: written at once)."""
+    def __init__(self, plog: PartitionLog) -> None:
+        """Reads the files beside the log and the headers after the producer snapshot:
+        slow for a log with many batches, so a broker builds it in the thread that opens the
+        logs (``ReplicaManager.open_all``). Epoch-file writes go to the log's I/O worker."""
         self.log = plog
         self.directory = plog.directory
         end = plog.log_end_offset
-        self._writer = writer
         self._epochs_lock = threading.Lock()  # guards _epochs_pending; never held for I/O
         self._epochs_pending: bytes | None = None  # the epoch file's content not yet written
         self.epochs = LeaderEpochCache(plog.directory, persist=self._persist_epochs)
@@ -85,10 +52,12 @@ class ReplicaLog:
         producers = ProducerStateTable.read_snapshot(plog.directory)
         if not plog.log_start_offset <= producers.covered_offset <= end:
             producers = ProducerStateTable()
+        if not self._latest_epoch_matches_its_batch():
+            self.epochs.truncate_from_end(plog.log_start_offset)  # rebuilt from every header
         rebuild_epochs = not self.epochs.entries and end > plog.log_start_offset
         scan_from = plog.log_start_offset if rebuild_epochs else max(
             producers.covered_offset, plog.log_start_offset)
-        for header in iter_headers(plog, scan_from):
+        for header in headers_from(plog, scan_from):
             if header.leader_epoch > self.epochs.latest_epoch:
                 self.epochs.assign(header.leader_epoch, header.base_offset)
             if header.base_offset >= producers.covered_offset:
@@ -96,6 +65,18 @@ class ReplicaLog:
         self.producers = producers
         self.high_watermark = min(self._read_high_watermark(), end)
         self._checkpointed: tuple | None = None  # (HW, producer offset, producers) last written
+
+    def _latest_epoch_matches_its_batch(self) -> bool:
+        """Whether the batch where the latest known epoch starts carries that epoch. Not
+        after a crash between a truncation and the worker's write of the epoch cut, if the
+        log then grew past the cut with the new leader's batches: the file still names the
+        cut epochs. Every epoch in the file is older than the new leader's, so checking the
+        last entry finds it (one header read); the epochs are then rebuilt from the log."""
+        entries = self.epochs.entries
+        if not entries or entries[-1][1] >= self.log.log_end_offset:
+            return True
+        epoch, start = entries[-1]
+        return next(headers_from(self.log, start)).leader_epoch == epoch
 
     def _read_high_watermark(self) -> int:
         try:
@@ -141,34 +122,21 @@ class ReplicaLog:
         batch cuts at that batch's start (a batch is never split)."""
         if offset >= self.log.log_end_offset:
             return 0
-        offset = next(iter_headers(self.log, offset)).base_offset
+        offset = next(headers_from(self.log, offset)).base_offset
         removed = self.log.truncate_to(offset)
         self.epochs.truncate_from_end(offset)
         if not self.producers.truncate_to(offset):
             self.producers = ProducerStateTable()
-            for header in iter_headers(self.log, self.log.log_start_offset):
+            for header in headers_from(self.log, self.log.log_start_offset):
                 self.producers.update(header)
         self.high_watermark = min(self.high_watermark, offset)
         return removed
 
     def reset_to(self, offset: int) -> None:
-        """Drop the whole log and go on, empty, at ``offset``: a follower whose log ends below
-        its leader's log start (retention ran there while it was away) can only copy from
-        there. The last LAT is kept, so time along the partition still never goes back."""
-        plog = self.log
-        with plog._checkpoint_lock, plog._lock:
-            if plog._closed:
-                raise LogClosedError(f"{plog.directory.name} is closed")
-            for segment in plog._segments:
-                segment.delete()
-            plog._dirty.clear()
-            active = Segment(plog.directory, offset, plog.config.index_interval_bytes)
-            active.make_active(plog.config.segment_index_bytes)
-            plog._segments = [active]
-            plog._directory_dirty = True
-            plog._recovery_point = offset
-            plog._rebuild_search_keys()
-        plog.checkpoint()
+        """Drop the whole log and go on, empty, at ``offset`` (``PartitionLog.reset_to``):
+        a follower whose log ends below its leader's log start (retention ran there while
+        it was away) can only copy from there. No epoch, producer or batch is left."""
+        self.log.reset_to(offset)
         self.epochs.truncate_from_end(0)  # none of our epochs holds a batch any more
         self.producers = ProducerStateTable()
         self.producers.covered_offset = offset
@@ -189,20 +157,23 @@ class ReplicaLog:
         return f"{self.high_watermark}\n".encode(), self.producers.snapshot_bytes()
 
     def _persist_epochs(self, content: bytes, deferrable: bool) -> None:
+        """Every epoch-file write goes to the log's I/O worker, cuts included: in order with
+        the log's own commands (a truncation's unlinks and checkpoint come first), and no
+        fsync on the loop. A cut not yet written when the broker crashes is found on open
+        (``_latest_epoch_matches_its_batch``), a new epoch not yet written is rebuilt from
+        the headers after the producer snapshot (which is written after the epochs)."""
         with self._epochs_lock:
             self._epochs_pending = content
-        if deferrable and self._writer is not None:
-            self._writer.submit(self.write_pending_epochs)
-        else:
-            self.write_pending_epochs()
+        self.log.worker.submit(self.write_pending_epochs)
 
     def write_pending_epochs(self) -> None:
-        """Write the epoch file's newest content if it is not on disk yet; any thread. Under
-        the checkpoint lock, so writes land in order and never in a deleted directory."""
-        with self.log._checkpoint_lock:
+        """Write the epoch file's newest content if it is not on disk yet; any thread. Among
+        the log's sibling-file writers, so writes land in order and never in a deleted
+        directory."""
+        with self.log.sibling_files() as writable:
             with self._epochs_lock:
                 content, self._epochs_pending = self._epochs_pending, None
-            if content is None or self.log._closed:
+            if content is None or not writable:
                 return
             try:
                 files.write_atomically(self.epochs.path, content)
@@ -219,8 +190,8 @@ class ReplicaLog:
         snapshot bounds the header scan that repairs a lagging epoch file on open."""
         self.write_pending_epochs()
         high_watermark, producers = snapshot
-        with self.log._checkpoint_lock:
-            if self.log._closed:
+        with self.log.sibling_files() as writable:
+            if not writable:
                 return
             files.write_atomically(self.directory / HIGH_WATERMARK_FILE, high_watermark)
             files.write_atomically(self.directory / SNAPSHOT_FILE, producers)

@@ -452,5 +452,22 @@ class Segment(LoadMixin):
         for index in self.indexes:
             index.path.unlink(missing_ok=True)
 
+    def set_aside(self) -> tuple[Path, ...]:
+        """Release the handles and rename the files to temporary names; return the new
+        paths, for the I/O worker to unlink. Why: a follower's truncation runs on the event
+        loop, and a rename frees no blocks (an unlink of a large file may take milliseconds);
+        the names are free at once for a segment at the same base offset. The log first, as
+        in ``delete``; a crash before the unlink leaves ``*.tmp`` files, removed at open."""
+        self.close_handles()
+        moved = []
+        for path in (self.log_path, *(index.path for index in self.indexes)):
+            aside = path.with_name(path.name + files.TEMP_SUFFIX)
+            try:
+                os.rename(path, aside)
+            except FileNotFoundError:  # an index never written (recovery rebuilds them)
+                continue
+            moved.append(aside)
+        return tuple(moved)
+
     def __repr__(self) -> str:
         return f"Segment(base={self.base_offset}, size={self.size}, next={self.next_offset})"

@@ -47,10 +47,28 @@ from .index import OffsetIndex, TimestampIndex
 from .segment import Segment
 
 SPARE_STEM = "next-segment"
+_RELATIVE_OFFSET_MAX = 2**31 - 1
 SEALS_OWED_MAX = 2  # each holds seven handles until sealed, three more than sealed
 _INDEX_KINDS = ((files.OFFSET_INDEX_SUFFIX, OffsetIndex),
                 (files.TIME_INDEX_SUFFIX, TimestampIndex),
                 (files.CREATE_TIME_INDEX_SUFFIX, TimestampIndex))
+
+
+def roll_reason(active: Segment, header, config) -> str | None:
+    """Why the batch with ``header`` must start a new segment, or None. Decided from the
+    log's contents alone (sizes, LATs, offsets; never the clock or how appends were
+    grouped), so leader, follower and recovery cut segments at the same offsets."""
+    if active.is_empty:
+        return None
+    if active.size + header.batch_length > config.segment_bytes:
+        return "size"
+    if header.log_append_time - active.first_log_append_time > config.segment_ms:
+        return "time"
+    if active.index_entries >= config.max_index_entries:
+        return "index_full"
+    if header.last_offset - active.base_offset > _RELATIVE_OFFSET_MAX:
+        return "offset_overflow"
+    return None
 
 
 class SpareFiles:
