@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tslog.broker.storage.replica import iter_headers
+from tslog.broker.storage.headers import headers_from
 from tslog.broker.storage import PartitionLog
 from tslog.client import Admin, Producer
 
@@ -19,7 +19,7 @@ from tslog.client import Admin, Producer
 def headers_on_disk(broker, topic, partition=0):
     plog = PartitionLog(broker.data_dir / f"{topic}-{partition}")
     try:
-        return list(iter_headers(plog, 0))
+        return list(headers_from(plog, 0))
     finally:
         plog.close_handles()
 

@@ -4,7 +4,8 @@ of its epoch in the new leader's log, so offsets never fork."""
 from tests.helpers.storage import make_batch, open_log
 from tslog.broker.replication.fetcher import truncate_for_leader
 from tslog.broker.replication.partition import Partition
-from tslog.broker.storage.replica import ReplicaLog, iter_headers
+from tslog.broker.storage.headers import headers_from
+from tslog.broker.storage.replica import ReplicaLog
 
 
 def test_old_leader_truncates_its_divergent_tail_then_copies_the_new_leaders_batches(tmp_path):
@@ -25,7 +26,7 @@ def test_old_leader_truncates_its_divergent_tail_then_copies_the_new_leaders_bat
     truncate_for_leader(returning, epoch, end)
     assert a.log_end_offset == 2 and a.epochs.entries == [(1, 0)]
     a.append_as_follower(b.log.read(2))
-    assert [(h.base_offset, h.leader_epoch) for h in iter_headers(a.log, 0)] == [(0, 1), (2, 2)]
+    assert [(h.base_offset, h.leader_epoch) for h in headers_from(a.log, 0)] == [(0, 1), (2, 2)]
     assert a.epochs.entries == b.epochs.entries == [(1, 0), (2, 2)]
     for suffix in (".log", ".index", ".timeindex", ".ctindex"):
         name = f"{0:020d}{suffix}"

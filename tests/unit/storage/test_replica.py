@@ -4,7 +4,7 @@ import threading
 
 from tests.helpers.storage import START_MS, make_batch, open_log
 from tslog.broker.storage import ManualClock
-from tslog.broker.storage.background import BackgroundWriter
+from tslog.broker.storage.background import IOWorker
 from tslog.broker.storage.epochs import LeaderEpochCache
 from tslog.broker.storage.replica import ReplicaLog
 from tslog.protocol.batch_header import parse_header
@@ -78,14 +78,14 @@ def test_an_unchanged_replica_is_not_checkpointed_again(tmp_path):
 
 
 def test_header_scans_span_chunks_and_segments(tmp_path, monkeypatch):
-    from tslog.broker.storage import replica as replica_module
+    from tslog.broker.storage import headers as headers_module
 
-    monkeypatch.setattr(replica_module, "_HEADERS_PER_LOCK", 3)
+    monkeypatch.setattr(headers_module, "_HEADERS_PER_LOCK", 3)
     log = open_log(tmp_path / "p", segment_bytes=600)
     for _ in range(10):
         log.append(make_batch(2))
     assert len(log.segments) > 1
-    assert [h.base_offset for h in replica_module.iter_headers(log, 5)] == list(range(4, 20, 2))
+    assert [h.base_offset for h in headers_module.headers_from(log, 5)] == list(range(4, 20, 2))
     log.close()
 
 
@@ -144,18 +144,23 @@ def test_producers_idle_for_the_expiration_are_forgotten_alike_on_every_replica(
     assert reopened.producers.check(parse_header(idempotent(2, pid=2))) == (4, START_MS + 1001)
 
 
-class StuckWriter:
-    """A BackgroundWriter whose thread is held busy until ``release``: what the loop's
-    hand-off looks like while the disk is slow."""
+class StuckWorker:
+    """An ``IOWorker`` that ``hold`` keeps busy until ``release``: what the loop's hand-off
+    looks like while the disk is slow."""
 
-    def __init__(self):
-        self.writer = BackgroundWriter("test-epoch-writes")
+    def __init__(self, held=True):
+        self.worker = IOWorker("test-io")
         self._release = threading.Event()
-        self.writer.submit(lambda: self._release.wait(10))
+        if held:
+            self.hold()
+
+    def hold(self):
+        self.worker.barrier().result(10)  # what came before has run
+        self.worker.submit(lambda: self._release.wait(10))
 
     def release(self):
         self._release.set()
-        self.writer.close()
+        self.worker.close()
 
 
 def epochs_on_disk(directory):
@@ -163,8 +168,8 @@ def epochs_on_disk(directory):
 
 
 def test_a_new_epoch_does_not_wait_for_the_disk_but_lands_before_the_producer_snapshot(tmp_path):
-    stuck = StuckWriter()
-    replica = ReplicaLog(open_log(tmp_path / "p"), stuck.writer)
+    stuck = StuckWorker()
+    replica = ReplicaLog(open_log(tmp_path / "p", worker=stuck.worker))
     try:
         replica.become_leader(3)  # a failover: answered without the file's two fsyncs
         replica.append_as_leader(idempotent(0), 3)
@@ -177,28 +182,29 @@ def test_a_new_epoch_does_not_wait_for_the_disk_but_lands_before_the_producer_sn
         stuck.release()
 
 
-def test_a_cut_is_on_disk_at_once_and_no_older_deferred_write_undoes_it(tmp_path):
-    stuck = StuckWriter()
-    replica = ReplicaLog(open_log(tmp_path / "p"), stuck.writer)
+def test_a_cut_waits_for_the_worker_and_no_older_deferred_write_undoes_it(tmp_path):
+    stuck = StuckWorker()
+    replica = ReplicaLog(open_log(tmp_path / "p", worker=stuck.worker))
     replica.become_leader(1)
     replica.append_as_leader(make_batch(2), 1)
-    replica.become_leader(2)  # deferred: the writer is stuck
+    replica.become_leader(2)  # deferred: the worker is stuck
     replica.append_as_leader(make_batch(2), 2)
-    replica.truncate_to(2)  # a follower cutting a divergent tail
-    assert epochs_on_disk(tmp_path / "p") == [(1, 0)]
-    stuck.release()  # the deferred writes run now, and find nothing newer to write
+    replica.truncate_to(2)  # a follower cutting a divergent tail: no fsync on the caller
+    assert replica.epochs.entries == [(1, 0)]
+    assert epochs_on_disk(tmp_path / "p") == []
+    stuck.release()  # the writes run now, in order: the newest content is the cut
     assert epochs_on_disk(tmp_path / "p") == [(1, 0)]
 
 
 def test_an_epoch_whose_deferred_write_a_crash_lost_is_rebuilt_on_open(tmp_path):
     directory = tmp_path / "p"
-    replica = ReplicaLog(open_log(directory))
+    stuck = StuckWorker(held=False)
+    replica = ReplicaLog(open_log(directory, worker=stuck.worker))
     replica.become_leader(1)
     replica.append_as_leader(idempotent(0), 1)
     replica.high_watermark = 2
     replica.checkpoint()
-    stuck = StuckWriter()
-    replica._writer = stuck.writer  # from here on, new epochs wait for a stuck disk
+    stuck.hold()  # from here on, new epochs wait for a stuck disk
     replica.become_leader(4)
     replica.append_as_leader(idempotent(2), 4)
     replica.log.close_handles()  # SIGKILL: the deferred write never ran
