@@ -247,3 +247,39 @@ def test_no_undefined_names():
                   if isinstance(message, kinds)]
     assert len(paths) > 100, "the check read too few files to mean anything"
     assert not found, found
+
+
+def _private_members_of(path: Path, class_name: str) -> set[str]:
+    """The underscore names a class defines: its ``_methods`` and the ``self._fields`` its
+    methods assign (dunder names are Python's, not the class's)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    cls = next(node for node in ast.walk(tree)
+               if isinstance(node, ast.ClassDef) and node.name == class_name)
+    names = {node.name for node in cls.body if isinstance(node, ast.FunctionDef)}
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for target in targets:
+            for leaf in ast.walk(target):
+                if (isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name)
+                        and leaf.value.id == "self"):
+                    names.add(leaf.attr)
+    return {name for name in names if name.startswith("_") and not name.endswith("__")}
+
+
+def test_no_module_but_log_py_touches_a_partition_log_private_member():
+    """Issue 21: one owner per log. Only ``broker/storage/log.py`` reads or writes
+    ``PartitionLog``'s underscore members; others use its public methods. Checked on every
+    ``x._name`` in ``broker/`` whose name is one of them and whose ``x`` is not ``self``:
+    an object's own ``self._lock`` is its own business, ``plog._lock`` is the log's."""
+    private = _private_members_of(ROOT / "broker" / "storage" / "log.py", "PartitionLog")
+    assert {"_lock", "_segments", "_closed", "_checkpoint_lock"} <= private
+    offenders = []
+    for path in source_files("broker"):
+        if path == ROOT / "broker" / "storage" / "log.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (isinstance(node, ast.Attribute) and node.attr in private
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+    assert offenders == []
