@@ -19,12 +19,16 @@ an epoch newer than its latest (O(1) per batch: one comparison). Truncating the 
 the entries that start at or after the cut; deleting old segments moves the first entry's
 start up. Opening drops entries past the log end (the file may be newer than a torn tail).
 
-When the file is written: a cut (``truncate_from_end``) before the call returns, because an
-entry the log no longer backs would misplace the end of an epoch after a crash. A new epoch
-or a moved start may be written later (``persist``'s ``deferrable``; ``ReplicaLog`` hands
-them to a background thread so that a failover does not wait for hundreds of fsyncs): a file
-that lacks them is repaired when the log is opened, from the batch headers after the
-producer snapshot, which ``ReplicaLog`` writes only after the epochs it covers.
+When the file is written: by the log's I/O worker (``ReplicaLog`` hands it every new
+content, in order with the log's own disk commands), so neither a failover touching hundreds
+of partitions nor a follower's truncation waits on the loop for the file's two fsyncs. What
+a crash before the write leaves is repaired when the log is opened: a new epoch or a moved
+start that is missing is rebuilt from the batch headers after the producer snapshot (which
+``ReplicaLog`` writes only after the epochs it covers); a cut that is missing shows as a
+latest epoch whose first batch carries another epoch, and the epochs are then rebuilt from
+every header. ``persist``'s ``deferrable`` is False for a cut (the change that misplaces an
+epoch's end if it is lost), for a caller that must tell the two apart; the default persist,
+for tools without a log, writes both at once.
 """
 
 from __future__ import annotations
