@@ -30,6 +30,7 @@ truncation and reset change the log at once and leave unlinks and fsyncs to the 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import threading
@@ -303,7 +304,7 @@ class PartitionLog:
             )
         if offset >= end_offset:
             return b""
-        segment = self._segments[self._lookups.segment_holding(offset)]
+        segment = self._segments[bisect.bisect_right(self._lookups.base_offsets, offset) - 1]
         if offset >= segment.next_offset:  # only for an empty active segment
             return b""
         self._open_segments.touch(segment)

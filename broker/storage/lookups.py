@@ -59,10 +59,6 @@ class TimeLookups:
         self.time_maxima.append(self.time_maxima[-1])
         self.create_time_maxima.append(self.create_time_maxima[-1])
 
-    def segment_holding(self, offset: int) -> int:
-        """The index of the segment whose range starts at or below ``offset``."""
-        return bisect.bisect_right(self.base_offsets, offset) - 1
-
     def offset_for_time(self, segments: Sequence[Segment], timestamp: int,
                         timestamp_type: str) -> OffsetAndTimestamp | None:
         """See ``PartitionLog.offset_for_time`` (the caller holds its lock)."""
