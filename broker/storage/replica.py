@@ -57,7 +57,8 @@ class ReplicaLog:
         rebuild_epochs = not self.epochs.entries and end > plog.log_start_offset
         scan_from = plog.log_start_offset if rebuild_epochs else max(
             producers.covered_offset, plog.log_start_offset)
-        for header in headers_from(plog, scan_from):
+        headers = headers_from(plog, scan_from) if scan_from < end else ()  # a new log: none
+        for header in headers:
             if header.leader_epoch > self.epochs.latest_epoch:
                 self.epochs.assign(header.leader_epoch, header.base_offset)
             if header.base_offset >= producers.covered_offset:

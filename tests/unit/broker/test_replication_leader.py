@@ -283,3 +283,21 @@ async def test_the_periodic_checkpoint_persists_the_high_watermark_off_the_loop(
     assert (directory / "high-watermark").read_text() == "2\n"
     # Reopened (as after a restart), the replica starts from it, not from its log end.
     assert ReplicaLog(broker.topics.get_log("t", 0)).high_watermark == 2
+
+
+async def test_the_replication_state_of_a_new_topic_is_built_on_the_loop_without_a_header_scan(
+        make_broker, monkeypatch):
+    """A log created while the broker runs holds no batch: the loop builds its ReplicaLog
+    from nothing (logs opened from disk got theirs in the opening thread, open_all)."""
+    from tslog.broker.storage import replica as replica_module
+
+    def no_scan(*_):
+        raise AssertionError("a header scan on the event loop")
+
+    broker = make_broker()
+    body = {"topics": [{"topic": "t", "partitions": 2, "replication_factor": 1,
+                        "configs": {}}], "timeout_ms": 1000}
+    assert (await call(broker, ApiKey.CREATE_TOPICS, body))["topics"][0]["error_code"] == 0
+    monkeypatch.setattr(replica_module, "headers_from", no_scan)
+    assert (await produce(broker, batch([b"a"])))["error_code"] == 0
+    assert broker.replicas.get("t", 1) is not None
