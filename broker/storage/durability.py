@@ -45,6 +45,7 @@ class LogDurability:
         self._unflushed_records = 0
         self._last_flush_ms = plog.clock.now_ms()
         self._flush_queued = False  # the flush policy's flush waits in the worker
+        self._cuts = 0  # truncations and resets so far: a flush that spans one moves nothing
 
     # -- on the owner's thread, under the log's lock ---------------------------------------
 
@@ -56,6 +57,7 @@ class LogDurability:
         """The log was cut (or emptied) at ``log_end_offset``: the recovery point cannot be
         past it, and ``active``'s new size (and the names moved) must reach the disk."""
         self.recovery_point = min(self.recovery_point, log_end_offset)
+        self._cuts += 1
         self.dirty.add(active)
         self.directory_dirty |= files_moved
 
@@ -64,6 +66,7 @@ class LogDurability:
         self.dirty.clear()
         self.directory_dirty = True
         self.recovery_point = offset
+        self._cuts += 1
 
     # -- on the owner's thread, outside the lock -------------------------------------------
 
@@ -104,7 +107,7 @@ class LogDurability:
         with self._lock:
             if plog.closed:
                 raise LogClosedError(f"{self.directory.name} is closed")
-            target = plog.log_end_offset
+            target, cuts = plog.log_end_offset, self._cuts
             dirty = set(self.dirty)
             self.dirty.clear()
             directory_dirty, self.directory_dirty = self.directory_dirty, False
@@ -125,7 +128,8 @@ class LogDurability:
             for fd in descriptors:
                 os.close(fd)
         with self._lock:
-            self.recovery_point = max(self.recovery_point, target)
+            if cuts == self._cuts:  # else offsets up to ``target`` may be new, unsynced data
+                self.recovery_point = max(self.recovery_point, target)
             return self.recovery_point
 
     def checkpoint(self) -> None:

@@ -197,3 +197,33 @@ def test_an_epoch_cut_a_crash_lost_is_found_when_the_log_grew_past_it(tmp_path, 
     assert reopened.epochs.end_offset_for(2, reopened.log_end_offset) == (1, 2)
     reopened.log.close()
     new_leader.log.close()
+
+
+def test_a_flush_that_spans_a_truncation_does_not_move_the_recovery_point_past_the_cut(
+        tmp_path, monkeypatch):
+    """Group commit flushes from its own thread; if a follower's cut lands while that
+    flush waits on the disk, the flushed end is no longer the log's: the recovery point
+    must not move there (recovery would then trust data appended after the cut, unsynced)."""
+    log = three_segments(tmp_path / "t-0", None)
+    end = log.log_end_offset
+    in_sync, go_on = threading.Event(), threading.Event()
+    real = os.fdatasync
+
+    def slow_fdatasync(fd):
+        if threading.current_thread().name == "group-commit":
+            in_sync.set()
+            go_on.wait(10)
+        return real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", slow_fdatasync)
+    flusher = threading.Thread(target=log.flush, name="group-commit")
+    flusher.start()
+    assert in_sync.wait(10)
+    log.truncate_to(4)
+    for _ in range(8):
+        log.append(make_batch(2))  # past the old end again, not synced
+    assert log.log_end_offset > end
+    go_on.set()
+    flusher.join(10)
+    assert log.recovery_point <= 4
+    log.close()
