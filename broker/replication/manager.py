@@ -146,9 +146,10 @@ class ReplicaManager:
             part.fail_waiters()
 
     def checkpoint_all(self) -> None:
-        """At shutdown: persist every partition's high watermark and producer snapshot
-        (each writes its epoch file's newest content first, whatever the logs' I/O worker
-        still holds; the worker finds nothing left to write)."""
+        """At shutdown: persist every changed partition's high watermark and producer
+        snapshot (each writes its epoch file's newest content first). Epoch writes still
+        queued for other partitions run when the topics close the I/O worker, which they
+        do before closing the logs."""
         self.write_snapshots(self.snapshots())
 
     def snapshots(self) -> list:
