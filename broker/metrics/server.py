@@ -23,23 +23,24 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from .collectors import render_disk, render_snapshot
 from .definitions import LOOP_FAMILIES, REGISTRY
 from .snapshot import snapshot_from_thread
+from .sources import ScrapeSources
 
 log = logging.getLogger("tslog.broker.metrics")
 
 SNAPSHOT_TIMEOUT_S = 5.0  # under Prometheus' default scrape timeout (10 s)
 
 
-def render(broker, loop: asyncio.AbstractEventLoop,
+def render(sources: ScrapeSources, loop: asyncio.AbstractEventLoop,
            timeout_s: float = SNAPSHOT_TIMEOUT_S) -> bytes:
     """One scrape's text. Call it off the loop (it waits for the loop's snapshot); on the
     loop's own thread the snapshot is taken directly."""
     lines = [generate_latest(REGISTRY).decode()]
     for family in LOOP_FAMILIES:
         family.render(lines)
-    snapshot = snapshot_from_thread(broker, loop, timeout_s)
+    snapshot = snapshot_from_thread(sources, loop, timeout_s)
     if snapshot is not None:
         render_snapshot(snapshot, lines)
-    render_disk(broker.config.data_dir, lines)
+    render_disk(sources.data_dir, lines)
     return "".join(lines).encode()
 
 
@@ -49,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - the http.server naming
         try:
-            body = render(self.server.broker, self.server.loop)
+            body = render(self.server.sources, self.server.loop)
         except Exception:
             log.exception("rendering /metrics failed")
             self.send_error(500)
@@ -68,9 +69,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], broker, loop) -> None:
+    def __init__(self, address: tuple[str, int], sources: ScrapeSources, loop) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.broker = broker
+        self.sources = sources
         self.loop = loop
         super().__init__(address, _Handler)
 
@@ -83,8 +84,9 @@ class _HTTPServer(ThreadingHTTPServer):
 class MetricsServer:
     """A running exposition server; ``stop`` it before the broker closes its logs."""
 
-    def __init__(self, broker, loop: asyncio.AbstractEventLoop, host: str, port: int) -> None:
-        self._httpd = _HTTPServer((host, port), broker, loop)
+    def __init__(self, sources: ScrapeSources, loop: asyncio.AbstractEventLoop, host: str,
+                 port: int) -> None:
+        self._httpd = _HTTPServer((host, port), sources, loop)
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         name="tslog-metrics", daemon=True)
         self._thread.start()

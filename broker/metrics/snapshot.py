@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from ..storage import PartitionLog
 from .lag import partition_lag
+from .sources import ScrapeSources
 
 log = logging.getLogger("tslog.broker.metrics")
 
@@ -54,95 +55,96 @@ class Snapshot:
         default_factory=lambda: {"offset": 0, "time": 0, "create_time": 0})
 
 
-def high_watermark(broker, topic: str, partition: int, plog: PartitionLog) -> int:
+def high_watermark(sources: ScrapeSources, topic: str, partition: int, plog: PartitionLog) -> int:
     """The offset below which records are committed and served to consumers: the replica
     manager's (leader: min log end over the ISR; follower: as the leader last said). A log
     the manager has not looked at yet has had no append since startup: its log end offset."""
-    part = broker.replicas.partitions.get((topic, partition))
+    part = sources.replicas.partitions.get((topic, partition))
     if part is not None and part.log is plog:
         return part.high_watermark
     return plog.log_end_offset
 
 
-def partition_row(broker, topic: str, partition: int, plog: PartitionLog,
+def partition_row(sources: ScrapeSources, topic: str, partition: int, plog: PartitionLog,
                   snapshot: Snapshot) -> None:
     """Add one partition's row and its index bytes to ``snapshot``."""
     segments = plog.segments
     snapshot.partitions.append(PartitionRow(
         topic, partition, plog.log_start_offset, plog.log_end_offset,
-        high_watermark(broker, topic, partition, plog),
+        high_watermark(sources, topic, partition, plog),
         sum(segment.size for segment in segments), len(segments)))
     totals = snapshot.index_bytes
     for kind, size in plog.index_bytes().items():
         totals[kind] += size
 
 
-def group_lags(broker, group: str, offsets: dict, snapshot: Snapshot) -> None:
+def group_lags(sources: ScrapeSources, group: str, offsets: dict, snapshot: Snapshot) -> None:
     """Add the lag of every partition ``group`` committed an offset for (deleted topics and
     negative "no position" offsets have none). Only the partition's leader reports it: every
     broker of a cluster knows every group's offsets (from etcd), and the leader's high
     watermark is the authoritative one, so each series comes from exactly one broker."""
-    cluster = broker.cluster
+    cluster = sources.cluster
     for (topic, partition), (committed, _metadata) in offsets.items():
-        plog = broker.topics.get_log(topic, partition)
+        plog = sources.topics.get_log(topic, partition)
         if plog is None or committed < 0:
             continue
         state = cluster.partition_state(topic, partition)
         if state is None or state.leader != cluster.node_id:
             continue
         records, seconds = partition_lag(plog, committed,
-                                         high_watermark(broker, topic, partition, plog))
+                                         high_watermark(sources, topic, partition, plog))
         snapshot.lags.append(LagRow(group, topic, partition, records, seconds))
 
 
-def take_snapshot(broker) -> Snapshot:
+def take_snapshot(sources: ScrapeSources) -> Snapshot:
     """All of it at once: for callers that own the logs (tests, the loop between yields)."""
     snapshot = Snapshot()
-    for (topic, partition), plog in list(broker.topics.logs.items()):
-        partition_row(broker, topic, partition, plog, snapshot)
-    for group, offsets in broker.groups.all_groups().items():
-        group_lags(broker, group, offsets, snapshot)
+    for (topic, partition), plog in list(sources.topics.logs.items()):
+        partition_row(sources, topic, partition, plog, snapshot)
+    for group, offsets in sources.groups.all_groups().items():
+        group_lags(sources, group, offsets, snapshot)
     return snapshot
 
 
-async def take_snapshot_async(broker) -> Snapshot | None:
+async def take_snapshot_async(sources: ScrapeSources) -> Snapshot | None:
     """``take_snapshot`` on the loop, yielding between chunks of partitions and groups.
     Returns None once the broker is closing its logs (checked after every yield)."""
     snapshot = Snapshot()
     work = 0
-    if broker.closing:
+    lifecycle, topics = sources.lifecycle, sources.topics
+    if lifecycle.closing:
         return None
-    for (topic, partition), plog in list(broker.topics.logs.items()):
-        if broker.closing:
+    for (topic, partition), plog in list(topics.logs.items()):
+        if lifecycle.closing:
             return None
-        if broker.topics.logs.get((topic, partition)) is not plog:  # deleted meanwhile
+        if topics.logs.get((topic, partition)) is not plog:  # deleted meanwhile
             continue
-        partition_row(broker, topic, partition, plog, snapshot)
+        partition_row(sources, topic, partition, plog, snapshot)
         work += 1
         if work % _CHUNK == 0:
             await asyncio.sleep(0)
-    for group, offsets in broker.groups.all_groups().items():
-        group_lags(broker, group, offsets, snapshot)
+    for group, offsets in sources.groups.all_groups().items():
+        group_lags(sources, group, offsets, snapshot)
         work += len(offsets)
         if work >= _CHUNK:
             work = 0
             await asyncio.sleep(0)
-            if broker.closing:
+            if lifecycle.closing:
                 return None
     return snapshot
 
 
-def snapshot_from_thread(broker, loop: asyncio.AbstractEventLoop,
+def snapshot_from_thread(sources: ScrapeSources, loop: asyncio.AbstractEventLoop,
                          timeout_s: float) -> Snapshot | None:
     """Take a snapshot on ``loop`` from another thread; None if the loop cannot answer in
     ``timeout_s`` (busy or stopping): the scrape then goes without these series."""
     try:
         if asyncio.get_running_loop() is loop:  # called on the loop itself: no hand-off
-            return None if broker.closing else take_snapshot(broker)
+            return None if sources.lifecycle.closing else take_snapshot(sources)
     except RuntimeError:
         pass
     try:
-        future = asyncio.run_coroutine_threadsafe(take_snapshot_async(broker), loop)
+        future = asyncio.run_coroutine_threadsafe(take_snapshot_async(sources), loop)
     except RuntimeError:  # the loop is closed
         return None
     try:

@@ -40,6 +40,10 @@ class CommittedOffsets:
     def fetch(self, group_id: str) -> Offsets:
         return self.store.fetch(group_id)
 
+    def all_groups(self) -> dict[str, Offsets]:
+        """Every group's offsets, from whichever store is in use now (the metrics' lag)."""
+        return self.store.all_groups()
+
     async def commit(self, group_id: str, offsets: Offsets) -> None:
         """Durable when it returns. Raises OSError (single node) when the write fails."""
         async with self._locks.setdefault(group_id, asyncio.Lock()):

@@ -310,7 +310,8 @@ async def _long_poll(services: DataPath, body: dict, plan: list) -> dict:
         try:
             response, total, errors = _read_plan(services, body, plan)
             remaining = deadline - loop.time()
-            if total >= body["min_bytes"] or errors or remaining <= 0 or services.stopping:
+            if (total >= body["min_bytes"] or errors or remaining <= 0
+                    or services.lifecycle.stopping):
                 if total and body["replica_id"] < 0:
                     observe_fetch(response)
                 return response

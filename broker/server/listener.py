@@ -103,7 +103,8 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
         metrics = None
         try:
             if config.metrics_listen is not None:
-                metrics = MetricsServer(broker, loop, *parse_host_port(config.metrics_listen))
+                metrics = MetricsServer(broker.scrape_sources, loop,
+                                        *parse_host_port(config.metrics_listen))
             trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
             if view is not None:
                 trigger = _first(trigger, asyncio.shield(view.failed))
@@ -115,7 +116,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
                 await view.close()
             if metrics is not None:
                 await asyncio.to_thread(metrics.stop)
-            broker.closing = True  # a scrape still under way reads no log from here on
+            broker.lifecycle.closing = True  # a scrape still under way reads no log now on
             await asyncio.to_thread(broker.close)
             log.info("tslog-broker stopped")
     finally:
@@ -158,7 +159,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     finally:
         log.info("shutting down: no new connections, draining in-flight requests")
         server.close()
-        broker.stopping = True
+        broker.lifecycle.stopping = True
         broker.notifier.notify_all()
         await registry.drain(config.shutdown_grace_ms / 1000)
         for task in tasks:

@@ -6,10 +6,13 @@ handler module names here the few services it uses, as a ``Protocol``; the broke
 (``state.Broker``, the one place that builds and wires them when it opens) provides them
 all, and a test may hand a handler anything that has these attributes.
 
+The one value that changes while the broker runs, "we are stopping", lives in a shared
+``Lifecycle``, so a service object fixed at start still sees the shutdown.
+
 - ``DataPath`` (produce, fetch, list offsets): the hosted partitions with their replication
   state, the topic catalog (to tell "not here" from "no such partition"), the clock, the
   notifier that wakes long polls, group commit (durable acks), the request limits, and the
-  shutdown flag that ends long polls.
+  broker's ``Lifecycle`` (its ``stopping`` flag ends long polls).
 - ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
   cluster view.
 - ``AdminApis`` (Metadata, CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions):
@@ -35,6 +38,19 @@ from .durability import AppendNotifier, GroupCommitter
 from .topic_service import TopicService
 
 
+class Lifecycle:
+    """The broker's run state, shared by reference: set once each, on the event loop.
+
+    ``stopping``: the broker is shutting down; long polls answer at once. ``closing``: the
+    logs are about to close; a metrics scrape still under way stops reading them."""
+
+    __slots__ = ("stopping", "closing")
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.closing = False
+
+
 class DataPath(Protocol):
     topics: TopicManager
     replicas: ReplicaManager
@@ -42,7 +58,7 @@ class DataPath(Protocol):
     notifier: AppendNotifier
     committer: GroupCommitter
     config: BrokerConfig  # fetch_max_bytes, request_timeout_ms
-    stopping: bool  # set at shutdown: long polls answer at once
+    lifecycle: Lifecycle  # .stopping, set at shutdown: long polls answer at once
 
 
 class ReplicationApis(Protocol):

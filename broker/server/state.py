@@ -9,7 +9,9 @@ replication gets the hosted logs, the view, the clock and the notifier, never th
 
 Handlers are given the broker as their services (it has every attribute ``services.py``
 names), so a test opens one over a temporary directory and calls handlers directly, with no
-sockets and no event loop unless the handler awaits.
+sockets and no event loop unless the handler awaits. The metrics endpoint is given
+``scrape_sources``, what a scrape reads. Both see ``lifecycle``, whose flags the shutdown
+sets.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from ..cluster.view import ClusterView, LocalClusterView
 from ..config import BrokerConfig, parse_host_port
 from ..group_offsets import GroupOffsetStore
 from ..metadata import LocalMetadataStore, MetadataStore
+from ..metrics.sources import ScrapeSources
 from ..replication.manager import ReplicaManager
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
+from .services import Lifecycle
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
 __all__ = ["Broker", "BrokerClock"]
@@ -49,8 +53,9 @@ class Broker:
         self.notifier = AppendNotifier()
         self.idle_poller = IdlePoller(config.idle_poll_us)
         self.offsets = CommittedOffsets(groups)
-        self.stopping = False  # set at shutdown: long polls answer at once
-        self.closing = False  # set on the loop before the logs close: scrapes stop reading them
+        # .stopping at shutdown: long polls answer at once; .closing before the logs close:
+        # scrapes stop reading them.
+        self.lifecycle = Lifecycle()
         host, port = parse_host_port(config.advertised_listen or config.listen)
         self.advertised_host = host
         self.advertised_port = port
@@ -66,11 +71,8 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
-
-    @property
-    def groups(self) -> OffsetStore:
-        """Where committed offsets are kept (the metrics read every group's from it)."""
-        return self.offsets.store
+        self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
+                                            self.lifecycle, config.data_dir)
 
     @classmethod
     def open(cls, config: BrokerConfig, store: MetadataStore | None = None,

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(30)
 
 def scrape(broker) -> dict[str, float]:
     """One scrape's samples, rendered on the test's own loop (the snapshot is taken there)."""
-    return parse_samples(render(broker, asyncio.get_running_loop()).decode())
+    return parse_samples(render(broker.scrape_sources, asyncio.get_running_loop()).decode())
 
 
 async def commit(broker, group, topic, partition, offset):
@@ -103,7 +103,7 @@ async def test_requests_errors_and_produced_records_are_counted(broker):
 async def test_scrape_from_another_thread_sees_the_latest_append(broker):
     loop = asyncio.get_running_loop()
     await create(broker, "s")
-    server = MetricsServer(broker, loop, "127.0.0.1", 0)
+    server = MetricsServer(broker.scrape_sources, loop, "127.0.0.1", 0)
     try:
         await produce_at(broker, "s", [b"a", b"b"], 0)
         await produce_at(broker, "s", [b"c"], 1_250)
@@ -126,7 +126,8 @@ async def test_a_scrape_while_the_loop_is_stuck_answers_without_partition_state(
     loop = asyncio.get_running_loop()
     await create(broker, "busy")
     result: list[bytes] = []
-    scraper = threading.Thread(target=lambda: result.append(render(broker, loop, timeout_s=0.2)))
+    sources = broker.scrape_sources
+    scraper = threading.Thread(target=lambda: result.append(render(sources, loop, timeout_s=0.2)))
     scraper.start()
     time.sleep(0.6)  # the loop is blocked: the snapshot cannot run
     scraper.join(5)
@@ -134,7 +135,7 @@ async def test_a_scrape_while_the_loop_is_stuck_answers_without_partition_state(
     assert "process_cpu_seconds_total " in text and "tslog_requests_total{" in text
     assert "tslog_log_end_offset{" not in text
     await asyncio.sleep(0)  # the late snapshot task runs now and is discarded
-    assert 'tslog_log_end_offset{partition="0",topic="busy"} 0.0' in render(broker, loop).decode()
+    assert 'tslog_log_end_offset{partition="0",topic="busy"} 0.0' in render(sources, loop).decode()
 
 
 async def test_end_to_end_latency_and_fetched_records(broker):
