@@ -54,9 +54,10 @@ from tslog.protocol.messages import (
 )
 
 from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
+from ..config import BrokerConfig
 from ..metrics.observe import finish_request
-from .handlers import HANDLERS
-from .state import Broker
+from .dispatch import Dispatch
+from .idle_poll import IdlePoller
 
 log = logging.getLogger("tslog.broker.connection")
 
@@ -147,10 +148,21 @@ class _Running:
 
 
 class BrokerConnection(asyncio.BufferedProtocol):
-    def __init__(self, broker: Broker, registry: ConnectionRegistry) -> None:
-        self.broker = broker
+    """One client's connection.
+
+    Args:
+        dispatch: every ApiKey's handler, bound to its services once at start
+            (``dispatch.bind_handlers``): a request costs one lookup and one call.
+        config: the connection limits (frame size, requests in flight, unsent bytes, idle).
+        idle_poller: the broker's one poller, told when each read was handled.
+        registry: every live connection, for the broker-wide limits.
+    """
+
+    def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
+                 registry: ConnectionRegistry) -> None:
+        self.dispatch = dispatch
+        self.idle_poller = idle_poller
         self.registry = registry
-        config = broker.config
         self.max_in_flight = config.max_in_flight_requests
         self.max_unsent = config.max_unsent_response_bytes
         self.idle_s = config.connections_max_idle_ms / 1000
@@ -222,7 +234,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         except FrameTooLargeError:
             pass  # the frames before it are served; the next event reports it and closes
         self.pump()
-        self.broker.idle_poller.handled(self._loop, started)
+        self.idle_poller.handled(self._loop, started)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -320,7 +332,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         header, body = event.header, event.body
         started = time.perf_counter()
         try:
-            result = HANDLERS[header.api_key](self.broker, body)
+            result = self.dispatch[header.api_key](body)
         except Exception:
             log.exception("%s: %s handler failed", self.peer, header.api_key.name)
             result = _SERVER_ERROR

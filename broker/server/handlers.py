@@ -1,8 +1,10 @@
-"""One handler per ApiKey: ``handler(services, body) -> body | awaitable of body | None``.
+"""Handlers of the admin and group APIs: ``handler(services, body) -> body | awaitable``.
 
-The first argument is the broker's services; each handler declares the narrow set it uses
-(``services.py``). Topic changes go through the ``TopicService`` the broker picked when it
-opened (its own disk alone, etcd in a cluster): no handler asks which one it is.
+The first argument is the narrow set of services the handler's group uses (``services.py``:
+``AdminApis``, ``GroupApis``), bound to it once at start (``dispatch.py``). Topic changes go
+through the ``TopicService`` the broker picked when it opened (its own disk alone, etcd in a
+cluster): no handler asks which one it is. The data path's handlers are in
+``data_handlers.py``, the replication APIs' in ``replication_handlers.py``.
 
 The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
 handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,
@@ -16,14 +18,12 @@ from __future__ import annotations
 import logging
 
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.messages import ApiKey, api_versions_list
+from tslog.protocol.messages import api_versions_list
 
 from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
 from ..topics import TopicError
-from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
-from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .services import AdminApis, GroupApis
 
 log = logging.getLogger("tslog.broker.handlers")
@@ -164,19 +164,3 @@ def handle_offset_fetch(services: GroupApis, body: dict) -> dict:
         topics_out.append({"topic": group["topic"], "partitions": parts_out})
     return {"topics": topics_out}
 
-
-HANDLERS = {
-    ApiKey.PRODUCE: handle_produce,
-    ApiKey.FETCH: handle_fetch,
-    ApiKey.LIST_OFFSETS: handle_list_offsets,
-    ApiKey.METADATA: handle_metadata,
-    ApiKey.OFFSET_COMMIT: handle_offset_commit,
-    ApiKey.OFFSET_FETCH: handle_offset_fetch,
-    ApiKey.API_VERSIONS: handle_api_versions,
-    ApiKey.CREATE_TOPICS: handle_create_topics,
-    ApiKey.DELETE_TOPICS: handle_delete_topics,
-    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
-    ApiKey.ALTER_CONFIGS: handle_alter_configs,
-    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
-}

@@ -140,8 +140,10 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     loop = asyncio.get_running_loop()
     registry = ConnectionRegistry(config.max_connections, config.max_total_unsent_response_bytes)
     host, port = config.listen_address
-    server = await loop.create_server(lambda: BrokerConnection(broker, registry), host, port,
-                                      reuse_address=True, backlog=1024)
+    dispatch, idle_poller = broker.dispatch, broker.idle_poller
+    server = await loop.create_server(
+        lambda: BrokerConnection(dispatch, config, idle_poller, registry), host, port,
+        reuse_address=True, backlog=1024)
     bound_port = server.sockets[0].getsockname()[1]
     broker.set_bound_port(bound_port)
     tasks = {

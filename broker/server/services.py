@@ -2,12 +2,15 @@
 
 Why: a handler that is handed the whole broker can reach anything, so nothing says what it
 depends on, and a test or a second front door (Kafka's protocol) must build all of it. Each
-handler module names here the few services it uses, as a ``Protocol``; the broker
-(``state.Broker``, the one place that builds and wires them when it opens) provides them
-all, and a test may hand a handler anything that has these attributes.
+handler module names here the few services it uses, as a ``Protocol``, and each protocol has
+a concrete, frozen holder of exactly those attributes (``DataPathServices`` and so on). The
+broker (``state.Broker``, the one place that builds and wires the services when it opens)
+fills one holder per group and binds every handler to its group's holder
+(``dispatch.bind_handlers``); the connection only ever sees those bound handlers. A test may
+hand a handler anything that has the protocol's attributes.
 
 The one value that changes while the broker runs, "we are stopping", lives in a shared
-``Lifecycle``, so a service object fixed at start still sees the shutdown.
+``Lifecycle`` the holders point to, so a frozen holder still sees the shutdown.
 
 - ``DataPath`` (produce, fetch, list offsets): the hosted partitions with their replication
   state, the topic catalog (to tell "not here" from "no such partition"), the clock, the
@@ -23,6 +26,7 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from tslog.protocol.errors import ErrorCode
@@ -75,6 +79,42 @@ class AdminApis(Protocol):
 
 
 class GroupApis(Protocol):
+    topics: TopicManager
+    offsets: CommittedOffsets
+
+
+# The concrete holders the broker builds, one per protocol above, with exactly its attributes
+# (tests/unit/broker/test_services.py checks they match). Frozen: chosen once at start.
+
+
+@dataclass(frozen=True, slots=True)
+class DataPathServices:
+    topics: TopicManager
+    replicas: ReplicaManager
+    clock: BrokerClock
+    notifier: AppendNotifier
+    committer: GroupCommitter
+    config: BrokerConfig
+    lifecycle: Lifecycle
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationServices:
+    topics: TopicManager
+    replicas: ReplicaManager
+    cluster: ClusterView
+
+
+@dataclass(frozen=True, slots=True)
+class AdminServices:
+    topics: TopicManager
+    topic_service: TopicService
+    cluster: ClusterView
+    config: BrokerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class GroupServices:
     topics: TopicManager
     offsets: CommittedOffsets
 

@@ -7,11 +7,12 @@ writes to this disk, ``ClusterTopicService`` to etcd), where producer ids come f
 that nothing asks again: handlers use the services they name in ``services.py``, and
 replication gets the hosted logs, the view, the clock and the notifier, never the broker.
 
-Handlers are given the broker as their services (it has every attribute ``services.py``
-names), so a test opens one over a temporary directory and calls handlers directly, with no
-sockets and no event loop unless the handler awaits. The metrics endpoint is given
-``scrape_sources``, what a scrape reads. Both see ``lifecycle``, whose flags the shutdown
-sets.
+What leaves the broker is narrow, built here once: ``dispatch``, every ApiKey's handler
+bound to its group's services (``services.DataPathServices`` and the others; the
+connections get this table, not the broker), and ``scrape_sources``, what the metrics
+endpoint reads. Both share ``lifecycle``, whose flags the shutdown sets. A test opens a
+broker over a temporary directory and calls ``dispatch`` directly, with no sockets and no
+event loop unless the handler awaits.
 """
 
 from __future__ import annotations
@@ -27,9 +28,16 @@ from ..replication.manager import ReplicaManager
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
+from .dispatch import Dispatch, bind_handlers
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
-from .services import Lifecycle
+from .services import (
+    AdminServices,
+    DataPathServices,
+    GroupServices,
+    Lifecycle,
+    ReplicationServices,
+)
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
 __all__ = ["Broker", "BrokerClock"]
@@ -71,6 +79,12 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+        self.dispatch: Dispatch = bind_handlers(
+            DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
+                             self.lifecycle),
+            ReplicationServices(topics, self.replicas, self.cluster),
+            AdminServices(topics, self.topic_service, self.cluster, config),
+            GroupServices(topics, self.offsets))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir)
 

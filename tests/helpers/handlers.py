@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import inspect
 
-from tslog.broker.server.handlers import HANDLERS
 from tslog.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS, ApiKey
 
 
 async def call(broker, api_key: ApiKey, body: dict):
-    """Run a handler the way the connection does; check both bodies against the schemas."""
+    """Run a handler the way the connection does, through the broker's dispatch table (each
+    handler bound to its services at open); check both bodies against the schemas."""
     REQUEST_SCHEMAS[api_key, 0].check(body)
-    result = HANDLERS[api_key](broker, body)
+    result = broker.dispatch[api_key](body)
     if inspect.isawaitable(result):
         result = await result
     if result is not None:

@@ -68,8 +68,13 @@ def fetch_request(correlation_id, max_wait_ms):
     return request(ApiKey.FETCH, body, correlation_id)
 
 
+def new_connection(broker, registry):
+    """A connection as the listener makes it: the broker's dispatch table, not the broker."""
+    return BrokerConnection(broker.dispatch, broker.config, broker.idle_poller, registry)
+
+
 def connect(broker, **limits):
-    connection = BrokerConnection(broker, ConnectionRegistry(limits.get("max_connections", 10)))
+    connection = new_connection(broker, ConnectionRegistry(limits.get("max_connections", 10)))
     transport = FakeTransport()
     connection.connection_made(transport)
     return connection, transport
@@ -113,7 +118,7 @@ async def test_frames_split_byte_by_byte_still_parse(broker):
 
 async def test_connections_over_the_limit_are_closed(broker):
     registry = ConnectionRegistry(1)
-    first, second = BrokerConnection(broker, registry), BrokerConnection(broker, registry)
+    first, second = new_connection(broker, registry), new_connection(broker, registry)
     first.connection_made(FakeTransport())
     transport = FakeTransport()
     second.connection_made(transport)
@@ -144,7 +149,7 @@ async def test_an_idle_connection_whose_client_never_reads_is_aborted(make_broke
 async def test_shutdown_waits_for_in_flight_requests(broker):
     broker.topics.create_topic("t", 1, 1, {})
     registry = ConnectionRegistry(10)
-    connection = BrokerConnection(broker, registry)
+    connection = new_connection(broker, registry)
     transport = FakeTransport()
     connection.connection_made(transport)
     connection.data_received(fetch_request(1, 100))
@@ -190,7 +195,7 @@ async def test_at_the_broker_wide_cap_only_connections_holding_nothing_read(make
                          max_total_unsent_response_bytes=1 << 20)
     fill_topic(broker)
     registry = ConnectionRegistry(10, 1 << 20)
-    hostile, normal = BrokerConnection(broker, registry), BrokerConnection(broker, registry)
+    hostile, normal = new_connection(broker, registry), new_connection(broker, registry)
     hostile_transport, normal_transport = FakeTransport(), FakeTransport()
     hostile.connection_made(hostile_transport)
     normal.connection_made(normal_transport)

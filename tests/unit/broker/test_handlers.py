@@ -8,7 +8,6 @@ import pytest
 
 from tests.helpers.handlers import call
 from tests.helpers.wire import batch, split_values
-from tslog.broker.server.handlers import HANDLERS
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
@@ -228,7 +227,7 @@ async def test_other_partitions_are_served_when_one_fails(broker):
 
 async def test_acks_zero_gets_no_response_but_is_written(broker):
     await create(broker, "t")
-    assert HANDLERS[ApiKey.PRODUCE](broker, produce_body("t", 0, batch([b"a"]), acks=0)) is None
+    assert broker.dispatch[ApiKey.PRODUCE](produce_body("t", 0, batch([b"a"]), acks=0)) is None
     assert broker.topics.get_log("t", 0).log_end_offset == 1
 
 

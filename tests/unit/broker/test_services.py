@@ -1,27 +1,68 @@
-"""The broker's services are built once, at open, and each handler group finds what it names.
+"""The broker's services are built once, at open, and each handler group gets only its own.
 
-Handlers are typed by the narrow protocols of ``server/services.py``; these checks keep the
-broker (the composition that opens and wires everything) providing every attribute they
-name, and the single-node choices made where the broker opens, not in the handlers.
+Handlers are typed by the narrow protocols of ``server/services.py``; these checks keep each
+concrete holder the broker builds carrying exactly what its protocol names, every ApiKey
+bound to the holder of its group (never the broker), and the single-node choices made where
+the broker opens, not in the handlers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 import pytest
 
 from tslog.broker.cluster.view import LocalClusterView
-from tslog.broker.server import services
+from tslog.broker.server import dispatch, services
+from tslog.broker.server.state import Broker
 from tslog.broker.server.topic_service import LocalTopicService
+from tslog.protocol.messages import ApiKey
+
+GROUPS = [
+    (services.DataPath, services.DataPathServices, dispatch.DATA_PATH_HANDLERS),
+    (services.ReplicationApis, services.ReplicationServices, dispatch.REPLICATION_HANDLERS),
+    (services.AdminApis, services.AdminServices, dispatch.ADMIN_HANDLERS),
+    (services.GroupApis, services.GroupServices, dispatch.GROUP_HANDLERS),
+]
 
 
-@pytest.mark.parametrize("protocol", [services.DataPath, services.ReplicationApis,
-                                      services.AdminApis, services.GroupApis])
-def test_the_broker_provides_every_service_a_handler_group_names(broker, protocol):
-    names = typing.get_type_hints(protocol)
-    assert names
-    assert [name for name in names if not hasattr(broker, name)] == []
+@pytest.mark.parametrize("protocol, holder, _handlers", GROUPS)
+def test_each_holder_carries_exactly_what_its_protocol_names(protocol, holder, _handlers):
+    named = typing.get_type_hints(protocol)
+    assert named
+    assert [field.name for field in dataclasses.fields(holder)] == list(named)
+
+
+@pytest.mark.parametrize("protocol, holder, handlers", GROUPS)
+def test_every_handler_is_bound_to_its_groups_services(broker, protocol, holder, handlers):
+    for api_key, handler in handlers.items():
+        bound = broker.dispatch[api_key]
+        assert bound.__func__ is handler
+        assert type(bound.__self__) is holder
+        for name in typing.get_type_hints(protocol):  # the broker's own, shared services
+            if name != "lifecycle":
+                assert getattr(bound.__self__, name) is getattr(broker, name)
+
+
+def test_every_api_key_is_dispatched_and_none_gets_the_broker(broker):
+    assert set(broker.dispatch) == set(ApiKey)
+    assert not any(isinstance(bound.__self__, Broker) for bound in broker.dispatch.values())
+
+
+def test_the_shutdown_flag_reaches_the_data_path_through_the_shared_lifecycle(broker):
+    data_path = broker.dispatch[ApiKey.FETCH].__self__
+    assert data_path.lifecycle is broker.lifecycle
+    assert broker.scrape_sources.lifecycle is broker.lifecycle
+    broker.lifecycle.stopping = True
+    assert data_path.lifecycle.stopping
+
+
+def test_the_metrics_read_the_broker_s_services_not_the_broker(broker):
+    sources = broker.scrape_sources
+    assert (sources.topics, sources.replicas, sources.cluster, sources.groups) == (
+        broker.topics, broker.replicas, broker.cluster, broker.offsets)
+    assert sources.data_dir == broker.config.data_dir
 
 
 def test_a_single_node_picks_its_local_services_once_at_open(broker):
