@@ -193,11 +193,46 @@ def test_replication_depends_on_storage_and_the_cluster_view_only():
     assert not offenders, offenders
 
 
-@pytest.mark.parametrize("module", ["handlers", "data_handlers", "replication_handlers"])
-def test_request_handlers_name_their_services_not_the_broker(module):
-    """Handlers use the narrow services of ``server/services.py``; only the broker's
-    composition (``server/state.py``) and its start-up import the whole ``Broker``."""
-    assert "tslog.broker.server.state" not in _broker_imports(f"tslog.broker.server.{module}")
+def _given_narrow_services() -> list[Path]:
+    """The modules that are handed narrow services, never the broker: every request
+    handler module, the connection (it gets the dispatch table) and the metrics (they get
+    ``ScrapeSources``)."""
+    server = ROOT / "broker" / "server"
+    return [*sorted(server.glob("*handlers*.py")), server / "connection.py",
+            *source_files("broker/metrics")]
+
+
+def test_the_narrow_service_check_reads_the_modules_it_means():
+    names = {str(path.relative_to(ROOT)) for path in _given_narrow_services()}
+    assert {"broker/server/handlers.py", "broker/server/data_handlers.py",
+            "broker/server/replication_handlers.py", "broker/server/connection.py",
+            "broker/metrics/snapshot.py", "broker/metrics/server.py"} <= names
+
+
+@pytest.mark.parametrize("path", _given_narrow_services(),
+                         ids=lambda path: str(path.relative_to(ROOT)))
+def test_handlers_connections_and_metrics_never_import_the_broker(path):
+    """Issue 21: handlers use the narrow services of ``server/services.py``, bound once at
+    start; the connection gets that dispatch table and the metrics their ``ScrapeSources``.
+    Only the broker's composition (``server/state.py``) and its start-up import the whole
+    ``Broker``: not from ``state``, and not by name from anywhere (``server/__init__``
+    re-exports it). Relative imports are resolved, so ``from .state import`` and
+    ``from . import state`` count."""
+    state = "tslog.broker.server.state"
+    offenders = [f"{module} ({', '.join(names) or 'the module'})"
+                 for module, names in imports_in(path)
+                 if module == state or "Broker" in names
+                 or any(f"{module}.{name}" == state for name in names)]
+    assert not offenders, offenders
+
+
+def test_the_metrics_import_nothing_of_the_server():
+    """The server imports the metrics (it counts requests and starts the endpoint), so the
+    metrics importing any of the server would be a cycle in the making."""
+    offenders = [f"{path.relative_to(ROOT)} imports {module}"
+                 for path in source_files("broker/metrics") for module in imported_modules(path)
+                 if module == "tslog.broker.server" or module.startswith("tslog.broker.server.")]
+    assert not offenders, offenders
 
 
 def imports_of(folder: str, banned: set[str]) -> list[str]:
