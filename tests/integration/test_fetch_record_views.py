@@ -14,14 +14,14 @@ import pyarrow as pa
 from tslog.client import Admin, Producer
 from tslog.client.blocking import BrokerSocket
 from tslog.protocol.messages import ApiKey
-from tslog.protocol.frames import SCRATCH_BYTES
+from tslog.protocol.connection import VIEWS_FROM_BYTES
 from tslog.protocol.records import iter_records, split_batches
 
 
 def fetch_body(offset: int) -> dict:
-    return {"replica_id": -1, "max_wait_ms": 100, "min_bytes": 1, "max_bytes": 256 * 1024,
+    return {"replica_id": -1, "max_wait_ms": 100, "min_bytes": 1, "max_bytes": 1 << 20,
             "topics": [{"topic": "views", "partitions": [
-                {"partition": 0, "fetch_offset": offset, "max_bytes": 256 * 1024}]}]}
+                {"partition": 0, "fetch_offset": offset, "max_bytes": 1 << 20}]}]}
 
 
 def read_all(connection: BrokerSocket, end: int) -> list:
@@ -42,7 +42,7 @@ def read_all(connection: BrokerSocket, end: int) -> list:
 def test_records_received_as_views_equal_the_copies_and_what_was_produced(broker):
     with Admin(broker.bootstrap) as admin:
         admin.create_topic("views", partitions=1)
-    values = [b"value-%05d-" % i + b"x" * (i % 600) for i in range(3000)]  # ~0.9 MB
+    values = [b"value-%05d-" % i + b"x" * (i % 1200) for i in range(5000)]  # ~3 MB
     with Producer(broker.bootstrap, linger_ms=5) as producer:
         for i, value in enumerate(values):
             producer.send("views", value, key=b"k%d" % i, partition=0)
@@ -61,9 +61,10 @@ def test_records_received_as_views_equal_the_copies_and_what_was_produced(broker
         finally:
             connection.close()
         assert len(viewed) == len(copied) > 1  # several responses, several buffers
-        # Responses received in place are views; one small enough for the receive scratch
-        # (a short tail) is copied out of it.
-        assert {isinstance(v, memoryview) for v in viewed if len(v) > SCRATCH_BYTES} == {True}
+        # Responses large enough for views to pay are views; smaller ones (a short tail)
+        # are copied out.
+        assert {isinstance(v, memoryview) for v in viewed if len(v) >= VIEWS_FROM_BYTES} == {True}
+        assert sum(len(v) >= VIEWS_FROM_BYTES for v in viewed) > 1
         assert [bytes(v) for v in viewed] == copied
     got = [(r.key, r.value) for records in viewed for batch in split_batches(records)
            for r in iter_records(batch)]

@@ -121,10 +121,10 @@ def feed_recv_into(connection, stream: bytes, sizes: list[int]) -> list:
 @given(st.lists(request_frames(), max_size=8), st.data())
 def test_a_server_sees_the_same_requests_however_the_stream_is_cut(frames, data):
     stream = b"".join(frames)
-    whole = feed_whole(Connection(Role.SERVER, record_views=True), stream)
+    whole = feed_whole(Connection(Role.SERVER, record_views=True, views_from=0), stream)
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=12))
     sizes = data.draw(st.lists(st.integers(1, 3 * SCRATCH_BYTES), min_size=1, max_size=6))
-    assert feed_chunks(Connection(Role.SERVER, record_views=True), stream, cuts) == whole
+    assert feed_chunks(Connection(Role.SERVER, record_views=True, views_from=0), stream, cuts) == whole
     assert feed_recv_into(Connection(Role.SERVER), stream, sizes) == whole
     assert whole[-1] == ConnectionClosed(0)
     assert len(whole) == len(frames) + 1
@@ -134,7 +134,7 @@ def test_a_server_sees_the_same_requests_however_the_stream_is_cut(frames, data)
                 max_size=6), st.data())
 def test_a_client_reads_the_same_responses_however_the_stream_is_cut(requests, data):
     def client_with_requests():
-        client = Connection(Role.CLIENT, client_id="c", record_views=True)
+        client = Connection(Role.CLIENT, client_id="c", record_views=True, views_from=0)
         for api_key, _ in requests:
             body = ({"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1,
                      "topics": []} if api_key == ApiKey.FETCH else
