@@ -19,6 +19,8 @@ from __future__ import annotations
 import collections
 import struct
 
+import numpy as np
+
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 FRAME_PREFIX = struct.Struct(">I")
@@ -89,7 +91,9 @@ class FrameReceiver:
             raise ValueError(f"max_frame_bytes must be in [0, {_LENGTH_LIMIT}]")
         self.max_frame_bytes = max_frame_bytes
         self._allocate = allocate
-        self._scratch = bytearray(scratch_bytes)
+        # Not zeroed: every byte is written by a receive before it is read, and an idle
+        # connection's scratch then costs address space, not memory.
+        self._scratch = np.empty(scratch_bytes, np.uint8)
         # Frames are cut through a view: slicing the bytearray itself would copy twice.
         self._scratch_view = memoryview(self._scratch)
         self._start = 0  # first byte of the scratch not yet cut into a frame
@@ -141,6 +145,11 @@ class FrameReceiver:
             buffer[:count] = view[position:position + count]
             position += count
             self.buffer_updated(count)
+
+    @property
+    def failed(self) -> bool:
+        """The stream broke (an oversized frame); ``next_frame`` raises once frames run out."""
+        return self._error is not None
 
     @property
     def frames_waiting(self) -> int:
