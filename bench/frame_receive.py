@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO_ROOT))
 from bench.storage import print_table  # noqa: E402
 from tslog.protocol.batch_header import verify_crc  # noqa: E402
 from tslog.protocol.connection import NEED_DATA, Connection, Role  # noqa: E402
-from tslog.protocol.frames import FRAME_PREFIX  # noqa: E402
+from tslog.broker.server.connection import RECEIVE_SCRATCH_BYTES  # noqa: E402
+from tslog.protocol.frames import FRAME_PREFIX, unzeroed_buffer  # noqa: E402
 from tslog.protocol.messages import (  # noqa: E402
     ApiKey,
     RequestHeader,
@@ -83,7 +84,8 @@ def stream_decoder(reads: list[bytes]) -> int:
 
 
 def protocol_core(reads: list[bytes]) -> int:
-    connection = Connection(Role.SERVER, record_views=True)
+    connection = Connection(Role.SERVER, record_views=True, allocate=unzeroed_buffer,
+                            scratch_bytes=RECEIVE_SCRATCH_BYTES)  # as the broker makes it
     requests = 0
     for data in reads:
         position = 0

@@ -24,16 +24,10 @@ import select
 import socket
 import time
 
-import numpy as np
-
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
 from tslog.protocol.errors import RemoteProtocolError
-from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError
+from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import InvalidResponseError
-
-
-def _unzeroed(size: int) -> np.ndarray:
-    return np.empty(size, np.uint8)
 
 
 class BrokerSocket:
@@ -62,7 +56,7 @@ class BrokerSocket:
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
         if allocate is None:
-            allocate = _unzeroed if record_views else bytearray
+            allocate = unzeroed_buffer if record_views else bytearray
         self._connection = Connection(Role.CLIENT, max_frame_bytes=max_frame_bytes,
                                       client_id=client_id, record_views=record_views,
                                       allocate=allocate)

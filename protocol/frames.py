@@ -42,6 +42,12 @@ class FrameTooLargeError(RemoteProtocolError):
         self.max_frame_bytes = max_frame_bytes
 
 
+def unzeroed_buffer(size: int) -> np.ndarray:
+    """A buffer for one received frame, not zeroed first: the socket writes every byte of
+    it before anything reads it, and zeroing a 1 MB buffer costs as much as a copy."""
+    return np.empty(size, np.uint8)
+
+
 def frame_prefix(body_length: int) -> bytes:
     """Return the 4-byte prefix for a body of ``body_length`` bytes (for ``writelines``).
 

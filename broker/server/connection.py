@@ -41,12 +41,10 @@ import asyncio
 import logging
 import time
 
-import numpy as np
-
 from tslog.protocol.connection import NEED_DATA, ConnectionClosed, Refused, Role
 from tslog.protocol.connection import Connection as WireConnection
 from tslog.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from tslog.protocol.frames import FrameTooLargeError
+from tslog.protocol.frames import FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import (
     ApiKey,
     InvalidRequestError,
@@ -70,12 +68,7 @@ _DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the stream b
 # pass through this shell (measured: 20 % more broker CPU per such produce). The scratch is
 # not zeroed (``frames.py``): an idle connection holds address space, and memory only for
 # the bytes it received at once.
-_SCRATCH_BYTES = 256 * 1024
-
-
-def _unzeroed(size: int) -> np.ndarray:
-    """A frame's own buffer: every byte of it is written by the socket before it is read."""
-    return np.empty(size, np.uint8)
+RECEIVE_SCRATCH_BYTES = 256 * 1024
 # The transport's write-buffer high-water mark: past it ``pause_writing`` is called, and
 # ``resume_writing`` once it drains to a quarter. Those two calls keep the unsent figures
 # honest; the limits themselves are ``max_unsent_response_bytes`` and the broker-wide one.
@@ -180,8 +173,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self.max_unsent = config.max_unsent_response_bytes
         self.idle_s = config.connections_max_idle_ms / 1000
         self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
-                                    record_views=True, allocate=_unzeroed,
-                                    scratch_bytes=_SCRATCH_BYTES)
+                                    record_views=True, allocate=unzeroed_buffer,
+                                    scratch_bytes=RECEIVE_SCRATCH_BYTES)
         self._running: dict[int, _Running] = {}  # by request sequence
         self._held = 0  # the core's held bytes, as counted in the registry
         self._buffered = 0  # the transport's write buffer, as last read
