@@ -270,6 +270,12 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
     }),
 }
 
+def compile_schemas() -> None:
+    """Compile every request and response schema's fast path now (``Struct.compile``)."""
+    for schema in (*REQUEST_SCHEMAS.values(), *RESPONSE_SCHEMAS.values()):
+        schema.compile()
+
+
 # The top-level error body any API may answer with.
 ERROR_BODY_SCHEMA = Struct({"error_code": ERROR_CODE, "error_message": NULLABLE_STR},
                            optional=frozenset({"error_message"}))

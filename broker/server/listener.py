@@ -25,6 +25,8 @@ import logging
 import signal
 from typing import Awaitable, Callable
 
+from tslog.protocol.messages import compile_schemas
+
 from ..cluster.errors import DuplicateBrokerError
 from ..config import BrokerConfig, parse_host_port
 from ..metrics import MetricsServer
@@ -99,6 +101,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             broker, view = await open_clustered(config)
         else:
             broker = await asyncio.to_thread(Broker.open, config)
+        compile_schemas()  # before the first request, which would wait for it (~ms per API)
         record_recovery(broker.topics.logs.values())
         metrics = None
         try:
