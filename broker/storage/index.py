@@ -63,6 +63,7 @@ class MmapIndex:
         self._map: mmap.mmap | None = None
         self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
         self._writable = spare
+        self._first_page_written = spare  # a spare's maker wrote it (``touch_first_page``)
         self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
         self.on_open = None  # called with no argument when a released index maps its file again
         self._map_file(length)
@@ -128,9 +129,13 @@ class MmapIndex:
         not fault: here ext4 takes 3-50 ms for a first write through a map to a new sparse
         file (later pages, or a page written before: tens of microseconds). An I/O worker
         does this for the next segment's files. With ``pwrite``, not through the map: on a
-        full disk that raises ENOSPC where a write to the map would kill with SIGBUS."""
+        full disk that raises ENOSPC where a write to the map would kill with SIGBUS.
+        ``append`` does it too before a file's first entry (a new log's first segment, or a
+        segment made without a spare): a 1-byte write, tens of microseconds, not the fault;
+        an empty log keeps its sparse files, which take no disk space."""
         if self._writable and self.entries == 0:
             os.pwrite(self._open_fd(), b"\0", 0)
+            self._first_page_written = True
 
     def seal(self) -> None:
         """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
@@ -176,6 +181,8 @@ class MmapIndex:
     # -- entries ---------------------------------------------------------------------------
 
     def append(self, *fields: int) -> None:
+        if not self.entries and not self._first_page_written:
+            self.touch_first_page()  # the first entry's page is written, not faulted, into being
         if self.entries >= self._capacity:
             self._grow()
         self.ENTRY.pack_into(self._map, self.entries * self.ENTRY.size, *fields)

@@ -385,7 +385,6 @@ class Segment(LoadMixin):
         self.untrack_handles()
         for index in self.indexes:
             index.make_writable(index_capacity_bytes)
-            index.touch_first_page()  # a new log's first entry must not fault on the loop
         if self._fd < 0:
             self._fd = os.open(self.log_path, os.O_RDWR)
 
