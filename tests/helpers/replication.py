@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from tslog.broker.storage.files import SEGMENT_SUFFIXES
-from tslog.client import Admin, Consumer
+from tslog.client import Admin, Consumer, Producer, TopicPartition
 
 
 def bootstrap(brokers) -> str:
@@ -54,6 +54,54 @@ def consume_all(bootstrap: str, topic: str, count: int, timeout_s: float = 30.0)
         records += consumer.poll(300)
     assert len(records) >= count, f"got {len(records)} of {count} records"
     return records
+
+
+def follower_back_after_retention(brokers, topic: str, config: dict | None = None) -> tuple:
+    """A follower that comes back after retention on the leader passed its log end: create
+    ``topic`` (3,000-byte segments, 6,000 bytes retained), write one record with every
+    replica up, kill a follower, write 300 records (~90 bytes each) without it until the
+    leader's log start moves, start the follower again and wait until it logs that it starts
+    over at the leader's log start. Returns (PartitionInfo at creation, the follower, the
+    leader's log start seen before the follower came back)."""
+    info = create_replicated(brokers, topic, {**(config or {}), "segment.bytes": "3000",
+                                              "retention.bytes": "6000"})
+    follower = next(b for i, b in enumerate(brokers) if i != info.leader)
+    others = [b for b in brokers if b is not follower]
+    with Producer(bootstrap(brokers), acks="all") as producer:
+        producer.send(topic, b"before").get(30)
+    follower.kill()
+    with Producer(bootstrap(others), acks=1, linger_ms=0, batch_size=1000) as producer:
+        for i in range(300):
+            producer.send(topic, b"record-%04d" % i + b"." * 80)
+        producer.flush()
+    tp = TopicPartition(topic, 0)
+    with Admin(bootstrap(others)) as admin:
+        start = wait_for(lambda: (o := admin.list_offsets({tp: -2})[tp])
+                         and o.offset > 1 and o.offset, 30, "retention on the leader")
+    follower.start()
+    wait_for(lambda: "below the leader's log start" in follower.log_text(), 30,
+             "the follower to start over at the leader's log start")
+    return info, follower, start
+
+
+def assert_serves_from_log_start_after_rejoining(brokers, topic: str, leader: int,
+                                                 follower) -> tuple[int, list]:
+    """After ``follower_back_after_retention``: the follower rejoins the ISR, an acks=all
+    record after it lands at offset 301, every record from the log start on is served once
+    and in order, and the follower's files equal the leader's. Returns (log start, records)."""
+    wait_for(lambda: len(describe(bootstrap(brokers), topic).isr) == 3, 60,
+             "the follower back in the ISR")
+    with Producer(bootstrap(brokers), acks="all") as producer:  # every ISR member has it
+        assert producer.send(topic, b"after").get(30).offset == 301
+    tp = TopicPartition(topic, 0)
+    with Admin(bootstrap(brokers)) as admin:
+        earliest = admin.list_offsets({tp: -2})[tp].offset
+    records = consume_all(bootstrap(brokers), topic, 302 - earliest)
+    assert [r.offset for r in records] == list(range(earliest, 302))
+    for broker in brokers:
+        broker.terminate()
+    assert_replica_files_identical(brokers[leader], [follower], f"{topic}-0")
+    return earliest, records
 
 
 def segment_files(directory: Path) -> dict[str, bytes]:

@@ -15,13 +15,15 @@ import pytest
 
 from tests.helpers.replication import (
     assert_replica_files_identical,
+    assert_serves_from_log_start_after_rejoining,
     bootstrap,
     consume_all,
     create_replicated,
     describe,
+    follower_back_after_retention,
     wait_for,
 )
-from tslog.client import Admin, Producer, TopicPartition
+from tslog.client import Admin, Producer
 from tslog.client.errors import NotEnoughReplicasError
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -148,36 +150,11 @@ def test_a_returning_leader_cuts_the_tail_nobody_else_had_and_offsets_never_fork
 def test_a_follower_back_after_retention_passed_it_starts_over_at_the_leaders_log_start(
         cluster_factory):
     brokers = cluster_factory(3, config={"log_retention_check_interval_ms": 200})
-    info = create(brokers, "expired", {"segment.bytes": "3000", "retention.bytes": "6000"})
-    follower = next(b for i, b in enumerate(brokers) if i != info.leader)
-    others = [b for b in brokers if b is not follower]
-    with Producer(bootstrap(brokers), acks="all") as producer:
-        producer.send("expired", b"before").get(30)
-    follower.kill()
-    tp = ("expired", 0)
-    with Producer(bootstrap(others), acks=1, linger_ms=0, batch_size=1000) as producer:
-        for i in range(300):
-            producer.send("expired", b"record-%04d" % i + b"." * 80)
-        producer.flush()
-    with Admin(bootstrap(others)) as admin:
-        start = wait_for(lambda: (o := admin.list_offsets({tp: -2})[TopicPartition(*tp)])
-                         and o.offset > 1 and o.offset, 30, "retention on the leader")
-    follower.start()
-    wait_for(lambda: "below the leader's log start" in follower.log_text(), 30,
-             "the follower to start over at the leader's log start")
-    wait_for(lambda: len(describe(bootstrap(brokers), "expired").isr) == 3, 60,
-             "the follower back in the ISR")
-    with Producer(bootstrap(brokers), acks="all") as producer:  # every ISR member has it
-        assert producer.send("expired", b"after").get(30).offset == 301
-    with Admin(bootstrap(brokers)) as admin:
-        earliest = admin.list_offsets({tp: -2})[TopicPartition(*tp)].offset
+    info, follower, start = follower_back_after_retention(brokers, "expired", TOPIC_CONFIG)
+    earliest, records = assert_serves_from_log_start_after_rejoining(brokers, "expired",
+                                                                     info.leader, follower)
     assert earliest >= start
-    records = consume_all(bootstrap(brokers), "expired", 302 - earliest)
-    assert [r.offset for r in records] == list(range(earliest, 302))
     assert records[-2].value == b"record-0299" + b"." * 80
-    for broker in brokers:
-        broker.terminate()
-    assert_replica_files_identical(brokers[info.leader], [follower], "expired-0")
 
 
 def test_a_new_topic_does_not_wait_for_the_followers_long_polls(cluster_factory):

@@ -13,13 +13,15 @@ import pytest
 
 from tests.helpers.replication import (
     assert_replica_files_identical,
+    assert_serves_from_log_start_after_rejoining,
     bootstrap,
     consume_all,
     create_replicated,
     describe,
+    follower_back_after_retention,
     wait_for,
 )
-from tslog.client import Admin, Producer, TopicPartition
+from tslog.client import Producer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -71,34 +73,7 @@ def test_a_returning_leader_killed_right_after_its_cut_recovers_a_consistent_log
 def test_a_follower_killed_right_after_starting_over_recovers_a_consistent_log(
         cluster_factory):
     brokers = cluster_factory(3, config={"log_retention_check_interval_ms": 200})
-    info = create_replicated(brokers, "reset", {"segment.bytes": "3000",
-                                                "retention.bytes": "6000"})
-    follower = next(b for i, b in enumerate(brokers) if i != info.leader)
-    others = [b for b in brokers if b is not follower]
-    with Producer(bootstrap(brokers), acks="all") as producer:
-        producer.send("reset", b"before").get(30)
-    follower.kill()
-    tp = ("reset", 0)
-    with Producer(bootstrap(others), acks=1, linger_ms=0, batch_size=1000) as producer:
-        for i in range(300):
-            producer.send("reset", b"record-%04d" % i + b"." * 80)
-        producer.flush()
-    with Admin(bootstrap(others)) as admin:
-        wait_for(lambda: (o := admin.list_offsets({tp: -2})[TopicPartition(*tp)])
-                 and o.offset > 1, 30, "retention on the leader")
-    follower.start()
-    wait_for(lambda: "below the leader's log start" in follower.log_text(), 30,
-             "the follower to start over at the leader's log start")
+    info, follower, _ = follower_back_after_retention(brokers, "reset")
     follower.kill()  # SIGKILL: the old segments may still be set aside, unlinked or not
     follower.start()
-    wait_for(lambda: len(describe(bootstrap(brokers), "reset").isr) == 3, 60,
-             "the follower back in the ISR")
-    with Producer(bootstrap(brokers), acks="all") as producer:
-        assert producer.send("reset", b"after").get(30).offset == 301
-    with Admin(bootstrap(brokers)) as admin:
-        earliest = admin.list_offsets({tp: -2})[TopicPartition(*tp)].offset
-    records = consume_all(bootstrap(brokers), "reset", 302 - earliest)
-    assert [r.offset for r in records] == list(range(earliest, 302))
-    for broker in brokers:
-        broker.terminate()
-    assert_replica_files_identical(brokers[info.leader], [follower], "reset-0")
+    assert_serves_from_log_start_after_rejoining(brokers, "reset", info.leader, follower)
