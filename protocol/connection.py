@@ -154,9 +154,6 @@ class Connection:
         self._answers: collections.deque[list] = collections.deque()  # server, in order
         self._first_sequence = 0  # sequence number of ``_answers[0]``
         self.held_bytes = 0  # server: answered, waiting behind an unanswered request
-        # Server: requests read and owed an answer not yet handed to ``data_to_send`` (an
-        # attribute, not a property: owners read it before every request).
-        self.unanswered = 0
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -213,19 +210,15 @@ class Connection:
                                           and len(frame) >= self._views_from)
         except RequestError as exc:
             sequence = self._expect_answer(exc.correlation_id)
-            self._fill(sequence, [encode_response(exc.correlation_id, exc.response_body())])
+            self._settle(self._answers[-1],
+                         [encode_response(exc.correlation_id, exc.response_body())])
             return Refused(sequence, exc)
         if header.api_key == ApiKey.PRODUCE and body["acks"] == 0:
             return _new_tuple(Request, (None, header, body))
-        self._answers.append([header.correlation_id, None, 0])
-        self.unanswered += 1
-        sequence = self._next_sequence
-        self._next_sequence = sequence + 1
-        return _new_tuple(Request, (sequence, header, body))
+        return _new_tuple(Request, (self._expect_answer(header.correlation_id), header, body))
 
     def _expect_answer(self, correlation_id: int) -> int:
         self._answers.append([correlation_id, None, 0])
-        self.unanswered += 1
         sequence = self._next_sequence
         self._next_sequence += 1
         return sequence
@@ -247,32 +240,22 @@ class Connection:
         slot = answers[index]
         correlation_id = slot[_CID]
         try:
-            if chunked:
-                frame = encode_response_chunks(correlation_id, body)
-                size = sum(map(len, frame))
-            else:
-                frame = [encode_response(correlation_id, body)]
-                size = len(frame[0])
+            frame = (encode_response_chunks(correlation_id, body) if chunked
+                     else [encode_response(correlation_id, body)])
         except LocalProtocolError:
             self._settle(slot, [encode_response(correlation_id, _SERVER_ERROR)])
             raise
-        slot[_FRAME] = frame
-        slot[_SIZE] = size
-        self.held_bytes += size
-
-    def _awaiting(self, sequence: int) -> list:
-        index = sequence - self._first_sequence
-        if not 0 <= index < len(self._answers) or self._answers[index][_FRAME] is not None:
-            raise LocalProtocolError(f"request {sequence} is not awaiting an answer")
-        return self._answers[index]
-
-    def _fill(self, sequence: int, frame: list) -> None:
-        self._settle(self._awaiting(sequence), frame)
+        self._settle(slot, frame)
 
     def _settle(self, slot: list, frame: list) -> None:
         slot[_FRAME] = frame
         slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
         self.held_bytes += size
+
+    @property
+    def unanswered(self) -> int:
+        """Requests read and owed an answer that has not been handed to ``data_to_send``."""
+        return len(self._answers)
 
     def data_to_send(self) -> list:
         """The buffers of every answer now due, in request order (``[]`` if none)."""
@@ -280,14 +263,12 @@ class Connection:
         if len(answers) == 1 and answers[0][_FRAME] is not None:  # the usual: one in flight
             _, out, size = answers.popleft()
             self._first_sequence += 1
-            self.unanswered -= 1
             self.held_bytes -= size
             return out
         out: list = []
         while answers and answers[0][_FRAME] is not None:
             _, frame, size = answers.popleft()
             self._first_sequence += 1
-            self.unanswered -= 1
             out += frame
             self.held_bytes -= size
         return out
