@@ -62,15 +62,9 @@ class TimeLookups:
     def offset_for_time(self, segments: Sequence[Segment], timestamp: int,
                         timestamp_type: str) -> OffsetAndTimestamp | None:
         """See ``PartitionLog.offset_for_time`` (the caller holds its lock)."""
-        if timestamp >= 0 and timestamp_type == "append":  # the lookup by time: inlined
-            i = bisect.bisect_left(self.time_maxima, timestamp)
-            if i == len(segments):
-                return None
-            segment = segments[i]
-            self.handles.touch(segment)
-            found = segment.find_by_log_append_time(timestamp)
-            self.bytes_read += segment.last_scan_bytes
-            return found
+        if timestamp >= 0 and timestamp_type == "append":  # ListOffsets' case, checked first
+            return self._find_in_segment(segments, self.time_maxima, timestamp,
+                                         Segment.find_by_log_append_time)
         if timestamp_type not in ("append", "create"):
             raise ValueError(f"timestamp type must be 'append' or 'create', not {timestamp_type!r}")
         if timestamp == LATEST_TIMESTAMP:
