@@ -148,14 +148,13 @@ def ceiling_source(rows_per_task: int, topic: str, value_bytes: int):
             return [InputPartition(i) for i in range(2)]
 
         def read(self, partition):
-            from tslog.protocol.records import decode_columns
+            from tslog.protocol.records import decode_batches
             from tslog.spark_connector._arrow import arrow_schema, build_record_batch
 
             raw = make_batches(RECORDS_PER_BATCH, value_bytes)  # the records produced
-            pieces = [(decode_columns(raw[i % len(raw)]), 0, RECORDS_PER_BATCH)
-                      for i in range(20)]
-            batch = build_record_batch(pieces, topic, partition.value, False,
-                                       arrow_schema(False))
+            columns = decode_batches([raw[i % len(raw)] for i in range(20)])
+            batch = build_record_batch(columns, 0, columns.row_count, topic, partition.value,
+                                       False, arrow_schema(False))
             left = rows_per_task
             while left > 0:
                 piece = batch if left >= batch.num_rows else batch.slice(0, left)

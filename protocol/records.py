@@ -37,6 +37,7 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
+from ._many_batches import ColumnsOfBatches, decode_batches
 from ._record_builder import MAX_BATCH_BYTES, ZSTD_LEVEL, build_batch
 from ._record_check import (
     MAX_UNCOMPRESSED_BYTES,
@@ -62,10 +63,12 @@ __all__ = [
     "MAX_UNCOMPRESSED_BYTES",
     "SECTION_SIZES",
     "ZSTD_LEVEL",
+    "ColumnsOfBatches",
     "CorruptRecordsError",
     "Record",
     "RecordColumns",
     "build_batch",
+    "decode_batches",
     "decode_columns",
     "iter_records",
     "split_batches",

@@ -3,7 +3,7 @@
 Why not ``tslog.client.Consumer``: it decodes every record into a Python object, which costs
 more than Spark's whole per-row budget. A task needs much less: one socket to the partition
 leader, Fetch requests for [start, end), and the stored batches as bytes, which
-``decode_columns`` turns into numpy columns. While one response is decoded the next Fetch is
+``decode_batches`` turns into numpy columns, one set per response. While one response is decoded the next Fetch is
 already in flight: its ``fetch_offset`` is read from the last batch header of the response just
 received (``split_batches`` + ``parse_header`` touch headers only), before any decoding.
 Each response is received into one buffer from Arrow's memory pool and its records are left
@@ -33,7 +33,7 @@ from tslog.client.blocking import BrokerSocket
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
-from tslog.protocol.records import decode_columns, split_batches
+from tslog.protocol.records import decode_batches, split_batches
 
 log = logging.getLogger("tslog.spark_connector")
 
@@ -118,7 +118,7 @@ _DONE = object()
 
 
 def fetch_range(spec: FetchRange, prefetch: int = 2):
-    """Yield lists of (RecordColumns, lo, hi) covering [start, end): one list per response.
+    """Yield (ColumnsOfBatches, first row, end row) covering [start, end): one per response.
 
     A thread does the socket work (it releases the GIL while waiting) and keeps up to
     ``prefetch`` responses ready, so the broker is never idle while this thread decodes or
@@ -157,10 +157,27 @@ def fetch_range(spec: FetchRange, prefetch: int = 2):
                 return
             if isinstance(item, BaseException):
                 raise item
-            yield [(decode_columns(raw), lo, hi) for raw, lo, hi in item]
+            yield from _decoded(item)
     finally:
         stop.set()
         thread.join(timeout=0.5)
+
+
+def _decoded(pieces: list):
+    """A response's (raw batch, lo, hi) pieces as one (ColumnsOfBatches, first, end) slice.
+
+    Pieces in offset order take whole batches but the first and last; anything else (batches
+    that overlap, which only a damaged log holds) is decoded piece by piece.
+    """
+    columns = decode_batches([raw for raw, _, _ in pieces], allocate=pa.allocate_buffer)
+    starts = columns.starts
+    last = len(pieces) - 1
+    if all((i == 0 or lo == 0) and (i == last or hi == starts[i + 1] - starts[i])
+           for i, (_, lo, hi) in enumerate(pieces)):
+        yield columns, pieces[0][1], starts[last] + pieces[last][2]
+        return
+    for raw, lo, hi in pieces:
+        yield decode_batches([raw], allocate=pa.allocate_buffer), lo, hi
 
 
 def _raw_responses(spec: FetchRange):

@@ -93,9 +93,9 @@ def _read(partition: TslogPartition):
         return
     schema = arrow_schema(spec.include_headers)
     constants = TaskConstants()
-    for pieces in fetch_range(spec):
-        yield build_record_batch(pieces, spec.topic, spec.partition, spec.include_headers,
-                                 schema, constants)
+    for columns, first, end in fetch_range(spec):
+        yield build_record_batch(columns, first, end, spec.topic, spec.partition,
+                                 spec.include_headers, schema, constants)
 
 
 def _check_schema(schema: StructType, include_headers: bool) -> None:
