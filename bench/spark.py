@@ -1,6 +1,6 @@
 """Spark read throughput: format("tslog") from a timestamp vs the same records from Parquet.
 
-    .venv/bin/python bench/spark.py            # 10^6 and 10^7 records, median of 3 runs
+    .venv/bin/python bench/spark.py            # 10^6 and 10^7 records, median of 5 runs
     .venv/bin/python bench/spark.py --quick    # 2x10^5 records, 2 runs
 
 What it does, per size N: starts a broker (a real ``tslog-broker`` subprocess on a free
@@ -208,7 +208,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2x10^5 records, 2 runs")
     parser.add_argument("--sizes", default="1000000,10000000",
                         help="comma list of record counts (default 10^6,10^7)")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--value-bytes", type=int, default=20)
     parser.add_argument("--prefix", type=int, default=100_000,
