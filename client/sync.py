@@ -190,14 +190,19 @@ class Producer(_Facade):
 
     def __init__(self, bootstrap, **options) -> None:
         self._open(AsyncProducer(bootstrap, **options), "tslog-producer")
+        # The hot path, one call deep. Given the loop thread's ``run``, not ``self._run``:
+        # a closure holding the facade would make a cycle, and an unclosed producer would
+        # then wait for the cyclic GC to warn and close.
+        self.send = self._core.blocking_send(self._thread.run)
 
     def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
              headers=None):
-        """Queue a record; blocks only while the buffer is full or the topic is unknown."""
-        if self._closed:
-            raise ClientClosedError()
-        return self._core.send_from_thread(self._run, topic, value, key, partition,
-                                           timestamp_ms, headers)
+        """Queue a record; blocks only while the buffer is full or the topic is unknown.
+
+        Each producer shadows this method with ``AsyncProducer.blocking_send``'s closure,
+        made once in ``__init__``, which this calls too: the method is what ``help`` shows."""
+        return self._core.blocking_send(self._run)(topic, value, key, partition,
+                                                   timestamp_ms, headers)
 
     def send_batch(self, topic, values, keys=None, partition=None, timestamp_ms=None,
                    headers=None):
