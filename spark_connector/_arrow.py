@@ -8,9 +8,9 @@ not per stored batch: the columns of a response's batches (``decode_batches``: c
 offsets and create times over all of them, blobs as views of the received Fetch response)
 are sliced to the requested rows and written once into buffers from Arrow's memory pool: the
 offsets rebased with one call, each batch's key and value bytes copied in, constant columns
-(topic, partition, timestampType) filled. One Fetch response becomes one Arrow batch: the JVM turns
-large batches into rows faster than many small ones (measured with a no-I/O source: 8192-row
-batches were about 15 % slower than 160k-row ones).
+(topic, partition, timestampType) filled. One Fetch response becomes one Arrow batch: the
+JVM turns large batches into rows faster than many small ones (measured with a no-I/O
+source: 8192-row batches were about 15 % slower than 160k-row ones).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Why not ``tslog.client.Consumer``: it decodes every record into a Python object, which costs
 more than Spark's whole per-row budget. A task needs much less: one socket to the partition
 leader, Fetch requests for [start, end), and the stored batches as bytes, which
-``decode_batches`` turns into numpy columns, one set per response. While one response is decoded the next Fetch is
-already in flight: its ``fetch_offset`` is read from the last batch header of the response just
-received (``split_batches`` + ``parse_header`` touch headers only), before any decoding.
+``decode_batches`` turns into numpy columns, one set per response. While one response is
+decoded the next Fetch is already in flight: its ``fetch_offset`` is read from the last batch
+header of the response just received (``split_batches`` + ``parse_header`` touch headers
+only), before any decoding.
 Each response is received into one buffer from Arrow's memory pool and its records are left
 there (``record_views``): the only copy of a record byte in this process is the Arrow build.
 
