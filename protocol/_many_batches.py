@@ -23,13 +23,13 @@ from ._record_check import (
     SECTION_SIZES,
     _unpack_headers,
     inflate,
+    section_sizes,
 )
 from .batch_header import (
     COMPRESSION_ZSTD,
     HEADER_SIZE,
     BatchFormatError,
-    check_header,
-    parse_header,
+    checked_header,
     verify_crc as verify_crc_of,
 )
 from .errors import CorruptRecordsError
@@ -119,26 +119,15 @@ def decode_batches(batches, *, verify_crc: bool = True,
 
 def _gather(found: _Sections, view: memoryview, with_crc: bool, max_uncompressed: int) -> None:
     """The per-batch scalar checks of ``check_section``, and views of its columns."""
-    if len(view) < HEADER_SIZE:
-        raise BatchFormatError(f"{len(view)} bytes is shorter than a batch header")
-    header = parse_header(view)
-    check_header(header, len(view))
-    if header.batch_length != len(view):
-        raise BatchFormatError(f"batch length field {header.batch_length} != {len(view)} bytes")
+    header = checked_header(view)
     if with_crc:
         verify_crc_of(view, header)
     section = view[HEADER_SIZE:]
     if header.compression == COMPRESSION_ZSTD:
         section = inflate(section, max_uncompressed)
     n = header.record_count
+    keys_bytes, values_bytes, headers_bytes = section_sizes(section, header)
     fixed = SECTION_SIZES.size + 16 * n
-    if len(section) < fixed:
-        raise CorruptRecordsError(f"records section of {len(section)} bytes is too short for {n}")
-    keys_bytes, values_bytes, headers_bytes = SECTION_SIZES.unpack_from(section, 0)
-    if fixed + keys_bytes + values_bytes + headers_bytes != len(section):
-        raise CorruptRecordsError("records section sizes disagree with the batch length")
-    if bool(headers_bytes) != header.has_headers:
-        raise CorruptRecordsError("headers blob size disagrees with the has-headers attribute")
     found.starts.append(found.starts[-1] + n)
     found.bases.append(header.base_offset)
     found.lats.append(header.log_append_time)

@@ -81,6 +81,22 @@ def inflate(section: memoryview, max_uncompressed_bytes: int) -> memoryview:
     return memoryview(data)
 
 
+def section_sizes(section, header) -> tuple[int, int, int]:
+    """The section's (keys_bytes, values_bytes, headers_bytes), once they are shown to fit
+    its length and the header (``check_section``'s scalar checks; ``decode_batches`` runs
+    the column checks itself, over many batches at once)."""
+    n = header.record_count
+    fixed = SECTION_SIZES.size + 16 * n
+    if len(section) < fixed:
+        raise CorruptRecordsError(f"records section of {len(section)} bytes is too short for {n}")
+    keys_bytes, values_bytes, headers_bytes = SECTION_SIZES.unpack_from(section, 0)
+    if fixed + keys_bytes + values_bytes + headers_bytes != len(section):
+        raise CorruptRecordsError("records section sizes disagree with the batch length")
+    if bool(headers_bytes) != header.has_headers:
+        raise CorruptRecordsError("headers blob size disagrees with the has-headers attribute")
+    return keys_bytes, values_bytes, headers_bytes
+
+
 def check_section(section: memoryview, header) -> tuple[int, int, tuple | None]:
     """Raise CorruptRecordsError unless every record of ``section`` can be decoded.
 
@@ -95,14 +111,7 @@ def check_section(section: memoryview, header) -> tuple[int, int, tuple | None]:
         has no headers blob. The decoder builds its columns from these without re-checking.
     """
     n = header.record_count
-    fixed = SECTION_SIZES.size + 16 * n
-    if len(section) < fixed:
-        raise CorruptRecordsError(f"records section of {len(section)} bytes is too short for {n}")
-    keys_bytes, values_bytes, headers_bytes = SECTION_SIZES.unpack_from(section, 0)
-    if fixed + keys_bytes + values_bytes + headers_bytes != len(section):
-        raise CorruptRecordsError("records section sizes disagree with the batch length")
-    if bool(headers_bytes) != header.has_headers:
-        raise CorruptRecordsError("headers blob size disagrees with the has-headers attribute")
+    keys_bytes, values_bytes, headers_bytes = section_sizes(section, header)
     create_time = np.frombuffer(section, "<i8", n, SECTION_SIZES.size)
     if (create_time[0] != header.first_create_time
             or create_time.min() != header.min_create_time
@@ -112,6 +121,7 @@ def check_section(section: memoryview, header) -> tuple[int, int, tuple | None]:
     _check_lengths(section, SECTION_SIZES.size + 12 * n, n, values_bytes, "value")
     if not headers_bytes:
         return keys_bytes, values_bytes, None
+    fixed = SECTION_SIZES.size + 16 * n
     return keys_bytes, values_bytes, _unpack_headers(section[fixed + keys_bytes + values_bytes:], n)
 
 

@@ -180,6 +180,18 @@ def check_header(header: BatchHeader, available: int | None = None) -> None:
         raise BatchFormatError("reserved header fields are not zero")
 
 
+def checked_header(view) -> BatchHeader:
+    """The header of ``view``, which must be exactly one batch: ``validate_batch``'s header
+    checks, without the CRC or the records."""
+    if len(view) < HEADER_SIZE:
+        raise BatchFormatError(f"{len(view)} bytes is shorter than a batch header")
+    header = parse_header(view)
+    check_header(header, len(view))
+    if header.batch_length != len(view):
+        raise BatchFormatError(f"batch length field {header.batch_length} != {len(view)} bytes")
+    return header
+
+
 def records_crc(batch) -> int:
     """The running CRC32C over the records section alone: the part both CRCs share."""
     with memoryview(batch) as view, view[HEADER_SIZE:] as records:

@@ -51,8 +51,7 @@ from .batch_header import (
     HEADER_SIZE,
     BatchFormatError,
     BatchHeader,
-    check_header,
-    parse_header,
+    checked_header,
     peek_length,
     verify_crc as verify_crc_of,
 )
@@ -114,17 +113,6 @@ class RecordColumns(NamedTuple):
 # ---------------------------------------------------------------------------------- decoding
 
 
-def _checked_header(view: memoryview) -> BatchHeader:
-    """The header checks of validate_batch, without the CRC or the records."""
-    if len(view) < HEADER_SIZE:
-        raise BatchFormatError(f"{len(view)} bytes is shorter than a batch header")
-    header = parse_header(view)
-    check_header(header, len(view))
-    if header.batch_length != len(view):
-        raise BatchFormatError(f"batch length field {header.batch_length} != {len(view)} bytes")
-    return header
-
-
 def _offsets(section, start: int, n: int, blob_bytes: int):
     """Turn a checked int32 length column into (int32 offsets[n + 1], bool valid[n])."""
     raw = section[start:start + 4 * n]
@@ -181,7 +169,7 @@ def decode_columns(
             records section is inconsistent. Nothing else, whatever the bytes.
     """
     view = memoryview(batch).cast("B")
-    header = _checked_header(view)
+    header = checked_header(view)
     if verify_crc:
         verify_crc_of(view, header)
     section = view[HEADER_SIZE:]
