@@ -117,14 +117,21 @@ def decode_batches(batches, *, verify_crc: bool = True,
                             headers)
 
 
-def _gather(found: _Sections, view: memoryview, with_crc: bool, max_uncompressed: int) -> None:
-    """The per-batch scalar checks of ``check_section``, and views of its columns."""
+def header_and_section(view: memoryview, with_crc: bool, max_uncompressed: int):
+    """A batch's checked header and its records section (inflated if compressed): what both
+    decoders start from."""
     header = checked_header(view)
     if with_crc:
         verify_crc_of(view, header)
     section = view[HEADER_SIZE:]
     if header.compression == COMPRESSION_ZSTD:
         section = inflate(section, max_uncompressed)
+    return header, section
+
+
+def _gather(found: _Sections, view: memoryview, with_crc: bool, max_uncompressed: int) -> None:
+    """The per-batch scalar checks of ``check_section``, and views of its columns."""
+    header, section = header_and_section(view, with_crc, max_uncompressed)
     n = header.record_count
     keys_bytes, values_bytes, headers_bytes = section_sizes(section, header)
     fixed = SECTION_SIZES.size + 16 * n

@@ -37,23 +37,19 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from ._many_batches import ColumnsOfBatches, decode_batches
+from ._many_batches import ColumnsOfBatches, decode_batches, header_and_section
 from ._record_builder import MAX_BATCH_BYTES, ZSTD_LEVEL, build_batch
 from ._record_check import (
     MAX_UNCOMPRESSED_BYTES,
     NULL_LENGTH,
     SECTION_SIZES,
     check_section,
-    inflate,
 )
 from .batch_header import (
-    COMPRESSION_ZSTD,
     HEADER_SIZE,
     BatchFormatError,
     BatchHeader,
-    checked_header,
     peek_length,
-    verify_crc as verify_crc_of,
 )
 from .errors import CorruptRecordsError
 
@@ -168,13 +164,8 @@ def decode_columns(
         BatchFormatError: a bad header or CRC; CorruptRecordsError (a subclass) when the
             records section is inconsistent. Nothing else, whatever the bytes.
     """
-    view = memoryview(batch).cast("B")
-    header = checked_header(view)
-    if verify_crc:
-        verify_crc_of(view, header)
-    section = view[HEADER_SIZE:]
-    if header.compression == COMPRESSION_ZSTD:
-        section = inflate(section, max_uncompressed_bytes)
+    header, section = header_and_section(memoryview(batch).cast("B"), verify_crc,
+                                         max_uncompressed_bytes)
     return _decode_section(header, section)
 
 
