@@ -2,14 +2,13 @@
 them one by one does.
 
 ``decode_batches`` checks a run of batches with one vectorised pass instead of ``check_section``
-per batch, and the Spark connector builds its Arrow batches from it. Oracles: ``iter_records``
-(one ``Record`` per record, per batch) for what is read, and ``validate_batch`` (the broker's
-own acceptance check) for what is refused.
+per batch. Oracles: ``iter_records`` (one ``Record`` per record, per batch) for what is read,
+and ``validate_batch`` (the broker's own acceptance check) for what is refused. The Arrow
+batches the Spark connector builds from it: tests/spark/test_arrow_build.py.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,7 +17,6 @@ from tests.property.test_batch_validation import lying_batches
 from tests.property.test_protocol_codecs import batch_inputs
 from tslog.protocol.batch_header import BatchFormatError, stamp, validate_batch
 from tslog.protocol.records import build_batch, decode_batches, iter_records
-from tslog.spark_connector._arrow import arrow_schema, build_record_batch
 
 REALISTIC_MS = st.integers(0, 2**42)  # create times Spark can hold in microseconds
 
@@ -47,31 +45,6 @@ def stored_responses(draw):
 
 def oracle_rows(batches):
     return [record for batch in batches for record in iter_records(batch)]
-
-
-@given(stored_responses(), st.data(), st.booleans())
-def test_an_arrow_batch_of_any_row_range_holds_those_records(batches, data, include_headers):
-    columns = decode_batches(batches)
-    rows = oracle_rows(batches)
-    assert columns.row_count == len(rows)
-    first = data.draw(st.integers(0, len(rows) - 1))
-    end = data.draw(st.integers(first + 1, len(rows)))
-    batch = build_record_batch(columns, first, end, "topic-a", 3, include_headers,
-                               arrow_schema(include_headers))
-    batch.validate(full=True)
-    want = rows[first:end]
-    assert batch.column("key").to_pylist() == [r.key for r in want]
-    assert batch.column("value").to_pylist() == [r.value for r in want]
-    assert batch.column("offset").to_pylist() == [r.offset for r in want]
-    assert batch.column("timestamp").cast(pa.int64()).to_pylist() == [
-        r.log_append_time * 1000 for r in want]
-    assert batch.column("createTime").cast(pa.int64()).to_pylist() == [
-        r.create_time * 1000 for r in want]
-    assert set(batch.column("topic").to_pylist()) == {"topic-a"}
-    assert set(batch.column("partition").to_pylist()) == {3}
-    if include_headers:
-        assert batch.column("headers").to_pylist() == [
-            [{"key": k, "value": v} for k, v in r.headers] or None for r in want]
 
 
 @given(st.lists(st.one_of(lying_batches(), st.builds(build_batch, st.just([b"x"]))),
