@@ -40,3 +40,26 @@ def test_an_arrow_batch_of_any_row_range_holds_those_records(batches, data, incl
     if include_headers:
         assert batch.column("headers").to_pylist() == [
             [{"key": k, "value": v} for k, v in r.headers] or None for r in want]
+
+
+def test_pieces_that_do_not_run_on_are_built_one_batch_at_a_time():
+    from tslog.protocol.batch_header import stamp
+    from tslog.protocol.records import build_batch
+    from tslog.spark_connector._fetch import _decoded
+
+    batches = []
+    for base, values in ((0, [b"a", b"b", b"c"]), (3, [b"d", b"e", b"f"])):
+        batch = bytearray(build_batch(values))
+        stamp(batch, base, 0, 1_700_000_000_000)
+        batches.append(bytes(batch))
+    # The second piece starts inside its batch: only a damaged log (overlapping batches)
+    # gives such pieces, and they must still yield exactly the rows asked for.
+    slices = list(_decoded([(batches[0], 1, 3), (batches[1], 1, 2)]))
+    assert [(columns.row_count, first, end) for columns, first, end in slices] == [
+        (3, 1, 3), (3, 1, 2)]
+    built = [build_record_batch(columns, first, end, "t", 0, False, arrow_schema(False))
+             for columns, first, end in slices]
+    assert [b.column("value").to_pylist() for b in built] == [[b"b", b"c"], [b"e"]]
+    assert [b.column("offset").to_pylist() for b in built] == [[1, 2], [4]]
+    whole = list(_decoded([(batches[0], 1, 3), (batches[1], 0, 2)]))
+    assert [(first, end) for _, first, end in whole] == [(1, 5)]
