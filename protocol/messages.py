@@ -27,6 +27,7 @@ import msgpack
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .frames import encode_frame
 from .msgpack_views import unpack_with_views
+from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
 from .schema import (
     BIN,
     BOOL,
@@ -59,6 +60,8 @@ class ApiKey(IntEnum):
     METADATA = 3
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -66,6 +69,9 @@ class ApiKey(IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DELETE_GROUPS = 42
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 _API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
@@ -269,6 +275,10 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
                                      "leader_epoch": INT32, "end_offset": INT64})),
     }),
 }
+
+REQUEST_SCHEMAS.update(GROUP_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(GROUP_RESPONSE_SCHEMAS)
+
 
 def compile_schemas() -> None:
     """Compile every request and response schema's fast path now (``Struct.compile``)."""

@@ -21,6 +21,13 @@ from typing import Any, Callable
 from tslog.protocol.messages import ApiKey
 
 from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
+from .group_handlers import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+    handle_delete_groups,
+    handle_find_coordinator,
+    handle_list_groups,
+)
 from .handlers import (
     handle_alter_configs,
     handle_api_versions,
@@ -56,6 +63,11 @@ ADMIN_HANDLERS = {
 GROUP_HANDLERS = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
 }
 
 

@@ -156,6 +156,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
                                           lambda: _checkpoints(broker), "checkpoint")),
     }
     broker.replicas.start()
+    broker.groups.start()
     log.info("tslog-broker listening on %s:%d", host, bound_port)
     if ready is not None:
         ready(host, bound_port)
@@ -171,4 +172,5 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await broker.replicas.stop()
+        await broker.groups.stop()
         await server.wait_closed()

@@ -39,6 +39,7 @@ from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets
 from .durability import AppendNotifier, GroupCommitter
+from .group_service import GroupService
 from .topic_service import TopicService
 
 
@@ -81,6 +82,8 @@ class AdminApis(Protocol):
 class GroupApis(Protocol):
     topics: TopicManager
     offsets: CommittedOffsets
+    groups: GroupService  # the consumer-group coordinator
+    cluster: ClusterView  # where the coordinator is
 
 
 # The concrete holders the broker builds, one per protocol above, with exactly its attributes
@@ -117,6 +120,8 @@ class AdminServices:
 class GroupServices:
     topics: TopicManager
     offsets: CommittedOffsets
+    groups: GroupService
+    cluster: ClusterView
 
 
 def missing_code(known: TopicManager, topic: str, partition: int) -> ErrorCode:

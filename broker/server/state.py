@@ -22,12 +22,14 @@ from pathlib import Path
 from ..cluster.view import ClusterView, LocalClusterView
 from ..config import BrokerConfig, parse_host_port
 from ..group_offsets import GroupOffsetStore
+from ..group_state import GroupStateStore
 from ..metadata import LocalMetadataStore, MetadataStore
 from ..metrics.sources import ScrapeSources
 from ..replication.manager import ReplicaManager
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
+from .group_service import GroupService
 from .dispatch import Dispatch, bind_handlers
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
@@ -76,6 +78,7 @@ class Broker:
         self.topic_service: TopicService = (
             ClusterTopicService(topics, topics.store, self.offsets) if config.clustered
             else LocalTopicService(topics, self.notifier.notify, self.offsets))
+        self.groups = GroupService(GroupStateStore(Path(config.data_dir)), topics, clock)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
@@ -84,7 +87,7 @@ class Broker:
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config),
-            GroupServices(topics, self.offsets))
+            GroupServices(topics, self.offsets, self.groups, self.cluster))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir)
 

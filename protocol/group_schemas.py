@@ -1,0 +1,68 @@
+"""Request and response schemas of the consumer-group APIs (KIP-848's consumer protocol).
+
+Kafka's api keys and, in snake case, its field names, without what tslog does not have:
+topic ids (topics are named), instance ids (no static membership), racks, and server-side
+assignor choice per request (the coordinator's ``consumer.group.assignor`` decides).
+``messages.py`` merges these into its tables.
+"""
+
+from __future__ import annotations
+
+from .schema import ERROR_CODE, INT32, PARTITION, STR, Choice, Int, ListOf, Nullable, Struct
+
+FIND_COORDINATOR = 10
+LIST_GROUPS = 16
+DELETE_GROUPS = 42
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+
+
+def _topic_partitions(partition) -> ListOf:
+    return ListOf(Struct({"topic": STR, "partitions": ListOf(partition)}))
+
+
+GROUP_REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
+    (FIND_COORDINATOR, 0): Struct({"key_type": Choice("group"), "keys": ListOf(STR)}),
+    (LIST_GROUPS, 0): Struct({"states": Nullable(ListOf(STR))}),
+    (DELETE_GROUPS, 0): Struct({"groups": ListOf(STR)}),
+    # KIP-848's heartbeat: null fields mean "unchanged since the last heartbeat".
+    (CONSUMER_GROUP_HEARTBEAT, 0): Struct({
+        "group_id": STR,
+        "member_id": STR,
+        "member_epoch": INT32,
+        "subscribed_topics": Nullable(ListOf(STR)),
+        "owned": Nullable(_topic_partitions(PARTITION)),
+    }),
+    (CONSUMER_GROUP_DESCRIBE, 0): Struct({"groups": ListOf(STR)}),
+}
+
+GROUP_RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
+    (FIND_COORDINATOR, 0): Struct({
+        "coordinators": ListOf(Struct({"key": STR, "node_id": INT32, "host": STR,
+                                       "port": Int(0, 65535), "error_code": ERROR_CODE})),
+    }),
+    (LIST_GROUPS, 0): Struct({
+        "groups": ListOf(Struct({"group_id": STR, "state": STR, "members": INT32})),
+    }),
+    (DELETE_GROUPS, 0): Struct({
+        "results": ListOf(Struct({"group_id": STR, "error_code": ERROR_CODE})),
+    }),
+    (CONSUMER_GROUP_HEARTBEAT, 0): Struct({
+        "error_code": ERROR_CODE,
+        "member_id": STR,
+        "member_epoch": INT32,
+        "heartbeat_interval_ms": INT32,
+        "assignment": Nullable(_topic_partitions(PARTITION)),
+    }),
+    (CONSUMER_GROUP_DESCRIBE, 0): Struct({
+        "groups": ListOf(Struct({
+            "group_id": STR, "error_code": ERROR_CODE, "state": STR, "group_epoch": INT32,
+            "assignment_epoch": INT32, "assignor": STR,
+            "members": ListOf(Struct({
+                "member_id": STR, "member_epoch": INT32, "state": STR,
+                "subscribed_topics": ListOf(STR), "assigned": _topic_partitions(PARTITION),
+                "revoking": _topic_partitions(PARTITION), "target": _topic_partitions(PARTITION),
+            })),
+        })),
+    }),
+}
