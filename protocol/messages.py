@@ -78,6 +78,9 @@ _API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
 
 # api key -> (min_version, max_version) this side speaks.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: (0, 0) for key in ApiKey}
+# OffsetCommit v1 names the committing group member (``member_id``, ``member_epoch``), so
+# the coordinator can refuse commits from members it removed or moved past (fencing).
+SUPPORTED_VERSIONS[ApiKey.OFFSET_COMMIT] = (0, 1)
 
 # Special ListOffsets timestamps.
 LATEST_TIMESTAMP = -1
@@ -201,6 +204,12 @@ REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
         "group_id": STR,
         "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64, "metadata": STR})),
     }),
+    (ApiKey.OFFSET_COMMIT, 1): Struct({
+        "group_id": STR,
+        "member_id": STR,  # "" with member_epoch -1: a commit outside group management
+        "member_epoch": INT32,
+        "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64, "metadata": STR})),
+    }),
     (ApiKey.OFFSET_FETCH, 0): Struct({
         "group_id": STR,
         "topics": Nullable(_tp_groups(PARTITION)),
@@ -261,6 +270,9 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
                                      "offset": INT64, "timestamp": INT64})),
     }),
     (ApiKey.OFFSET_COMMIT, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),
+    }),
+    (ApiKey.OFFSET_COMMIT, 1): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),
     }),
     (ApiKey.OFFSET_FETCH, 0): Struct({
