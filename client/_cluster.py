@@ -197,7 +197,8 @@ class Cluster:
         return delay_ms * random.uniform(0.8, 1.2) / 1000
 
     async def request(self, node_id: int | None, api_key: int, body: dict, *,
-                      timeout_ms: int | None = None, poll: bool = False) -> dict:
+                      timeout_ms: int | None = None, poll: bool = False,
+                      api_version: int = 0) -> dict:
         """Send to a broker and return the response body, retrying retriable errors.
 
         Only for requests that are safe to repeat (metadata, offsets, admin reads); the
@@ -211,7 +212,7 @@ class Cluster:
                 conn = self._connections.get((*address, "default")) if address else None
                 if conn is None or conn.closed or self._closed:
                     conn = await self.connection(node_id)
-                return await conn.send(api_key, body,
+                return await conn.send(api_key, body, api_version=api_version,
                                        timeout_ms=timeout_ms or self.request_timeout_ms,
                                        poll_s=self.lookup_poll_s if poll else 0.0)
             except TslogError as exc:

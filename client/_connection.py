@@ -208,16 +208,18 @@ class Connection(asyncio.BufferedProtocol):
         return future
 
     async def send(self, api_key: int, body: dict, *, timeout_ms: int | None = 30_000,
-                   poll_s: float = 0.0) -> dict | None:
+                   poll_s: float = 0.0, api_version: int = 0) -> dict | None:
         """Wait for an in-flight slot and the transport's buffer, send, await the response."""
         if len(self._pending) < self.max_in_flight and not self._paused:  # nothing to wait for
-            return await self.send_nowait(api_key, body, timeout_ms=timeout_ms, poll_s=poll_s)
+            return await self.send_nowait(api_key, body, timeout_ms=timeout_ms, poll_s=poll_s,
+                                           api_version=api_version)
         while len(self._pending) >= self.max_in_flight and not self.closed:
             waiter = asyncio.get_running_loop().create_future()
             self._slot_waiters.append(waiter)
             await waiter
         await self.drain()
-        return await self.send_nowait(api_key, body, timeout_ms=timeout_ms, poll_s=poll_s)
+        return await self.send_nowait(api_key, body, timeout_ms=timeout_ms, poll_s=poll_s,
+                                           api_version=api_version)
 
     async def drain(self) -> None:
         """Wait while the transport's write buffer is over its high-water mark."""
