@@ -9,6 +9,8 @@ Layout under ``/<cluster_name>/`` (docs/cluster.md has the whole table):
 - ``partitions/<topic>/<p>``: ``{"leader", "leader_epoch", "isr", "replicas"}``; the key's
   mod_revision is ``PartitionState.version``
 - ``producer_ids``: ``{"next"}``, the next unallocated producer id block
+- ``consumer_groups/<sha1 of group id>``: the group coordinator's record of one group, written
+  by the controller only (``group_state_store.py``); the cache ignores these keys
 
 Why a cache applied from events: every broker answers Metadata and every ISR decision from
 memory, in the order etcd applied the changes, without a round trip. No I/O here, so the
@@ -38,6 +40,7 @@ class ClusterKeys:
         self.topics = self.prefix + "topics/"
         self.partitions = self.prefix + "partitions/"
         self.producer_ids = self.prefix + "producer_ids"
+        self.group_states = self.prefix + "consumer_groups/"
 
     def broker(self, node_id: int) -> str:
         return f"{self.brokers}{node_id}"
@@ -50,6 +53,9 @@ class ClusterKeys:
 
     def partitions_of(self, topic: str) -> str:
         return f"{self.partitions}{topic}/"
+
+    def group_state(self, hashed_group_id: str) -> str:
+        return self.group_states + hashed_group_id
 
 
 def encode(document: dict) -> bytes:
