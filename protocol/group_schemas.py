@@ -41,9 +41,11 @@ GROUP_RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
         "coordinators": ListOf(Struct({"key": STR, "node_id": INT32, "host": STR,
                                        "port": Int(0, 65535), "error_code": ERROR_CODE})),
     }),
+    # error_code: NOT_COORDINATOR from a broker that is not the controller (absent: 0).
     (LIST_GROUPS, 0): Struct({
+        "error_code": ERROR_CODE,
         "groups": ListOf(Struct({"group_id": STR, "state": STR, "members": INT32})),
-    }),
+    }, optional=frozenset({"error_code"})),
     (DELETE_GROUPS, 0): Struct({
         "results": ListOf(Struct({"group_id": STR, "error_code": ERROR_CODE})),
     }),

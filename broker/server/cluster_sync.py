@@ -3,7 +3,8 @@
 ``open_clustered`` joins the cluster (``EtcdClusterView.start``), opens the logs of the
 partitions this broker holds a replica of (in a thread: recovery is slow) from a snapshot
 of the cluster taken on the loop, then reconciles once more on the loop and from then on
-after every change its watch applies. Reconciling compares desired state (every topic in
+after every change its watch applies. It also makes the broker the consumer groups'
+coordinator for as long as it is the controller (``follow_controller``). Reconciling compares desired state (every topic in
 etcd, and the partitions whose replicas include us) with the local one, so the order in
 which the watch reports topic and partition keys never matters.
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..cluster.etcd_view import EtcdClusterView
+from ..cluster.group_state_store import EtcdGroupStateStore
 from ..cluster.group_store import EtcdGroupOffsetStore
 from ..cluster.records import Changes, TopicRecord
 from ..cluster.topic_store import EtcdMetadataStore
@@ -33,6 +35,7 @@ from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
 from ..storage.files import remove_retired, write_atomically
 from ..topics import TopicManager
+from .group_service import GroupService
 from .state import Broker
 
 log = logging.getLogger("tslog.broker.cluster")
@@ -65,7 +68,27 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
     sync.attach(broker.topics, broker.notifier.notify)
     sync.reconcile()  # whatever changed while the logs were opening
     view.add_change_listener(sync.on_changes)
+    follow_controller(view, broker.groups)
     return broker, view
+
+
+def follow_controller(view: EtcdClusterView, groups: GroupService) -> None:
+    """Coordinate the consumer groups while this broker is the controller: from the etcd
+    state of each controller epoch it holds (its writes fenced on that epoch), and not at all
+    from the moment the watch shows another controller, or none."""
+    held = 0
+
+    def on_changes(_changes: Changes | None) -> None:
+        nonlocal held
+        cache = view.cache
+        epoch = cache.controller_revision if cache.controller_id == view.node_id else 0
+        if epoch != held:
+            held = epoch
+            groups.serve_with(EtcdGroupStateStore(view.etcd, view.keys, epoch) if epoch
+                              else None)
+
+    view.add_change_listener(on_changes)
+    on_changes(None)  # we may have won the election while the logs were opening
 
 
 def hosted_partitions(view: EtcdClusterView, records: dict[str, TopicRecord]

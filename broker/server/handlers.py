@@ -24,6 +24,7 @@ from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
 from ..topics import TopicError
+from .group_handlers import coordinator_problem, refused_commit
 from .services import AdminApis, GroupApis
 
 log = logging.getLogger("tslog.broker.handlers")
@@ -112,6 +113,9 @@ def _commit_code(services: GroupApis, topic: str, entry: dict) -> int:
 
 
 def handle_offset_commit(services: GroupApis, body: dict):
+    not_here = coordinator_problem(services)  # commits go to the coordinator (controller)
+    if not_here:
+        return refused_commit(body, not_here)
     group_id = body["group_id"]
     bad_group = group_id_problem(group_id) is not None
     offsets = {}

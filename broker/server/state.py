@@ -78,7 +78,10 @@ class Broker:
         self.topic_service: TopicService = (
             ClusterTopicService(topics, topics.store, self.offsets) if config.clustered
             else LocalTopicService(topics, self.notifier.notify, self.offsets))
-        self.groups = GroupService(GroupStateStore(Path(config.data_dir)), topics, clock)
+        # Consumer groups: a single node coordinates them from its data directory; in a
+        # cluster the controller does, from etcd (cluster_sync.follow_controller).
+        self.groups = GroupService(None if config.clustered else GroupStateStore(
+            Path(config.data_dir)), topics, clock)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
