@@ -81,8 +81,9 @@ def test_deleting_a_topic_drops_its_committed_offsets_on_every_broker(three):
     assert create(three[0], "kept", 1, 3)["error_code"] == 0
     wait_for(lambda: all(len([t for t in metadata(b)["topics"] if t["error_code"] == 0]) == 2
                          for b in three), 10, "every broker knows both topics")
-    assert commit(three[0], "readers", {("gone", 0): 5, ("gone", 1): 6, ("kept", 0): 7}) == [
-        0, 0, 0]
+    controller = next(b for b in three if b.node_id == metadata(three[0])["controller_id"])
+    assert commit(controller, "readers", {("gone", 0): 5, ("gone", 1): 6, ("kept", 0): 7}) == [
+        0, 0, 0]  # commits go to the coordinator, the controller
     wait_for(lambda: all(len(fetched(b, "readers")) == 3 for b in three), 10,
              "every broker answers the commits")
     with Wire(three[1].host, three[1].port) as wire:
