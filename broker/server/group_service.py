@@ -134,6 +134,8 @@ class GroupService:
         await self._end()
 
     async def _follow(self) -> None:
+        """Until the running term is the wanted one: end the old term, begin the new one
+        (a load that fails is tried again while that store is still the wanted one)."""
         while self._wanted is not (None if self._term is None else self._term.store):
             wanted = self._wanted
             await self._end()
@@ -143,6 +145,9 @@ class GroupService:
                 await self._begin(wanted)
             except OSError as exc:
                 log.warning("cannot load the consumer groups' state, retrying: %s", exc)
+                await asyncio.sleep(LOAD_RETRY_S)
+            except Exception:  # a bug must not leave the controller without its groups
+                log.exception("starting to coordinate the consumer groups failed, retrying")
                 await asyncio.sleep(LOAD_RETRY_S)
 
     async def _begin(self, store: GroupRecords) -> None:
