@@ -78,7 +78,8 @@ class Broker:
         self.topic_service: TopicService = (
             ClusterTopicService(topics, topics.store, self.offsets) if config.clustered
             else LocalTopicService(topics, self.notifier.notify, self.offsets))
-        self.groups = GroupService(GroupStateStore(Path(config.data_dir)), topics, clock)
+        self.groups = GroupService(GroupStateStore(Path(config.data_dir)), topics, clock,
+                                   config.coordinator_config)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
