@@ -111,16 +111,27 @@ def _commit_code(services: GroupApis, topic: str, entry: dict) -> int:
     return 0
 
 
+def _fence_code(services: GroupApis, group_id: str, body: dict) -> int:
+    """The coordinator's verdict on who commits (docs/groups.md, "Fencing"): a v0 body names
+    no member, so it commits as a client outside group management (member "", epoch -1)."""
+    if group_id_problem(group_id) is not None:
+        return ErrorCode.INVALID_GROUP_ID
+    return services.groups.coordinator.validate_commit(
+        group_id, body.get("member_id", ""), body.get("member_epoch", -1))
+
+
 def handle_offset_commit(services: GroupApis, body: dict):
+    """Store the offsets of a commit the coordinator accepts. A refused one (a removed member,
+    a stale epoch, a plain client while the group has members) stores nothing and carries the
+    refusal on every partition, so a zombie consumer cannot move the group's position."""
     group_id = body["group_id"]
-    bad_group = group_id_problem(group_id) is not None
+    refused = _fence_code(services, group_id, body)
     offsets = {}
     topics_out = []
     for group in body["topics"]:
         parts_out = []
         for entry in group["partitions"]:
-            code = ErrorCode.INVALID_GROUP_ID if bad_group else _commit_code(
-                services, group["topic"], entry)
+            code = refused or _commit_code(services, group["topic"], entry)
             if code == 0:
                 offsets[group["topic"], entry["partition"]] = (entry["offset"], entry["metadata"])
             parts_out.append({"partition": entry["partition"], "error_code": code})
