@@ -23,6 +23,7 @@ from tslog.protocol.messages import api_versions_list
 from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
+from ..metrics.observe import observe_commit
 from ..topics import TopicError
 from .services import AdminApis, GroupApis
 
@@ -148,6 +149,7 @@ async def _commit_durably(services: GroupApis, group_id: str, offsets: dict,
     one group in arrival order, so an older snapshot never lands after a newer one."""
     try:
         await services.offsets.commit(group_id, offsets)
+        observe_commit(group_id)
     except OSError as exc:
         log.error("committing offsets of group %r failed: %r", group_id, exc)
         for group in response["topics"]:

@@ -90,7 +90,8 @@ class Broker:
             AdminServices(topics, self.topic_service, self.cluster, config),
             GroupServices(topics, self.offsets, self.groups, self.cluster))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
-                                            self.lifecycle, config.data_dir)
+                                            self.lifecycle, config.data_dir, self.groups,
+                                            clock.now_ms)
 
     @classmethod
     def open(cls, config: BrokerConfig, store: MetadataStore | None = None,
