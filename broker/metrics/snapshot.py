@@ -95,6 +95,8 @@ def group_rows(sources: ScrapeSources, snapshot: Snapshot) -> None:
     if cluster.controller_id() != cluster.node_id:
         return
     coordinator = sources.coordination.coordinator
+    if coordinator is None:  # a controller still loading the groups' state: none to report
+        return
     for listing in coordinator.list_groups():
         described = coordinator.describe(listing.group_id)
         snapshot.groups.append(GroupRow(listing.group_id, described.state,

@@ -43,9 +43,10 @@ class GroupDescriptions(Protocol):
 
 class Coordinated(Protocol):
     """Holds the coordinator (``server.group_service.GroupService``). Read at every scrape,
-    not once, so a coordinator rebuilt on taking over groups is the one reported."""
+    not once, so a coordinator rebuilt on taking over groups is the one reported; None while
+    there is none (a clustered broker between terms as controller)."""
 
-    coordinator: GroupDescriptions
+    coordinator: GroupDescriptions | None
 
 
 class ClosingFlag(Protocol):
