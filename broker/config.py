@@ -29,6 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .groups import ASSIGNORS, CoordinatorConfig
 from .storage.config import ConfigError, LogConfig
 
 ENV_PREFIX = "TSLOG_"
@@ -67,6 +68,12 @@ class BrokerConfig:
     broker_session_timeout_ms: int = 10_000  # etcd lease TTL: how long a dead broker stays
     replica_fetch_wait_max_ms: int = 500  # a follower's long poll at its leader (ms)
     unclean_leader_election_enable: bool = False  # elect an out-of-sync replica if none is in
+    # Consumer groups (docs/groups.md), Kafka's group.consumer.* defaults:
+    group_session_timeout_ms: int = 45_000  # a member silent this long is removed
+    group_heartbeat_interval_ms: int = 5_000  # what members are told; < the session timeout
+    group_rebalance_timeout_ms: int = 300_000  # to give partitions up before being removed
+    group_assignor: str = "uniform"  # "uniform" (sticky, balanced) or "range" (Kafka's)
+    group_max_size: int = 1_000  # members per group; a join beyond is refused
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -81,6 +88,15 @@ class BrokerConfig:
     def log_config(self) -> LogConfig:
         """The LogConfig every topic starts from (defaults overlaid with ``[log]``)."""
         return LogConfig.from_mapping(self.log)
+
+    @property
+    def coordinator_config(self) -> CoordinatorConfig:
+        """The consumer-group coordinator's settings (validated here, so this cannot fail)."""
+        return CoordinatorConfig(
+            session_timeout_ms=self.group_session_timeout_ms,
+            heartbeat_interval_ms=self.group_heartbeat_interval_ms,
+            rebalance_timeout_ms=self.group_rebalance_timeout_ms,
+            assignor=self.group_assignor, group_size_max=self.group_max_size)
 
     @property
     def listen_address(self) -> tuple[str, int]:
@@ -142,6 +158,8 @@ _POSITIVE = {
     "request_timeout_ms", "fetch_max_bytes", "log_retention_check_interval_ms",
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
     "replica_fetch_wait_max_ms", "max_unsent_response_bytes", "max_total_unsent_response_bytes",
+    "group_session_timeout_ms", "group_heartbeat_interval_ms", "group_rebalance_timeout_ms",
+    "group_max_size",
 }
 
 
@@ -180,7 +198,21 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         LogConfig.from_mapping(config.log)
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
-    return problems + _cluster_problems(config)
+    return problems + _cluster_problems(config) + _group_problems(config)
+
+
+def _group_problems(config: BrokerConfig) -> list[str]:
+    """A member told to heartbeat no sooner than its session ends would be removed between
+    two heartbeats; an unknown assignor would fail at the first join, so both stop startup."""
+    problems = []
+    if config.group_heartbeat_interval_ms >= config.group_session_timeout_ms:
+        problems.append(f"group_heartbeat_interval_ms ({config.group_heartbeat_interval_ms}) "
+                        f"must be less than group_session_timeout_ms "
+                        f"({config.group_session_timeout_ms})")
+    if config.group_assignor not in ASSIGNORS:
+        problems.append(f"group_assignor must be one of {', '.join(sorted(ASSIGNORS))}, "
+                        f"got {config.group_assignor!r}")
+    return problems
 
 
 def _cluster_problems(config: BrokerConfig) -> list[str]:

@@ -83,10 +83,14 @@ TIME_LOOKUP_SCANNED_BYTES = LoopHistogram(
 REFUSED_REQUESTS = LoopCounter(
     "tslog_refused_requests_total",
     "Requests or connections refused before a handler ran, per reason.", ("reason",))
+GROUP_COMMITS = LoopCounter(
+    "tslog_consumer_group_commits_total",
+    "OffsetCommit requests whose offsets were stored, per group (refused ones are in "
+    "tslog_request_errors_total).", ("group",))
 LOOP_FAMILIES = (
     REQUESTS, REQUEST_ERRORS, REQUEST_DURATION, PRODUCED_RECORDS, PRODUCED_BYTES,
     FETCHED_RECORDS, FETCHED_BYTES, END_TO_END_LATENCY, TIME_LOOKUP_DURATION,
-    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS)
+    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS, GROUP_COMMITS)
 
 RECOVERY_DURATION = Gauge(
     "tslog_recovery_duration_seconds",

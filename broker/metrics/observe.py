@@ -13,6 +13,7 @@ import time
 from tslog.protocol.batch_header import count_records
 
 from .definitions import (
+    GROUP_COMMITS,
     RECOVERY_DURATION,
     RECOVERY_TRUNCATED_BYTES,
     TIME_LOOKUP_DURATION,
@@ -90,3 +91,8 @@ def record_recovery(logs) -> None:
     logs = list(logs)
     RECOVERY_DURATION.set(sum(plog.recovery_report.duration_s for plog in logs))
     RECOVERY_TRUNCATED_BYTES.set(sum(plog.recovery_report.bytes_truncated for plog in logs))
+
+
+def observe_commit(group_id: str) -> None:
+    """One OffsetCommit whose offsets were stored for ``group_id``."""
+    GROUP_COMMITS.labels(group_id).inc()

@@ -20,6 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..groups import GroupState
 from ..storage import PartitionLog
 from .lag import partition_lag
 from .sources import ScrapeSources
@@ -44,13 +45,22 @@ class LagRow(NamedTuple):
     topic: str
     partition: int
     records: int
-    seconds: float
+    age_seconds: float
+    span_seconds: float
+
+
+class GroupRow(NamedTuple):
+    group: str
+    state: GroupState
+    members: int
+    group_epoch: int  # every bump is one rebalance (a new target assignment)
 
 
 @dataclass
 class Snapshot:
     partitions: list[PartitionRow] = field(default_factory=list)
     lags: list[LagRow] = field(default_factory=list)
+    groups: list[GroupRow] = field(default_factory=list)
     index_bytes: dict[str, int] = field(
         default_factory=lambda: {"offset": 0, "time": 0, "create_time": 0})
 
@@ -78,7 +88,23 @@ def partition_row(sources: ScrapeSources, topic: str, partition: int, plog: Part
         totals[kind] += size
 
 
-def group_lags(sources: ScrapeSources, group: str, offsets: dict, snapshot: Snapshot) -> None:
+def group_rows(sources: ScrapeSources, snapshot: Snapshot) -> None:
+    """Every consumer group's state, member count and epoch, from the coordinator. Only the
+    controller coordinates groups, so only it reports them: one series per group per cluster."""
+    cluster = sources.cluster
+    if cluster.controller_id() != cluster.node_id:
+        return
+    coordinator = sources.coordination.coordinator
+    if coordinator is None:  # a controller still loading the groups' state: none to report
+        return
+    for listing in coordinator.list_groups():
+        described = coordinator.describe(listing.group_id)
+        snapshot.groups.append(GroupRow(listing.group_id, described.state,
+                                        len(described.members), described.group_epoch))
+
+
+def group_lags(sources: ScrapeSources, group: str, offsets: dict, snapshot: Snapshot,
+               now_ms: int) -> None:
     """Add the lag of every partition ``group`` committed an offset for (deleted topics and
     negative "no position" offsets have none). Only the partition's leader reports it: every
     broker of a cluster knows every group's offsets (from etcd), and the leader's high
@@ -91,9 +117,10 @@ def group_lags(sources: ScrapeSources, group: str, offsets: dict, snapshot: Snap
         state = cluster.partition_state(topic, partition)
         if state is None or state.leader != cluster.node_id:
             continue
-        records, seconds = partition_lag(plog, committed,
-                                         high_watermark(sources, topic, partition, plog))
-        snapshot.lags.append(LagRow(group, topic, partition, records, seconds))
+        lag = partition_lag(plog, committed, high_watermark(sources, topic, partition, plog),
+                            now_ms)
+        snapshot.lags.append(LagRow(group, topic, partition, lag.records, lag.age_seconds,
+                                    lag.span_seconds))
 
 
 def take_snapshot(sources: ScrapeSources) -> Snapshot:
@@ -101,8 +128,10 @@ def take_snapshot(sources: ScrapeSources) -> Snapshot:
     snapshot = Snapshot()
     for (topic, partition), plog in list(sources.topics.logs.items()):
         partition_row(sources, topic, partition, plog, snapshot)
+    now_ms = sources.now_ms()
     for group, offsets in sources.groups.all_groups().items():
-        group_lags(sources, group, offsets, snapshot)
+        group_lags(sources, group, offsets, snapshot, now_ms)
+    group_rows(sources, snapshot)
     return snapshot
 
 
@@ -123,14 +152,16 @@ async def take_snapshot_async(sources: ScrapeSources) -> Snapshot | None:
         work += 1
         if work % _CHUNK == 0:
             await asyncio.sleep(0)
+    now_ms = sources.now_ms()
     for group, offsets in sources.groups.all_groups().items():
-        group_lags(sources, group, offsets, snapshot)
+        group_lags(sources, group, offsets, snapshot, now_ms)
         work += len(offsets)
         if work >= _CHUNK:
             work = 0
             await asyncio.sleep(0)
             if lifecycle.closing:
                 return None
+    group_rows(sources, snapshot)
     return snapshot
 
 

@@ -1,8 +1,8 @@
 """``ScrapeSources``: what a metrics scrape reads, handed over once when the endpoint starts.
 
 Why not the broker: a scrape reads partition logs, high watermarks, who leads what, the
-groups' committed offsets, the data directory and whether the logs are closing; given the
-whole broker it could reach, and come to depend on, anything. The server builds these when
+groups' committed offsets and coordinator state, the clock, the data directory and whether
+the logs are closing; given the whole broker it could reach, and come to depend on, anything. The server builds these when
 the broker opens (``server/state.py``); a test builds them from whatever it has.
 
 Where a field's class lives in the server or in replication, which both import the metrics,
@@ -13,9 +13,10 @@ import back up.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ..cluster.view import ClusterView
+from ..groups import GroupDescription, GroupListing
 from ..topics import TopicManager
 
 
@@ -32,6 +33,22 @@ class GroupOffsets(Protocol):
     def all_groups(self) -> dict[str, dict]: ...
 
 
+class GroupDescriptions(Protocol):
+    """The group coordinator as a scrape reads it (``groups.GroupCoordinator``)."""
+
+    def list_groups(self) -> list[GroupListing]: ...
+
+    def describe(self, group_id: str) -> GroupDescription: ...
+
+
+class Coordinated(Protocol):
+    """Holds the coordinator (``server.group_service.GroupService``). Read at every scrape,
+    not once, so a coordinator rebuilt on taking over groups is the one reported; None while
+    there is none (a clustered broker between terms as controller)."""
+
+    coordinator: GroupDescriptions | None
+
+
 class ClosingFlag(Protocol):
     """``closing`` turns true before the logs close (``server.services.Lifecycle``)."""
 
@@ -46,3 +63,5 @@ class ScrapeSources:
     groups: GroupOffsets  # committed offsets, for lag
     lifecycle: ClosingFlag  # a scrape stops reading logs once they are closing
     data_dir: str  # free and total bytes of its file system
+    coordination: Coordinated  # consumer groups' states, members and epochs
+    now_ms: Callable[[], int]  # the broker's clock (LATs are stamped from it), for lag age

@@ -23,6 +23,7 @@ from tslog.protocol.messages import api_versions_list
 from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
+from ..metrics.observe import observe_commit
 from ..topics import TopicError
 from .group_handlers import coordinator_problem, refused_commit
 from .services import AdminApis, GroupApis
@@ -112,19 +113,30 @@ def _commit_code(services: GroupApis, topic: str, entry: dict) -> int:
     return 0
 
 
+def _fence_code(services: GroupApis, group_id: str, body: dict) -> int:
+    """The coordinator's verdict on who commits (docs/groups.md, "Fencing"): a v0 body names
+    no member, so it commits as a client outside group management (member "", epoch -1)."""
+    if group_id_problem(group_id) is not None:
+        return ErrorCode.INVALID_GROUP_ID
+    return services.groups.coordinator.validate_commit(
+        group_id, body.get("member_id", ""), body.get("member_epoch", -1))
+
+
 def handle_offset_commit(services: GroupApis, body: dict):
+    """Store the offsets of a commit the coordinator accepts. A refused one (a removed member,
+    a stale epoch, a plain client while the group has members) stores nothing and carries the
+    refusal on every partition, so a zombie consumer cannot move the group's position."""
     not_here = coordinator_problem(services)  # commits go to the coordinator (controller)
     if not_here:
         return refused_commit(body, not_here)
     group_id = body["group_id"]
-    bad_group = group_id_problem(group_id) is not None
+    refused = _fence_code(services, group_id, body)
     offsets = {}
     topics_out = []
     for group in body["topics"]:
         parts_out = []
         for entry in group["partitions"]:
-            code = ErrorCode.INVALID_GROUP_ID if bad_group else _commit_code(
-                services, group["topic"], entry)
+            code = refused or _commit_code(services, group["topic"], entry)
             if code == 0:
                 offsets[group["topic"], entry["partition"]] = (entry["offset"], entry["metadata"])
             parts_out.append({"partition": entry["partition"], "error_code": code})
@@ -141,6 +153,7 @@ async def _commit_durably(services: GroupApis, group_id: str, offsets: dict,
     one group in arrival order, so an older snapshot never lands after a newer one."""
     try:
         await services.offsets.commit(group_id, offsets)
+        observe_commit(group_id)
     except OSError as exc:
         log.error("committing offsets of group %r failed: %r", group_id, exc)
         for group in response["topics"]:

@@ -81,7 +81,7 @@ class Broker:
         # Consumer groups: a single node coordinates them from its data directory; in a
         # cluster the controller does, from etcd (cluster_sync.follow_controller).
         self.groups = GroupService(None if config.clustered else GroupStateStore(
-            Path(config.data_dir)), topics, clock)
+            Path(config.data_dir)), topics, clock, config.coordinator_config)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
@@ -92,7 +92,8 @@ class Broker:
             AdminServices(topics, self.topic_service, self.cluster, config),
             GroupServices(topics, self.offsets, self.groups, self.cluster))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
-                                            self.lifecycle, config.data_dir)
+                                            self.lifecycle, config.data_dir, self.groups,
+                                            clock.now_ms)
 
     @classmethod
     def open(cls, config: BrokerConfig, store: MetadataStore | None = None,

@@ -128,5 +128,6 @@ def test_a_group_400_seconds_behind_trips_the_lag_alert(single):
     wait_for(lambda: active_alerts(prometheus).get("TslogConsumerLagHigh") == {"billing"}, 30,
              "the consumer lag alert")
     [(_, lag)] = prometheus.query('tslog_consumer_group_lag_seconds{group="billing"}')
-    assert lag == pytest.approx((last.log_append_time - first.log_append_time) / 1000)
+    # The age of the oldest unread record: at least the 400 s between the two appends.
+    assert lag >= (last.log_append_time - first.log_append_time) / 1000
     assert set(active_alerts(prometheus)) == {"TslogConsumerLagHigh"}

@@ -57,6 +57,10 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
     """(environment value, the value the broker should then have) for a key, not its default."""
     if key.endswith("listen") or key == "etcd_endpoints":
         return "127.0.0.1:7", "127.0.0.1:7"
+    if key == "group_assignor":  # one of a fixed set
+        return "range", "range"
+    if key == "group_session_timeout_ms":  # must stay above the heartbeat interval
+        return "60000", 60000
     if isinstance(default, bool):
         return ("false", False) if default else ("true", True)
     if isinstance(default, int):

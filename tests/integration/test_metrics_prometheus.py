@@ -4,7 +4,7 @@ Goal: an operator's view. A real ``tslog-broker`` serves ``--metrics-listen`` on
 port; a real Prometheus scrapes it every second. We produce batches with real time between
 them (so LogAppendTimes differ), consume every record, commit the group at a record in the
 middle, and ask Prometheus' HTTP API for ``up``, the produced-record count and the group's lag,
-comparing them with what the client itself saw: the lag in seconds must equal the LAT of the
+comparing them with what the client itself saw: the backlog span must equal the LAT of the
 last record minus the LAT of the record at the committed offset, computed from the records.
 """
 
@@ -35,6 +35,9 @@ AGREED_METRICS = {
     "tslog_time_lookup_scanned_bytes": "histogram",
     "tslog_end_to_end_latency_seconds": "histogram",
     "tslog_consumer_group_lag_records": "gauge", "tslog_consumer_group_lag_seconds": "gauge",
+    "tslog_consumer_group_backlog_span_seconds": "gauge",
+    "tslog_consumer_group_commits_total": "counter", "tslog_consumer_group_state": "gauge",
+    "tslog_consumer_group_members": "gauge", "tslog_consumer_group_rebalances_total": "counter",
     "tslog_under_replicated_partitions": "gauge", "tslog_isr_shrinks_total": "counter",
     "tslog_isr_expands_total": "counter", "tslog_leader_elections_total": "counter",
     "tslog_follower_fetch_lag_records": "gauge",
@@ -128,7 +131,9 @@ def test_prometheus_scrapes_records_and_lag_in_seconds(metrics_broker, prometheu
     wait_for(prometheus, 'up{job="tslog"}', 1)
     wait_for(prometheus, f'tslog_produced_records_total{{topic="{TOPIC}"}}', len(records))
     selector = f'{{group="{GROUP}",topic="{TOPIC}",partition="0"}}'
-    wait_for(prometheus, f"tslog_consumer_group_lag_seconds{selector}", expected_lag_s)
+    wait_for(prometheus, f"tslog_consumer_group_backlog_span_seconds{selector}", expected_lag_s)
+    [(_, age)] = prometheus.query(f"tslog_consumer_group_lag_seconds{selector}")
+    assert age >= expected_lag_s  # the oldest unread record is older than the span it opens
     wait_for(prometheus, f"tslog_consumer_group_lag_records{selector}",
              last.offset + 1 - committed_at)
     wait_for(prometheus, f'tslog_high_watermark{{topic="{TOPIC}",partition="0"}}',

@@ -42,9 +42,15 @@ async def produce_at(broker, topic, values, clock_offset_ms):
 
 
 def lag(values, group, topic, partition=0):
+    """(records, backlog span in seconds) of a group's lag series."""
     labels = f'{{group="{group}",partition="{partition}",topic="{topic}"}}'
     return (values.get("tslog_consumer_group_lag_records" + labels),
-            values.get("tslog_consumer_group_lag_seconds" + labels))
+            values.get("tslog_consumer_group_backlog_span_seconds" + labels))
+
+
+def lag_age(values, group, topic, partition=0):
+    labels = f'{{group="{group}",partition="{partition}",topic="{topic}"}}'
+    return values.get("tslog_consumer_group_lag_seconds" + labels)
 
 
 async def test_partition_state_and_group_lag(broker):
@@ -67,9 +73,13 @@ async def test_partition_state_and_group_lag(broker):
     expected_s = (third["log_append_time"] - second["log_append_time"]) / 1000
     assert expected_s >= 3.0
     assert lag(values, "behind", "t") == (4, expected_s)
-    assert lag(values, "done", "t") == (0, 0.0)
-    assert lag(values, "ahead", "t") == (0, 0.0)
-    assert lag(values, "unset", "t") == (None, None)
+    # The record at offset 2 was appended at the second batch's LAT; the clock is now past
+    # the third's, so the group's oldest unread record is at least that span old.
+    age = (broker.clock.now_ms() - second["log_append_time"]) / 1000
+    assert expected_s <= lag_age(values, "behind", "t") <= age
+    assert lag(values, "done", "t") == (0, 0.0) and lag_age(values, "done", "t") == 0.0
+    assert lag(values, "ahead", "t") == (0, 0.0) and lag_age(values, "ahead", "t") == 0.0
+    assert lag(values, "unset", "t") == (None, None) and lag_age(values, "unset", "t") is None
     assert first["base_offset"] == 0
 
 
