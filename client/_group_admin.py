@@ -28,13 +28,30 @@ from ._types import (
     OffsetAndMetadata,
     TopicPartition,
 )
-from .errors import OffsetOutOfRangeError, error_for, raise_for
+from .errors import OffsetOutOfRangeError, TslogError, error_for
 
 NonEmptyGroupError = error_for(ErrorCode.NON_EMPTY_GROUP)
 GroupIdNotFoundError = error_for(ErrorCode.GROUP_ID_NOT_FOUND)
 
 OUTSIDE_MEMBER_ID = ""   # OffsetCommit v1: a commit by no member ...
 OUTSIDE_EPOCH = -1       # ... of any epoch: an operator's change, not a consumer's
+
+
+def _raise_for(code: int, context: str) -> None:
+    """Raise the code's error with what was being done and what the code means, e.g.
+    "describing consumer group 'x': The group id does not exist." """
+    if code:
+        cls = error_for(code)
+        raise cls(f"{context}: {cls.error_code.message}")
+
+
+def _explained(error: TslogError) -> TslogError:
+    """A wire error raised with only a context (as FindCoordinator's are), given the code's
+    meaning too, so the command line's one-line message says what went wrong."""
+    detail = error.error_code.message
+    if type(error) is not error_for(error.error_code) or detail in str(error):
+        return error
+    return type(error)(f"{error}: {detail}")
 
 
 def _partitions(topics) -> list[TopicPartition]:
@@ -69,6 +86,18 @@ class GroupAdmin:
         controller = self._cluster.controller_id
         return controller if controller in self._cluster.brokers else None
 
+    async def _request(self, group_id: str, api_key: int, body: dict, codes, *,
+                       api_version: int = 0) -> dict:
+        """``GroupCoordinators.request`` with its errors explained (see ``_explained``)."""
+        try:
+            return await self._coordinators.request(group_id, api_key, body, codes,
+                                                    api_version=api_version)
+        except TslogError as error:
+            explained = _explained(error)
+            if explained is error:
+                raise
+            raise explained from error
+
     async def list_groups(self) -> list[GroupListing]:
         """Every group the coordinator knows, sorted by id.
 
@@ -87,7 +116,7 @@ class GroupAdmin:
                 await self._cluster.refresh_metadata()
                 attempt += 1
                 continue
-            raise_for(code, "listing consumer groups")
+            _raise_for(code, "listing consumer groups")
             return sorted((GroupListing(g["group_id"], g["state"], g["members"])
                            for g in body["groups"]), key=lambda listing: listing.group_id)
 
@@ -95,11 +124,11 @@ class GroupAdmin:
         """{group id: GroupDescription}. Raises GroupIdNotFoundError for an unknown group."""
         result = {}
         for group_id in group_ids:
-            body = await self._coordinators.request(
+            body = await self._request(
                 group_id, ApiKey.CONSUMER_GROUP_DESCRIBE, {"groups": [group_id]},
                 lambda answer: [g["error_code"] for g in answer["groups"]])
             (group,) = body["groups"]
-            raise_for(group["error_code"], f"describing consumer group {group_id!r}")
+            _raise_for(group["error_code"], f"describing consumer group {group_id!r}")
             result[group_id] = _description(group)
         return result
 
@@ -114,14 +143,14 @@ class GroupAdmin:
 
     async def committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every offset the group has committed (OffsetFetch for all partitions)."""
-        body = await self._coordinators.request(
+        body = await self._request(
             group_id, ApiKey.OFFSET_FETCH, {"group_id": group_id, "topics": None},
             lambda answer: [p["error_code"] for t in answer["topics"] for p in t["partitions"]])
         result = {}
         for topic in body["topics"]:
             for part in topic["partitions"]:
                 tp = TopicPartition(topic["topic"], part["partition"])
-                raise_for(part["error_code"], f"offsets of group {group_id!r} for {tp}")
+                _raise_for(part["error_code"], f"offsets of group {group_id!r} for {tp}")
                 if part["offset"] >= 0:
                     result[tp] = OffsetAndMetadata(part["offset"], part["metadata"])
         return dict(sorted(result.items()))
@@ -160,7 +189,7 @@ class GroupAdmin:
         members = await self._member_count(group_id)
         if members:
             raise _live_members_error(group_id, members)
-        body = await self._coordinators.request(
+        body = await self._request(
             group_id, ApiKey.OFFSET_COMMIT,
             {"group_id": group_id, "member_id": OUTSIDE_MEMBER_ID,
              "member_epoch": OUTSIDE_EPOCH, "topics": group_by_topic(entries)},
@@ -171,17 +200,17 @@ class GroupAdmin:
                 code = part["error_code"]
                 if code == ErrorCode.UNKNOWN_MEMBER_ID:
                     raise _live_members_error(group_id)
-                raise_for(code, f"setting the offset of group {group_id!r} for "
+                _raise_for(code, f"setting the offset of group {group_id!r} for "
                                 f"{topic['topic']}-{part['partition']}")
 
     async def delete_groups(self, group_ids) -> None:
         """Delete empty groups. Raises NonEmptyGroupError for a group with members and
         GroupIdNotFoundError for one the coordinator does not know."""
         for group_id in group_ids:
-            body = await self._coordinators.request(
+            body = await self._request(
                 group_id, ApiKey.DELETE_GROUPS, {"groups": [group_id]},
                 lambda answer: [r["error_code"] for r in answer["results"]])
             for result in body["results"]:
                 if result["error_code"] == ErrorCode.NON_EMPTY_GROUP:
                     raise _live_members_error(result["group_id"])
-                raise_for(result["error_code"], f"deleting consumer group {result['group_id']!r}")
+                _raise_for(result["error_code"], f"deleting consumer group {result['group_id']!r}")

@@ -164,9 +164,11 @@ def _describe(args) -> None:
     for tp in partitions:
         offset = committed[tp].offset if tp in committed else None
         end = bounds[tp][1]
-        lag_ms = None
-        if offset is not None:
-            lag_ms = max(0, now_ms - times[tp][0]) if tp in times else 0
+        lag_ms = None  # unknown: nothing committed, or the unread record could not be read
+        if tp in times:
+            lag_ms = max(0, now_ms - times[tp][0])
+        elif offset is not None and tp not in behind:
+            lag_ms = 0  # caught up
         rows.append({"topic": tp.topic, "partition": tp.partition, "committed": offset,
                      "log_end": end, "lag": None if offset is None else max(0, end - offset),
                      "lag_seconds": _seconds(lag_ms), "member": owners.get(tp)})

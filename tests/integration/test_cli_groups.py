@@ -184,6 +184,8 @@ def test_reset_by_create_time(broker):
     assert committed(broker, "old") == {0: 3}
     # by LogAppendTime the same moment lies before every record
     assert plan(broker, "old", "--to-datetime", str(base + 3000))[0]["new"] == 0
+    refused(tslog(broker, "groups", "describe", "nobody"), "does not exist")
+    refused(tslog(broker, "groups", "describe", ""), "invalid")
 
 
 @pytest.mark.slow
