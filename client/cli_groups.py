@@ -104,8 +104,9 @@ def _delete(args) -> None:
 def record_times(bootstrap: str, offsets: dict) -> dict:
     """{tp: (log_append_time, create_time)} of the first record at or after each offset.
 
-    Partitions whose offset is at the log end are left out (no such record yet). One consumer
-    reads them all; a partition is dropped from its assignment once its record arrived."""
+    Give only offsets below the log end: a partition whose record cannot be read within
+    ``_READ_TIMEOUT_S`` is left out. One consumer reads them all; a partition is dropped from
+    its assignment once its record arrived, so a long lag costs one fetch, not a replay."""
     wanted = {TopicPartition(*tp): offset for tp, offset in offsets.items()}
     found: dict = {}
     if not wanted:
