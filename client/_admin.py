@@ -1,4 +1,5 @@
-"""AsyncAdmin: create, delete, list and describe topics; read and change configs; offsets.
+"""AsyncAdmin: create, delete, list and describe topics; read and change configs; offsets;
+consumer groups (delegated to ``GroupAdmin``, see ``_group_admin.py``).
 
 Topic creation and deletion go to the controller (any broker when it is unknown), as in
 Kafka; reads go to any broker. Per-topic errors in a response become the matching
@@ -10,8 +11,17 @@ from __future__ import annotations
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
+from ._group_admin import GroupAdmin
 from ._offsets import list_offsets
-from ._types import ConfigEntry, OffsetAndTimestamp, TopicDescription, TopicPartition
+from ._types import (
+    ConfigEntry,
+    GroupDescription,
+    GroupListing,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicDescription,
+    TopicPartition,
+)
 from .errors import UnknownTopicOrPartitionError, error_for
 
 
@@ -28,6 +38,7 @@ class AsyncAdmin:
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
                                 lookup_poll_us=lookup_poll_us)
+        self._groups = GroupAdmin(self._cluster)
         self._closed = False
 
     async def start(self) -> None:
@@ -127,3 +138,32 @@ class AsyncAdmin:
         return await list_offsets(self._cluster,
                                   {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
                                   timestamp_type)
+
+    # --------------------------------------------------------------------- consumer groups
+
+    async def list_consumer_groups(self) -> list[GroupListing]:
+        """Every consumer group the coordinator (the controller) knows, sorted by id."""
+        return await self._groups.list_groups()
+
+    async def describe_consumer_groups(self, group_ids) -> dict[str, GroupDescription]:
+        """{group id: GroupDescription} with state, epochs, assignor and each member's
+        partitions. Raises GroupIdNotFoundError for a group the coordinator does not know."""
+        return await self._groups.describe_groups(list(group_ids))
+
+    async def list_consumer_group_offsets(self, group_id: str
+                                          ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Every committed offset of the group: {tp: OffsetAndMetadata(offset, metadata)}."""
+        return await self._groups.committed(group_id)
+
+    async def alter_consumer_group_offsets(self, group_id: str, offsets: dict) -> None:
+        """Set committed offsets ({tp: offset}) of a group without live members.
+
+        Raises:
+            OffsetOutOfRangeError: an offset outside [log start, log end] (nothing changes).
+            NonEmptyGroupError: the group has live members (nothing changes).
+        """
+        await self._groups.alter_offsets(group_id, offsets)
+
+    async def delete_consumer_groups(self, group_ids) -> None:
+        """Delete groups without members; NonEmptyGroupError for one that has members."""
+        await self._groups.delete_groups(list(group_ids))

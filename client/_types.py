@@ -71,3 +71,41 @@ class ConfigEntry(NamedTuple):
     name: str
     value: str
     source: str  # "default" | "broker" | "topic"
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset (the next record the group will read) and its metadata string."""
+
+    offset: int
+    metadata: str = ""
+
+
+class GroupListing(NamedTuple):
+    """One consumer group as ``Admin.list_consumer_groups`` sees it."""
+
+    group_id: str
+    state: str  # "EMPTY" | "ASSIGNING" | "RECONCILING" | "STABLE"
+    members: int
+
+
+class MemberDescription(NamedTuple):
+    """One member of a group: what it subscribes to, owns, is giving up and will own."""
+
+    member_id: str
+    member_epoch: int
+    state: str  # the member's reconciliation state, e.g. "STABLE", "UNREVOKED_PARTITIONS"
+    subscribed_topics: list  # of str
+    assigned: list  # of TopicPartition, sorted: what the member owns now
+    revoking: list  # of TopicPartition: what it was told to give up and has not yet
+    target: list  # of TopicPartition: what the coordinator means it to own
+
+
+class GroupDescription(NamedTuple):
+    """A consumer group's state, epochs, assignor and members (``describe_consumer_groups``)."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list  # of MemberDescription

@@ -4,6 +4,7 @@
     tslog produce TOPIC                       # one record per stdin line
     tslog consume TOPIC --from-time -1h [--to-time now] [--format json]
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
+    tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
 
 Every subcommand takes ``--bootstrap`` (default ``$TSLOG_BOOTSTRAP`` or 127.0.0.1:9092).
 Errors print one line on stderr and exit 1 (2 for a bad command line).
@@ -18,6 +19,7 @@ import os
 import sys
 
 from . import Admin, Consumer, Producer, TopicPartition
+from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .errors import TslogError
 from .times import TimeFormatError, format_time_ms, parse_time_ms
 
@@ -29,7 +31,7 @@ class CommandError(Exception):
     """A user-facing failure: printed as one line, exit status 1."""
 
 
-_TIME_OPTIONS = ("--from-time", "--to-time", "--time")
+_TIME_OPTIONS = ("--from-time", "--to-time", "--time") + _GROUP_TIME_OPTIONS
 
 
 def _attach_time_values(argv: list[str]) -> list[str]:
@@ -126,6 +128,7 @@ def _build_parser() -> argparse.ArgumentParser:
     offsets.add_argument("--timestamp-type", choices=["append", "create"], default="append")
     offsets.add_argument("--format", choices=["text", "json"], default="text")
     offsets.set_defaults(handler=_offsets)
+    add_groups_commands(commands, common)
     return parser
 
 

@@ -184,6 +184,21 @@ class Admin(_Facade):
     def list_offsets(self, timestamps, timestamp_type="append"):
         return self._run(self._core.list_offsets(timestamps, timestamp_type))
 
+    def list_consumer_groups(self):
+        return self._run(self._core.list_consumer_groups())
+
+    def describe_consumer_groups(self, group_ids):
+        return self._run(self._core.describe_consumer_groups(group_ids))
+
+    def list_consumer_group_offsets(self, group_id):
+        return self._run(self._core.list_consumer_group_offsets(group_id))
+
+    def alter_consumer_group_offsets(self, group_id, offsets) -> None:
+        return self._run(self._core.alter_consumer_group_offsets(group_id, offsets))
+
+    def delete_consumer_groups(self, group_ids) -> None:
+        return self._run(self._core.delete_consumer_groups(group_ids))
+
 
 class Producer(_Facade):
     """Blocking ``AsyncProducer``. ``send`` returns a future with ``get(timeout)``."""
