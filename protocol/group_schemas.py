@@ -8,8 +8,10 @@ assignor choice per request (the coordinator's ``consumer.group.assignor`` decid
 
 from __future__ import annotations
 
-from .schema import ERROR_CODE, INT32, PARTITION, STR, Choice, Int, ListOf, Nullable, Struct
+from .schema import (ERROR_CODE, INT32, INT64, PARTITION, STR, Choice, Int, ListOf, Nullable,
+                     Struct)
 
+OFFSET_COMMIT = 8
 FIND_COORDINATOR = 10
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
@@ -21,7 +23,16 @@ def _topic_partitions(partition) -> ListOf:
     return ListOf(Struct({"topic": STR, "partitions": ListOf(partition)}))
 
 
+_COMMITTED = Struct({"partition": PARTITION, "offset": INT64, "metadata": STR})
+
 GROUP_REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
+    # v0 (messages.py) plus the committing member, so the coordinator can fence zombies.
+    (OFFSET_COMMIT, 1): Struct({
+        "group_id": STR,
+        "member_id": STR,  # "" with member_epoch -1: a commit outside group management
+        "member_epoch": INT32,
+        "topics": _topic_partitions(_COMMITTED),
+    }),
     (FIND_COORDINATOR, 0): Struct({"key_type": Choice("group"), "keys": ListOf(STR)}),
     (LIST_GROUPS, 0): Struct({"states": Nullable(ListOf(STR))}),
     (DELETE_GROUPS, 0): Struct({"groups": ListOf(STR)}),
@@ -37,6 +48,9 @@ GROUP_REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
 }
 
 GROUP_RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
+    (OFFSET_COMMIT, 1): Struct({
+        "topics": _topic_partitions(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),
+    }),
     (FIND_COORDINATOR, 0): Struct({
         "coordinators": ListOf(Struct({"key": STR, "node_id": INT32, "host": STR,
                                        "port": Int(0, 65535), "error_code": ERROR_CODE})),

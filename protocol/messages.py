@@ -204,12 +204,6 @@ REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
         "group_id": STR,
         "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64, "metadata": STR})),
     }),
-    (ApiKey.OFFSET_COMMIT, 1): Struct({
-        "group_id": STR,
-        "member_id": STR,  # "" with member_epoch -1: a commit outside group management
-        "member_epoch": INT32,
-        "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64, "metadata": STR})),
-    }),
     (ApiKey.OFFSET_FETCH, 0): Struct({
         "group_id": STR,
         "topics": Nullable(_tp_groups(PARTITION)),
@@ -270,9 +264,6 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
                                      "offset": INT64, "timestamp": INT64})),
     }),
     (ApiKey.OFFSET_COMMIT, 0): Struct({
-        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),
-    }),
-    (ApiKey.OFFSET_COMMIT, 1): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),
     }),
     (ApiKey.OFFSET_FETCH, 0): Struct({
