@@ -1,7 +1,7 @@
 """The idempotent producer against a real single-node broker.
 
-What a user notices: with ``enable_idempotence`` (the default with acks="all") every record is written once, in send
-order per partition, and the batches on disk carry the producer id and contiguous
+What a user notices: with ``enable_idempotence`` (the default with acks="all") every record
+is written once, in send order per partition, and the batches on disk carry the producer id and contiguous
 sequences the broker checks (the failover test in test_replication_failover.py shows the
 retries it makes safe). Two producers get different ids, and a restarted broker keeps
 handing out ids it never gave before, so a new producer is never taken for an old one.
