@@ -100,6 +100,21 @@ class ProducerBatch:
                               else create_times[index])
 
 
+def _chained(outcome) -> concurrent.futures.Future:
+    """A concurrent future settled with ``outcome.get()`` once ``outcome`` is done."""
+    chained: concurrent.futures.Future = concurrent.futures.Future()
+
+    def settle(_) -> None:
+        error = outcome.exception(0)
+        if error is not None:
+            chained.set_exception(error)
+        else:
+            chained.set_result(outcome.get(0))
+
+    outcome.add_done_callback(settle)
+    return chained
+
+
 class RecordFuture:
     """The outcome of one ``send``: await it (asyncio) or ``get()`` it (threads)."""
 
@@ -119,6 +134,14 @@ class RecordFuture:
         """Block until the record is acknowledged; raise its error if it failed."""
         self._batch.future.result(timeout)
         return self._batch.metadata(self._index)
+
+    result = get  # concurrent.futures' name
+
+    def as_concurrent_future(self) -> concurrent.futures.Future:
+        """A ``concurrent.futures.Future`` of the same outcome, for ``concurrent.futures.wait``
+        and ``as_completed``. Made on request only: one per ``send`` would cost every record
+        a lock and a condition variable."""
+        return _chained(self)
 
     def done(self) -> bool:
         return self._batch.future.done()
@@ -170,6 +193,10 @@ class BatchFuture:
                 yield from asyncio.wrap_future(future).__await__()
         return self._result()
 
+    def as_concurrent_future(self) -> concurrent.futures.Future:
+        """A ``concurrent.futures.Future`` of the same outcome (see RecordFuture's)."""
+        return _chained(self)
+
     def get(self, timeout: float | None = None) -> list[RecordMetadata]:
         """Block until every record is acknowledged; raise the first error if one failed."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -179,6 +206,8 @@ class BatchFuture:
 
     def done(self) -> bool:
         return all(future.done() for future in self._futures())
+
+    result = get  # concurrent.futures' name
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         deadline = None if timeout is None else time.monotonic() + timeout

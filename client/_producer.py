@@ -115,8 +115,10 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             is in flight (it may then still have been written).
         buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
         enable_idempotence: stamp batches with a producer id and sequences so retries
-            (across connection losses and leader failovers) never write a batch twice;
-            requires acks="all" and keeps one batch in flight per partition.
+            (across connection losses, broker restarts and leader failovers) never write a
+            batch twice; keeps one batch in flight per partition. The default (None) turns
+            it on with acks="all" and off with acks=1 or 0, as Kafka 3.0 does; True with
+            acks other than "all" is refused.
     """
 
     def __init__(self, bootstrap, *, acks=-1, linger_ms: float = 5,
@@ -126,9 +128,11 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                  max_block_ms: int = 60_000, delivery_timeout_ms: int = 120_000,
                  buffer_memory: int = 32 * 1024 * 1024,
                  client_id: str = "tslog-producer", key_serializer=None,
-                 value_serializer=None, enable_idempotence: bool = False) -> None:
+                 value_serializer=None, enable_idempotence: bool | None = None) -> None:
         if acks not in _ACKS:
             raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
+        if enable_idempotence is None:
+            enable_idempotence = _ACKS[acks] == -1
         if enable_idempotence:
             require_acks_all(_ACKS[acks])
         self._idempotence = Idempotence() if enable_idempotence else None

@@ -25,6 +25,10 @@ class OffsetAndTimestamp(NamedTuple):
     timestamp: int
 
 
+TIMESTAMP_TYPE_CREATE_TIME = 0  # kafka-python's codes for ConsumerRecord.timestamp_type
+TIMESTAMP_TYPE_LOG_APPEND_TIME = 1
+
+
 class ConsumerRecord(NamedTuple):
     topic: str
     partition: int
@@ -34,6 +38,19 @@ class ConsumerRecord(NamedTuple):
     create_time: int
     log_append_time: int
     headers: tuple  # a tuple of (str, bytes) pairs; () when the record has none
+
+    # kafka-python's names, so a Kafka user's code reads tslog records unchanged. tslog
+    # stamps every batch with its LogAppendTime, so that is the record's timestamp.
+    @property
+    def timestamp(self) -> int:
+        """The LogAppendTime (ms), as kafka-python's ``ConsumerRecord.timestamp``."""
+        return self.log_append_time
+
+    @property
+    def timestamp_type(self) -> int:
+        """``TIMESTAMP_TYPE_LOG_APPEND_TIME`` (1), kafka-python's code for LogAppendTime (its
+        CreateTime is 0): ``timestamp`` is always the LogAppendTime here."""
+        return TIMESTAMP_TYPE_LOG_APPEND_TIME
 
 
 class ColumnBatch(NamedTuple):

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import msgpack
 
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from .foreign import describe_kafka_request
 from .frames import encode_frame
 from .msgpack_views import unpack_with_views
 from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
@@ -103,6 +104,10 @@ class MalformedRequestError(RemoteProtocolError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, ErrorCode.INVALID_REQUEST)
+
+
+class ForeignProtocolError(MalformedRequestError):
+    """The first request is another protocol's (Kafka's): close, and tell the operator once."""
 
 
 class RequestError(RemoteProtocolError):
@@ -379,6 +384,12 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
     try:
         message = unpack_with_views(frame_body) if record_views else _unpack(frame_body)
     except Exception as exc:  # msgpack signals garbage with many exception types
+        kafka = describe_kafka_request(frame_body)
+        if kafka is not None:
+            raise ForeignProtocolError(
+                f"a Kafka client connected: its first request is {kafka}; this port speaks "
+                "tslog's protocol, not Kafka's (use tslog's client or CLI; see the README's "
+                "'Kafka compatibility')") from None
         raise MalformedRequestError(f"request is not msgpack: {type(exc).__name__}") from None
     if type(message) is not list or len(message) != 5:
         raise MalformedRequestError("request is not a 5-item array")

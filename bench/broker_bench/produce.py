@@ -156,10 +156,11 @@ def section_produce(setup: Setup) -> None:
         ("client", 1): "tslog.client.Producer: send() x N + flush()",
         ("batch", 1): f"tslog.client.Producer: send_batch({BATCH_RECORDS} values) x N/"
                       f"{BATCH_RECORDS} + flush()",
-        ("batch", -1): f"tslog.client.Producer(acks='all'): send_batch({BATCH_RECORDS} "
-                       f"values) x N/{BATCH_RECORDS} + flush()",
+        ("batch", -1): f"tslog.client.Producer(acks='all', idempotent: the default): "
+                       f"send_batch({BATCH_RECORDS} values) x N/{BATCH_RECORDS} + flush()",
         ("raw", -1): f"pre-encoded batches, raw socket, {setup.window} in flight",
-        ("client", -1): "tslog.client.Producer(acks='all'): send() x N + flush()",
+        ("client", -1): "tslog.client.Producer(acks='all', idempotent: the default): send() x N "
+                        "+ flush()",
     }
     rows = []
     for acks in (1, -1):

@@ -47,6 +47,7 @@ from tslog.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolE
 from tslog.protocol.frames import FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import (
     ApiKey,
+    ForeignProtocolError,
     InvalidRequestError,
     MalformedRequestError,
     RequestError,
@@ -57,6 +58,7 @@ from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
 from ..config import BrokerConfig
 from ..metrics.observe import finish_request
 from .dispatch import Dispatch
+from .foreign_clients import ForeignClientNotes
 from .idle_poll import IdlePoller
 
 log = logging.getLogger("tslog.broker.connection")
@@ -95,6 +97,7 @@ class ConnectionRegistry:
         self.unsent_bytes = 0  # every connection's held + buffered response bytes
         self.waiting: set[BrokerConnection] = set()  # held back by the broker-wide cap
         self._wake_scheduled = False
+        self.foreign_clients = ForeignClientNotes()
 
     def admit(self, connection: BrokerConnection) -> bool:
         if len(self.connections) >= self.max_connections:
@@ -309,6 +312,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
                         REFUSED["oversize_frame"].inc()
                         self._close_bad(str(exc))
                         return
+                    except ForeignProtocolError as exc:
+                        REFUSED["bad_frame"].inc()
+                        self._close_foreign(str(exc))
+                        return
                     except (MalformedRequestError, RemoteProtocolError) as exc:
                         REFUSED["bad_frame"].inc()
                         self._close_bad(str(exc))
@@ -450,6 +457,15 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Peer broke the protocol: one log line, answered requests flushed, then close."""
         log.warning("%s: closing connection: %s", self.peer, reason)
         self._write_ready()
+        self._close()
+
+    def _close_foreign(self, reason: str) -> None:
+        """Another protocol's client (Kafka's): say so once a minute per host, then close."""
+        host = self.peer.rsplit(":", 1)[0]
+        if self.registry.foreign_clients.first_in_a_while(host, self._loop.time()):
+            log.warning("%s: closing connection: %s", self.peer, reason)
+        else:
+            log.debug("%s: closing connection: %s", self.peer, reason)
         self._close()
 
     def _cancel_running(self) -> None:

@@ -78,10 +78,7 @@ def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple
         if len(batches) == 1:
             validated = None
             if parse_header(records).producer_id >= 0:
-                try:
-                    validated = validate_batch_for_stamping(records)
-                except BatchFormatError as exc:
-                    raise CorruptRecordError(str(exc)) from None
+                validated = _precheck(plog, records, now_ms)  # size, format, create times
                 header = validated[0]
                 duplicate = replica.producers.check(header)
                 if duplicate is not None:

@@ -20,8 +20,10 @@ registration to another broker stops the broker like a SIGTERM, with exit code 1
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import os
 import signal
 from typing import Awaitable, Callable
 
@@ -35,6 +37,21 @@ from .connection import BrokerConnection, ConnectionRegistry
 from .state import Broker
 
 log = logging.getLogger("tslog.broker")
+
+
+class ListenError(OSError):
+    """A port the broker was told to listen on cannot be bound: one line naming the address
+    and the setting, instead of the socket layer's tuple-and-errno text."""
+
+    def __init__(self, setting: str, host: str, port: int, cause: OSError) -> None:
+        reason = os.strerror(cause.errno) if cause.errno else str(cause)
+        hint = ("; another program (or broker) is listening there: stop it or choose "
+                f"another port with {setting}") if cause.errno == errno.EADDRINUSE else ""
+        super().__init__(cause.errno, f"cannot listen on {host}:{port} ({setting}): "
+                                      f"{reason.lower()}{hint}")
+
+    def __str__(self) -> str:
+        return self.strerror
 
 
 def _install_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
@@ -106,12 +123,21 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
         metrics = None
         try:
             if config.metrics_listen is not None:
-                metrics = MetricsServer(broker.scrape_sources, loop,
-                                        *parse_host_port(config.metrics_listen))
+                metrics_address = parse_host_port(config.metrics_listen)
+                try:
+                    metrics = MetricsServer(broker.scrape_sources, loop, *metrics_address)
+                except OSError as exc:
+                    raise ListenError("--metrics-listen", *metrics_address, exc) from None
             trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
             if view is not None:
                 trigger = _first(trigger, asyncio.shield(view.failed))
-            await _serve_opened(broker, config, trigger, ready)
+            # A task, so that a failure to listen cancels it instead of leaving a coroutine
+            # that was never awaited (Python warns about those on exit).
+            trigger = asyncio.ensure_future(trigger)
+            try:
+                await _serve_opened(broker, config, trigger, ready)
+            finally:
+                trigger.cancel()
             if view is not None and view.failed.done():
                 raise DuplicateBrokerError(view.failed.result())
         finally:
@@ -144,9 +170,12 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     registry = ConnectionRegistry(config.max_connections, config.max_total_unsent_response_bytes)
     host, port = config.listen_address
     dispatch, idle_poller = broker.dispatch, broker.idle_poller
-    server = await loop.create_server(
-        lambda: BrokerConnection(dispatch, config, idle_poller, registry), host, port,
-        reuse_address=True, backlog=1024)
+    try:
+        server = await loop.create_server(
+            lambda: BrokerConnection(dispatch, config, idle_poller, registry), host, port,
+            reuse_address=True, backlog=1024)
+    except OSError as exc:
+        raise ListenError("--listen", host, port, exc) from None
     bound_port = server.sockets[0].getsockname()[1]
     broker.set_bound_port(bound_port)
     tasks = {

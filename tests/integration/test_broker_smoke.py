@@ -81,7 +81,11 @@ def test_port_in_use_exits_1_with_one_error_line(broker, tmp_path):
                              "--data-dir", str(tmp_path / "other")],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
-    assert "could not start" in result.stderr and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1
+    assert (f"could not start: cannot listen on {broker.bootstrap} (--listen): address already "
+            "in use; another program (or broker) is listening there" in errors[0])
+    assert "Traceback" not in result.stderr and "Warning" not in result.stderr
 
 
 def test_pipelined_requests_are_answered_in_request_order(broker):

@@ -1,7 +1,7 @@
 """The idempotent producer against a real single-node broker.
 
-What a user notices: with ``enable_idempotence=True`` every record is written once, in send
-order per partition, and the batches on disk carry the producer id and contiguous
+What a user notices: with ``enable_idempotence`` (the default with acks="all") every record
+is written once, in send order per partition, and the batches on disk carry the producer id and contiguous
 sequences the broker checks (the failover test in test_replication_failover.py shows the
 retries it makes safe). Two producers get different ids, and a restarted broker keeps
 handing out ids it never gave before, so a new producer is never taken for an old one.
@@ -68,3 +68,17 @@ def test_idempotence_requires_acks_all():
         Producer("127.0.0.1:1", acks=1, enable_idempotence=True)
 
 
+
+def test_a_default_producer_is_idempotent_and_acks_1_is_not(broker):
+    """As Kafka's since 3.0: the default (acks="all") stamps producer ids and sequences, so
+    a retry after a broker restart cannot write a batch twice; acks=1 does not."""
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("defaults")
+    with Producer(broker.bootstrap) as producer:
+        producer.send("defaults", b"idempotent").get(10)
+    with Producer(broker.bootstrap, acks=1) as producer:
+        producer.send("defaults", b"plain").get(10)
+    broker.terminate()
+    first, second = headers_on_disk(broker, "defaults")
+    assert first.producer_id >= 0 and first.base_sequence == 0
+    assert second.producer_id == -1 and second.base_sequence == -1

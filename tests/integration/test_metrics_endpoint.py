@@ -176,6 +176,7 @@ def test_a_metrics_port_in_use_stops_the_broker_with_one_clear_line(tmp_path):
             capture_output=True, text=True, timeout=60,
             env={k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")})
     assert result.returncode == 1
-    assert "could not start: [Errno 98] Address already in use" in result.stderr
+    assert (f"could not start: cannot listen on 127.0.0.1:{port} (--metrics-listen): "
+            "address already in use" in result.stderr)
     assert "Traceback" not in result.stderr and "Warning" not in result.stderr
     assert (tmp_path / "data").exists()  # the logs were opened, then closed cleanly

@@ -10,6 +10,7 @@ from tests.helpers.handlers import call
 from tests.helpers.wire import batch, split_values
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
+from tslog.protocol.records import build_batch
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -206,6 +207,21 @@ def corrupt(data: bytes) -> bytes:
 ])
 async def test_a_bad_batch_fails_its_partition_whole(broker, records, code):
     await create(broker, "t")
+    result = await produce(broker, "t", 0, records)
+    assert result["error_code"] == code and result["base_offset"] == -1
+    assert broker.topics.get_log("t", 0).log_end_offset == 0
+
+
+@pytest.mark.parametrize("make,code", [
+    (lambda **ids: build_batch([b"x" * 2_000_000], **ids), ErrorCode.MESSAGE_TOO_LARGE),
+    (lambda **ids: build_batch([b"future"], create_times=2**62, **ids),
+     ErrorCode.INVALID_TIMESTAMP),
+    (lambda **ids: corrupt(build_batch([b"bad"], **ids)), ErrorCode.CORRUPT_MESSAGE),
+], ids=["too large", "create time", "corrupt"])
+async def test_an_idempotent_batch_gets_every_check_a_plain_one_gets(broker, make, code):
+    await create(broker, "t")
+    producer = await call(broker, ApiKey.INIT_PRODUCER_ID, {})
+    records = make(producer_id=producer["producer_id"], producer_epoch=0, base_sequence=0)
     result = await produce(broker, "t", 0, records)
     assert result["error_code"] == code and result["base_offset"] == -1
     assert broker.topics.get_log("t", 0).log_end_offset == 0

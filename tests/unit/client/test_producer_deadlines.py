@@ -159,7 +159,8 @@ async def test_broker_gone_every_future_fails_by_its_deadline(retries):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("options", [{"retries": 0}, {"retries": None},
+@pytest.mark.parametrize("options", [{"retries": 0, "enable_idempotence": False},
+                                     {"retries": None, "enable_idempotence": False},
                                      {"acks": "all", "enable_idempotence": True}],
                          ids=["retries=0", "retries=default", "idempotent"])
 async def test_frozen_broker_in_flight_batches_expire_at_the_deadline(options):
@@ -171,7 +172,7 @@ async def test_frozen_broker_in_flight_batches_expire_at_the_deadline(options):
         errors = await assert_resolved_in_time(sent)
         assert all(isinstance(error, DeliveryTimeoutError) for error in errors), errors[:3]
         assert all(isinstance(error, RequestTimedOutError) for error in errors)
-        if "enable_idempotence" not in options:  # else stuck at InitProducerId: unsent
+        if not options["enable_idempotence"]:  # else stuck at InitProducerId: unsent
             assert peer.received > 0
             assert any("may still have been written" in str(error) for error in errors)
     finally:
