@@ -88,9 +88,13 @@ class GroupOffsetStore:
     async def forget_topic(self, group_id: str, topic: str) -> None:
         """Drop the group's committed offsets of a deleted topic, durably (as Kafka does): a
         topic re-created under the name must not hand the group its predecessor's offsets.
-        The caller serialises it with the group's commits. Raises OSError."""
+        The caller serialises it with the group's commits. A group left with no offsets
+        loses its file, as in etcd a group without keys is gone. Raises OSError."""
         kept = {tp: value for tp, value in self.fetch(group_id).items() if tp[0] != topic}
-        await asyncio.to_thread(self.write, group_id, kept)
+        if kept:
+            await asyncio.to_thread(self.write, group_id, kept)
+        else:
+            await asyncio.to_thread(self.delete, group_id)
 
     async def forget_group(self, group_id: str) -> None:
         """Delete all of the group's committed offsets durably (DeleteGroups): its file goes,
