@@ -12,7 +12,7 @@ different groups write in parallel. That ordering belongs to the server (a lock 
 around ``commit``); ``commit`` runs the fsyncs in a worker thread.
 
 In a cluster, offsets live in etcd instead (``cluster.group_store.EtcdGroupOffsetStore``, the
-same three methods), so a controller failover keeps them.
+same methods), so a controller failover keeps them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import logging
 from pathlib import Path
 
 from .metadata import META_DIR
-from .storage.files import write_atomically
+from .storage.files import fsync_directory, write_atomically
 
 log = logging.getLogger("tslog.broker.groups")
 
@@ -88,9 +88,26 @@ class GroupOffsetStore:
     async def forget_topic(self, group_id: str, topic: str) -> None:
         """Drop the group's committed offsets of a deleted topic, durably (as Kafka does): a
         topic re-created under the name must not hand the group its predecessor's offsets.
-        The caller serialises it with the group's commits. Raises OSError."""
+        The caller serialises it with the group's commits. A group left with no offsets
+        loses its file, as in etcd a group without keys is gone. Raises OSError."""
         kept = {tp: value for tp, value in self.fetch(group_id).items() if tp[0] != topic}
-        await asyncio.to_thread(self.write, group_id, kept)
+        if kept:
+            await asyncio.to_thread(self.write, group_id, kept)
+        else:
+            await asyncio.to_thread(self.delete, group_id)
+
+    async def forget_group(self, group_id: str) -> None:
+        """Delete all of the group's committed offsets durably (DeleteGroups): its file goes,
+        so a restart does not bring them back. The caller serialises it with the group's
+        commits. Raises OSError."""
+        await asyncio.to_thread(self.delete, group_id)
+
+    def delete(self, group_id: str) -> None:
+        """Remove the group's file (and the directory entry, fsynced), then forget the group.
+        Slow (fsync): run in a thread, one call per group at a time. Raises OSError."""
+        self._path(group_id).unlink(missing_ok=True)
+        fsync_directory(self.directory)
+        self._groups.pop(group_id, None)
 
     def write(self, group_id: str, offsets: Offsets) -> None:
         """Store the group's complete offsets durably, then make them visible. Slow (fsync):

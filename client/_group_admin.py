@@ -99,7 +99,8 @@ class GroupAdmin:
             raise explained from error
 
     async def list_groups(self) -> list[GroupListing]:
-        """Every group the coordinator knows, sorted by id.
+        """Every group the coordinator knows and every group with committed offsets (one that
+        only has offsets is EMPTY with 0 members), sorted by id.
 
         ListGroups goes to the controller, which coordinates every group; a broker that
         is not (or no longer) the controller answers NOT_COORDINATOR, and the request is
@@ -133,8 +134,8 @@ class GroupAdmin:
         return result
 
     async def _member_count(self, group_id: str) -> int:
-        """How many members the group has now (0 for a group the coordinator does not know,
-        e.g. one that only ever committed offsets outside group management)."""
+        """How many members the group has now (0 for a group that does not exist yet: setting
+        its offsets makes it)."""
         try:
             description = (await self.describe_groups([group_id]))[group_id]
         except GroupIdNotFoundError:
@@ -204,8 +205,9 @@ class GroupAdmin:
                                 f"{topic['topic']}-{part['partition']}")
 
     async def delete_groups(self, group_ids) -> None:
-        """Delete empty groups. Raises NonEmptyGroupError for a group with members and
-        GroupIdNotFoundError for one the coordinator does not know."""
+        """Delete empty groups, each with every offset it committed. Raises
+        NonEmptyGroupError for a group with members (nothing is deleted) and
+        GroupIdNotFoundError for one with neither members' state nor committed offsets."""
         for group_id in group_ids:
             body = await self._request(
                 group_id, ApiKey.DELETE_GROUPS, {"groups": [group_id]},

@@ -80,7 +80,8 @@ def add_groups_commands(commands, common) -> None:
     reset.add_argument("--format", choices=["text", "json"], default="text")
     reset.set_defaults(handler=_reset_offsets)
 
-    delete = actions.add_parser("delete", parents=[common], help="delete an empty group")
+    delete = actions.add_parser("delete", parents=[common],
+                                help="delete an empty group and its committed offsets")
     delete.add_argument("group")
     delete.set_defaults(handler=_delete)
 
@@ -149,7 +150,8 @@ def _describe(args) -> None:
         try:
             group = admin.describe_consumer_groups([args.group])[args.group]
         except GroupIdNotFoundError:
-            group = None  # no members ever, or deleted: it may still have committed offsets
+            group = None  # neither members' state nor offsets (brokers before this release
+            # did not describe a group that only has offsets: OffsetFetch still tells)
         committed = admin.list_consumer_group_offsets(args.group)
         if group is None and not committed:
             raise GroupsCommandError(f"group {args.group!r} does not exist")

@@ -14,7 +14,9 @@ Hashing the group id keeps any id (slashes, unicode) a single key segment.
 Every broker watches the prefix into a cache, so OffsetFetch and the lag metrics read memory,
 and a broker that just committed reads its own write at once (the cache is updated before
 the commit is answered). Deleting a topic deletes its keys under every group (one prefix
-delete per group); a delete event names the group only by its hash, so the cache finds it.
+delete per group), deleting a group all of its keys (one prefix delete); a delete event
+names the group only by its hash, so the cache finds it, and a group left without keys
+leaves the cache.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def group_hash(group_id: str) -> str:
 
 
 class EtcdGroupOffsetStore:
-    """GroupOffsetStore's interface (``fetch``, ``all_groups``, ``commit``) over etcd."""
+    """GroupOffsetStore's interface (``fetch``, ``all_groups``, ``commit``, ``forget_topic``,
+    ``forget_group``) over etcd."""
 
     def __init__(self, etcd: Etcd, cluster_name: str) -> None:
         self.etcd = etcd
@@ -87,8 +90,19 @@ class EtcdGroupOffsetStore:
             raise OSError(str(exc)) from None
         self._forget(group_id, [tp for tp in self.fetch(group_id) if tp[0] == topic], revision)
 
+    async def forget_group(self, group_id: str) -> None:
+        """Delete every committed offset of the group from etcd (DeleteGroups: one prefix
+        delete; the other brokers drop them from their caches by the watch). Raises OSError."""
+        prefix = f"{self.prefix}{group_hash(group_id)}/"
+        try:
+            _, revision = await self.etcd.txn([], [self.etcd.delete_prefix(prefix)])
+        except EtcdError as exc:
+            raise OSError(str(exc)) from None
+        self._forget(group_id, list(self.fetch(group_id)), revision)
+
     def _forget(self, group_id: str, partitions: list, revision: int) -> None:
-        """Remove keys from the cache unless a newer revision of one is there already."""
+        """Remove keys from the cache unless a newer revision of one is there already; a
+        group left with no offsets leaves the cache (it has no committed offsets at all)."""
         gone = set()
         for tp in partitions:
             key = (group_id, *tp)
@@ -96,8 +110,12 @@ class EtcdGroupOffsetStore:
                 self._revisions[key] = revision
                 gone.add(tp)
         if gone:
-            self._groups[group_id] = {tp: value for tp, value in
-                                      self._groups.get(group_id, {}).items() if tp not in gone}
+            kept = {tp: value for tp, value in self._groups.get(group_id, {}).items()
+                    if tp not in gone}
+            if kept:
+                self._groups[group_id] = kept
+            else:
+                self._groups.pop(group_id, None)
 
     def _apply(self, group_id: str, offsets: Offsets, revision: int) -> None:
         """Lay ``offsets`` over the cache unless a newer revision of a key is there already

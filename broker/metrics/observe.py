@@ -96,3 +96,9 @@ def record_recovery(logs) -> None:
 def observe_commit(group_id: str) -> None:
     """One OffsetCommit whose offsets were stored for ``group_id``."""
     GROUP_COMMITS.labels(group_id).inc()
+
+
+def forget_group(group_id: str) -> None:
+    """Drop a deleted group's commit counter, so deleted groups do not pile up in every scrape
+    (its other series come from the coordinator and the offsets, which no longer have it)."""
+    GROUP_COMMITS.remove(group_id)

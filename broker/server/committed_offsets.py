@@ -2,8 +2,8 @@
 
 Why a service around the store: commits of one group must land in arrival order (an older
 snapshot must never overwrite a newer one), and a deleted topic's offsets must leave every
-group whichever way the topic was deleted (this broker's disk or the cluster's etcd). Both
-rules are here once, over whichever store the broker opened with: ``GroupOffsetStore`` (one
+group whichever way the topic was deleted (this broker's disk or the cluster's etcd), and a
+deleted group's offsets must go without a commit slipping in between. These rules are here once, over whichever store the broker opened with: ``GroupOffsetStore`` (one
 file per group in the data directory) alone, ``EtcdGroupOffsetStore`` in a cluster.
 """
 
@@ -29,6 +29,8 @@ class OffsetStore(Protocol):
 
     async def forget_topic(self, group_id: str, topic: str) -> None: ...
 
+    async def forget_group(self, group_id: str) -> None: ...
+
 
 class CommittedOffsets:
     """The store plus one FIFO lock per group, which keeps each group's writes in order."""
@@ -44,10 +46,26 @@ class CommittedOffsets:
         """Every group's offsets, from whichever store is in use now (the metrics' lag)."""
         return self.store.all_groups()
 
+    def has_offsets(self, group_id: str) -> bool:
+        """Whether the group has any committed offset (such a group exists for ListGroups,
+        ConsumerGroupDescribe and DeleteGroups even if no member ever joined it)."""
+        return bool(self.store.fetch(group_id))
+
+    def group_lock(self, group_id: str) -> asyncio.Lock:
+        """The FIFO lock that orders the group's offset writes. DeleteGroups holds it while it
+        deletes the group's state and then its offsets, so no commit lands in between."""
+        return self._locks.setdefault(group_id, asyncio.Lock())
+
     async def commit(self, group_id: str, offsets: Offsets) -> None:
         """Durable when it returns. Raises OSError (single node) when the write fails."""
-        async with self._locks.setdefault(group_id, asyncio.Lock()):
+        async with self.group_lock(group_id):
             await self.store.commit(group_id, offsets)
+
+    async def forget_group(self, group_id: str) -> None:
+        """Delete every committed offset of the group, durably (a deleted group, as in Kafka:
+        a group made again under the name starts from its consumers' reset policy). The
+        caller holds ``group_lock(group_id)``. Raises OSError."""
+        await self.store.forget_group(group_id)
 
     async def forget_topic(self, topic: str) -> None:
         """A deleted topic's committed offsets leave every group, as in Kafka: re-created

@@ -4,6 +4,11 @@ ConsumerGroupHeartbeat, ConsumerGroupDescribe, ListGroups, DeleteGroups.
 Each turns a request body into ``GroupService`` calls and the answer back into a body; the
 rules (epochs, assignment, fencing, expiry) live in ``broker.groups``.
 
+A group exists if the coordinator knows it *or* it has committed offsets (as in Kafka): a
+group whose clients only ever committed (``assign()`` and commit, no membership) is listed and
+described as ``Empty`` with no members, and DeleteGroups deletes it; deleting any group
+deletes its committed offsets too, so a group made again under the name starts afresh.
+
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
 (``handlers.py``), are answered by it only: another broker answers NOT_COORDINATOR, so the
@@ -13,11 +18,16 @@ COORDINATOR_NOT_AVAILABLE while it is still loading the groups' state (``coordin
 
 from __future__ import annotations
 
+import logging
+
 from tslog.protocol.errors import ErrorCode
 
 from ..group_offsets import group_id_problem
-from ..groups import GroupDescription, MemberDescription
+from ..groups import GroupDescription, GroupState, MemberDescription
+from ..metrics.observe import forget_group
 from .services import GroupApis
+
+log = logging.getLogger("tslog.broker.groups")
 
 
 def _by_topic(partitions) -> list[dict]:
@@ -99,24 +109,67 @@ def _unserved(group_id: str, code: ErrorCode) -> dict:
             "assignment_epoch": -1, "assignor": "", "members": []}
 
 
+def _offsets_only(services: GroupApis, group_id: str) -> dict:
+    """A group the coordinator does not know but which has committed offsets: Empty."""
+    return {"group_id": group_id, "error_code": 0, "state": GroupState.EMPTY.name,
+            "group_epoch": 0, "assignment_epoch": 0,
+            "assignor": services.groups.config.assignor, "members": []}
+
+
+def _describe(services: GroupApis, group_id: str) -> dict:
+    described = services.groups.coordinator.describe(group_id)
+    if (described.error is ErrorCode.GROUP_ID_NOT_FOUND
+            and services.offsets.has_offsets(group_id)):
+        return _offsets_only(services, group_id)
+    return _group(described)
+
+
 def handle_consumer_group_describe(services: GroupApis, body: dict) -> dict:
     code = coordinator_problem(services)
     if code:
         return {"groups": [_unserved(group_id, code) for group_id in body["groups"]]}
-    return {"groups": [_group(services.groups.coordinator.describe(group_id))
-                       for group_id in body["groups"]]}
+    return {"groups": [_describe(services, group_id) for group_id in body["groups"]]}
 
 
 def handle_list_groups(services: GroupApis, body: dict) -> dict:
+    """The coordinator's groups and every group with committed offsets (Empty, 0 members),
+    sorted by id; ``states`` (if given) keeps only groups in one of them."""
     code = coordinator_problem(services)
     if code:
         return {"error_code": int(code), "groups": []}
+    listed = {listing.group_id: (listing.state.name, listing.member_count)
+              for listing in services.groups.coordinator.list_groups()}
+    for group_id, offsets in services.offsets.all_groups().items():
+        if offsets and group_id not in listed:
+            listed[group_id] = (GroupState.EMPTY.name, 0)
     states = None if body["states"] is None else {state.upper() for state in body["states"]}
     return {"error_code": 0, "groups": [
-        {"group_id": listing.group_id, "state": listing.state.name,
-         "members": listing.member_count}
-        for listing in services.groups.coordinator.list_groups()
-        if states is None or listing.state.name in states]}
+        {"group_id": group_id, "state": state, "members": members}
+        for group_id, (state, members) in sorted(listed.items())
+        if states is None or state in states]}
+
+
+async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
+    """Delete the group's coordinator state, then all its committed offsets (NONE);
+    NON_EMPTY_GROUP while it has members and GROUP_ID_NOT_FOUND if it has neither state nor
+    offsets, both changing nothing. The group's offset lock is held throughout, so a commit
+    waits and lands after the delete, never in between. A failed offset delete answers
+    KAFKA_STORAGE_ERROR; the group then has offsets only, and a retry deletes them."""
+    async with services.offsets.group_lock(group_id):
+        code = await services.groups.delete_group(group_id)
+        if code is ErrorCode.GROUP_ID_NOT_FOUND and services.offsets.has_offsets(group_id):
+            code = ErrorCode.NONE
+        if code is not ErrorCode.NONE:
+            return code
+        if services.offsets.has_offsets(group_id):
+            try:
+                await services.offsets.forget_group(group_id)
+            except OSError as exc:
+                log.error("deleting the committed offsets of group %r failed: %r",
+                          group_id, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        forget_group(group_id)
+        return ErrorCode.NONE
 
 
 async def handle_delete_groups(services: GroupApis, body: dict) -> dict:
@@ -126,6 +179,6 @@ async def handle_delete_groups(services: GroupApis, body: dict) -> dict:
                             for group_id in body["groups"]]}
     results = []
     for group_id in body["groups"]:
-        code = await services.groups.delete_group(group_id)
+        code = await delete_group(services, group_id)
         results.append({"group_id": group_id, "error_code": int(code)})
     return {"results": results}

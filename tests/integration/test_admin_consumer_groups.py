@@ -72,6 +72,7 @@ def test_list_describe_offsets_and_delete_of_a_group(broker):
 
         admin.delete_consumer_groups(["readers"])
         assert admin.list_consumer_groups() == []
+        assert admin.list_consumer_group_offsets("readers") == {}  # deleted with the group
         with pytest.raises(GroupIdNotFoundError):
             admin.describe_consumer_groups(["readers"])
         with pytest.raises(GroupIdNotFoundError):
@@ -91,3 +92,8 @@ def test_offsets_outside_the_log_are_refused_and_change_nothing(broker):
         with pytest.raises(UnknownTopicOrPartitionError):
             admin.alter_consumer_group_offsets("replay", {TopicPartition("nope", 0): 0})
         assert admin.list_consumer_group_offsets("replay") == {tp: OffsetAndMetadata(4, "")}
+        # A group that only committed offsets is a group: listed and described EMPTY.
+        assert [(g.group_id, g.state, g.members) for g in admin.list_consumer_groups()] == [
+            ("replay", "EMPTY", 0)]
+        described = admin.describe_consumer_groups(["replay"])["replay"]
+        assert (described.state, described.members) == ("EMPTY", [])

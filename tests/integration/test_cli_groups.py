@@ -125,6 +125,7 @@ def test_list_describe_delete_and_refusals_while_a_member_is_live(broker):
     assert ok(tslog(broker, "groups", "list")).split() == ["readers", "EMPTY", "0", "members"]
     assert "deleted group readers" in ok(tslog(broker, "groups", "delete", "readers"))
     assert ok(tslog(broker, "groups", "list")) == ""
+    assert committed(broker, "readers") == {}  # its offsets went with it
     refused(tslog(broker, "groups", "delete", "readers"), "readers")
 
 

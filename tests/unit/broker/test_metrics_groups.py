@@ -1,6 +1,7 @@
 """Consumer-group series of a scrape over a real Broker (handlers called directly): a group's
 state, members and rebalances follow its heartbeats; a broker without a running coordinator
-(a clustered one between terms as controller) reports no group series, and still its lag."""
+(a clustered one between terms as controller) reports no group series, and still its lag;
+a deleted group, even one that only committed offsets, leaves no series at all."""
 
 from __future__ import annotations
 
@@ -67,3 +68,18 @@ async def test_no_coordinator_no_group_series_but_lag_still_reported(broker):
     assert not [name for name in values if name.startswith("tslog_consumer_group_members")]
     assert values['tslog_consumer_group_lag_records{group="other",partition="0",topic="t"}'] == 1
     assert values['tslog_consumer_group_commits_total{group="other"}'] >= 1
+
+
+async def test_a_deleted_group_with_only_commits_leaves_no_series(broker):
+    await create(broker, "t")
+    assert (await produce(broker, "t", 0, batch([b"a", b"b"])))["error_code"] == 0
+    body = {"group_id": "gone", "topics": [{"topic": "t", "partitions": [
+        {"partition": 0, "offset": 1, "metadata": ""}]}]}
+    assert (await call(broker, ApiKey.OFFSET_COMMIT, body))["topics"][0]["partitions"][0][
+        "error_code"] == 0
+    values = scrape(broker.scrape_sources)
+    assert values['tslog_consumer_group_lag_records{group="gone",partition="0",topic="t"}'] == 1
+    assert values['tslog_consumer_group_commits_total{group="gone"}'] >= 1
+    deleted = await call(broker, ApiKey.DELETE_GROUPS, {"groups": ["gone"]})
+    assert deleted["results"][0]["error_code"] == 0
+    assert not [name for name in scrape(broker.scrape_sources) if 'group="gone"' in name]
