@@ -20,6 +20,7 @@ from ._types import (
 )
 from ._cluster import parse_bootstrap
 from .errors import ConnectionLostError, RequestTimedOutError, TslogError
+from ._membership import ConsumerRebalanceListener
 from .sync import Admin, Consumer, Producer
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigEntry",
     "ConnectionLostError",
     "Consumer",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "OffsetAndTimestamp",
     "PartitionInfo",
