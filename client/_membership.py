@@ -20,7 +20,7 @@ from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
-from ._group_coordinator import GroupCoordinators
+from ._group_coordinator import MOVED, GroupCoordinators
 from ._offsets import group_by_topic
 from ._types import TopicPartition
 from .errors import TslogError, error_for
@@ -189,7 +189,9 @@ class GroupMembership:
     async def heartbeat(self) -> None:
         """One heartbeat now; records the answer (a new assignment, or the member's removal).
 
-        Raises the connection's or a fatal code's error (e.g. GroupMaxSizeReachedError)."""
+        Raises the connection's error or a refusal's (e.g. GroupMaxSizeReachedError);
+        retriable ones (the coordinator moved, the connection broke) are retried by the
+        heartbeat task."""
         async with self._lock:
             if self._lost:
                 return
@@ -202,17 +204,20 @@ class GroupMembership:
                     "subscribed_topics": topics if joining or topics != self._sent_topics
                     else None,
                     "owned": [] if joining else _by_topic(self.owned)}
-            answer = await self._coordinators.request(
-                self.group_id, ApiKey.CONSUMER_GROUP_HEARTBEAT, body,
-                lambda a: [a["error_code"]])
-            code = answer["error_code"]
-            if code in GONE:
-                log.info("group %r: member %s is no longer in the group (%s); rejoining",
-                         self.group_id, self.member_id, ErrorCode(code).name)
-                self._lose()
-                return
-            if code:
-                raise error_for(code)(f"heartbeat of group {self.group_id!r}")
+            try:
+                # A refused heartbeat's code is top-level: the connection raises it.
+                answer = await self._coordinators.request(
+                    self.group_id, ApiKey.CONSUMER_GROUP_HEARTBEAT, body,
+                    lambda a: [a["error_code"]])
+            except TslogError as exc:
+                if exc.error_code in GONE:
+                    log.info("group %r: member %s is no longer in the group (%s); rejoining",
+                             self.group_id, self.member_id, exc.error_code.name)
+                    self._lose()
+                    return
+                if exc.error_code in MOVED:  # ask FindCoordinator again on the next try
+                    self._coordinators.forget(self.group_id)
+                raise
             self._sent_topics = topics
             self.member_id = answer["member_id"]
             self.epoch = answer["member_epoch"]
