@@ -318,3 +318,20 @@ def test_a_removed_members_commit_is_refused_and_it_rejoins(broker):
         poll_until([zombie, other], lambda: recorder.calls[-1][0] == "assigned"
                    and len(zombie.assignment()) == 1)
         assert ("lost", {zombie_tp}) in recorder.calls
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(broker):
+    topic_with(broker.bootstrap, "events", 2, 1)
+    recorder = Recorder()
+    options = dict(group_id="g", auto_offset_reset="earliest", heartbeat_interval_ms=HEARTBEAT_MS)
+    with Consumer(broker.bootstrap, max_poll_interval_ms=1000, **options) as slow, \
+            Consumer(broker.bootstrap, **options) as busy:
+        slow.subscribe(["events"], listener=recorder)
+        busy.subscribe(["events"])
+        poll_until([slow, busy], lambda: len(slow.assignment()) == len(busy.assignment()) == 1)
+        held = slow.assignment()
+        # slow does not poll: after max_poll_interval_ms it leaves and busy takes everything
+        poll_until([busy], lambda: len(busy.assignment()) == 2, timeout_s=10)
+        poll_until([slow, busy], lambda: len(slow.assignment()) == len(busy.assignment()) == 1)
+        lost_at = recorder.calls.index(("lost", held))  # told at its next poll
+        assert [kind for kind, _ in recorder.calls[lost_at + 1:]] == ["assigned"]
