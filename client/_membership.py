@@ -107,7 +107,9 @@ class GroupMembership:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        if self._task is None:
+        """Start heartbeating (again, after a refusal that ``polled`` raised: e.g. a full
+        group is asked again at the next poll)."""
+        if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="tslog-heartbeat")
 
     # ----------------------------------------------------------------- the consumer's side
@@ -180,6 +182,11 @@ class GroupMembership:
                 log.debug("group %r: heartbeat failed: %r", self.group_id, exc)
                 delay = self._cluster.backoff_s(attempt)
                 attempt += 1
+            except Exception as exc:  # a bug: stop, and let the next poll raise it
+                log.exception("group %r: heartbeat failed", self.group_id)
+                self.error = exc
+                self._on_change()
+                return
             try:
                 await asyncio.wait_for(self._wake.wait(),
                                        max(0.0, min(delay, poll_due - time.monotonic())))

@@ -335,3 +335,37 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_at_its_next_poll(broker)
         poll_until([slow, busy], lambda: len(slow.assignment()) == len(busy.assignment()) == 1)
         lost_at = recorder.calls.index(("lost", held))  # told at its next poll
         assert [kind for kind, _ in recorder.calls[lost_at + 1:]] == ["assigned"]
+
+
+async def test_async_consumer_member_with_a_pattern_picks_up_a_new_topic(broker):
+    from tslog.client.aio import AsyncAdmin, AsyncConsumer
+
+    topic_with(broker.bootstrap, "events-a", 2, 3)
+    heard: list[tuple[str, set]] = []
+
+    class AsyncListener(ConsumerRebalanceListener):
+        async def on_partitions_assigned(self, assigned):  # coroutines are awaited
+            heard.append(("assigned", assigned))
+
+    async with AsyncConsumer(broker.bootstrap, group_id="g", auto_offset_reset="earliest",
+                             heartbeat_interval_ms=HEARTBEAT_MS) as consumer:
+        consumer.subscribe(pattern=r"events-.*", listener=AsyncListener())
+        records = []
+        while len(records) < 6:
+            records += await consumer.poll(100)
+        async with AsyncAdmin(broker.bootstrap) as admin:
+            await admin.create_topic("events-b", 1)
+            await admin.create_topic("other", 1)
+        while TopicPartition("events-b", 0) not in consumer.assignment():
+            await consumer.poll(100)
+        assert consumer.assignment() == {TopicPartition("events-a", 0),
+                                         TopicPartition("events-a", 1),
+                                         TopicPartition("events-b", 0)}
+        assert heard[-1] == ("assigned", {TopicPartition("events-b", 0)})
+        done = []
+        task = await consumer.commit_async(callback=lambda offsets, error: done.append(error))
+        await task
+        assert done == [None]
+        assert await consumer.committed(TopicPartition("events-a", 1)) == 3
+        await consumer.unsubscribe()
+        assert consumer.assignment() == set()
