@@ -34,7 +34,8 @@ class RebalancingMixin:
             return None
         membership.start()
         membership.polled()
-        if self.enable_auto_commit and time.monotonic() >= self._next_auto_commit:
+        if (self.enable_auto_commit and membership.epoch > 0
+                and time.monotonic() >= self._next_auto_commit):
             self._next_auto_commit = time.monotonic() + self._auto_commit_s
             await self._commit_quietly(membership.owned)
         change = membership.plan()

@@ -319,7 +319,9 @@ class Consumer(_Facade):
         """``AsyncConsumer._poll_rebalancing``, with the listener called on this thread."""
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            change = self._run(self._core._rebalance_begin())
+            # One loop hop less for a consumer outside group management (the hot path).
+            change = (self._run(self._core._rebalance_begin())
+                      if self._core._membership is not None else None)
             if change is not None:
                 try:
                     self._call_listener(change)
