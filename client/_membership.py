@@ -62,6 +62,7 @@ class Rebalance:
     revoked: frozenset
     assigned: frozenset
     target: frozenset  # what the consumer reads afterwards
+    removed: bool = False  # the member was removed: it joins again afterwards
 
 
 def _pairs(groups) -> frozenset:
@@ -110,7 +111,8 @@ class GroupMembership:
         """Start heartbeating (again, after a refusal that ``polled`` raised: e.g. a full
         group is asked again at the next poll)."""
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="tslog-heartbeat")
+            self._task = asyncio.get_running_loop().create_task(self._run(),
+                                                                name="tslog-heartbeat")
 
     # ----------------------------------------------------------------- the consumer's side
 
@@ -129,7 +131,7 @@ class GroupMembership:
         """The change the consumer has to apply now, if any."""
         empty = frozenset()
         if self._lost:
-            return Rebalance(self.owned, empty, empty, empty)
+            return Rebalance(self.owned, empty, empty, empty, removed=True)
         if self._target is None or self._target == self.owned:
             return None
         return Rebalance(empty, self.owned - self._target, self._target - self.owned,
@@ -138,7 +140,7 @@ class GroupMembership:
     def applied(self, change: Rebalance) -> None:
         """The consumer reads ``change.target`` now; report it in a heartbeat at once."""
         self.owned = change.target
-        if change.lost:
+        if change.removed:
             self._lost = False
             self._target = None
         self._wake.set()

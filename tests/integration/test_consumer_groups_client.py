@@ -371,3 +371,26 @@ async def test_async_consumer_member_with_a_pattern_picks_up_a_new_topic(broker)
         assert await consumer.committed(TopicPartition("events-a", 1)) == 3
         await consumer.unsubscribe()
         assert consumer.assignment() == set()
+
+
+def test_a_member_removed_while_it_owns_nothing_joins_again(broker):
+    topic_with(broker.bootstrap, "events", 1, 1)
+    options = dict(group_id="g", auto_offset_reset="earliest", heartbeat_interval_ms=HEARTBEAT_MS)
+
+    def members(wire) -> list[dict]:
+        return wire.request(ApiKey.CONSUMER_GROUP_DESCRIBE, {"groups": ["g"]})["groups"][0][
+            "members"]
+
+    with Consumer(broker.bootstrap, **options) as owner, \
+            Consumer(broker.bootstrap, **options) as idle, Wire(broker.host, broker.port) as wire:
+        owner.subscribe(["events"])
+        poll_until([owner], lambda: len(owner.assignment()) == 1)
+        idle.subscribe(["events"])
+        poll_until([owner, idle], lambda: len(members(wire)) == 2)
+        (idle_member,) = [m for m in members(wire) if not m["assigned"]]
+        left = wire.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+            "group_id": "g", "member_id": idle_member["member_id"], "member_epoch": -1,
+            "subscribed_topics": None, "owned": None})
+        assert left["error_code"] == 0 and len(members(wire)) == 1
+        poll_until([owner, idle], lambda: len(members(wire)) == 2)  # it noticed and rejoined
+        assert owner.assignment() == {TopicPartition("events", 0)} and idle.assignment() == set()
