@@ -24,6 +24,7 @@ from ._types import (
 )
 from ._cluster import parse_bootstrap
 from .errors import ConnectionLostError, RequestTimedOutError, TslogError
+from ._membership import ConsumerRebalanceListener
 from .sync import Admin, Consumer, Producer
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigEntry",
     "ConnectionLostError",
     "Consumer",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "GroupDescription",
     "GroupListing",

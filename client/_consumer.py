@@ -1,10 +1,14 @@
 """AsyncConsumer: assign or subscribe, seek (by offset or by time), poll, commit.
 
-Group semantics are deliberately simple: one consumer per ``group_id``. ``subscribe`` assigns
-every partition of the topics (no rebalancing protocol); ``commit``/``committed`` store and
-read offsets for the group on the broker (durable before the broker answers). A partition's
-starting position is its committed offset if the group has one, else ``auto_offset_reset``
-("latest", "earliest" or "none" to raise ``NoOffsetForPartitionError``).
+Two ways to get partitions. ``assign`` reads exactly the partitions given (no group
+membership; with a ``group_id``, commits are stored outside group management).
+``subscribe`` with a ``group_id`` makes the consumer a member of the group
+(``_membership.py``, docs/groups.md): the broker's coordinator hands each member its share of
+the partitions, and moves them when members come and go; the changes are applied inside
+``poll``, where the rebalance listener runs. ``subscribe`` without a ``group_id`` reads every
+partition of the topics. A partition's starting position is its committed offset if the group
+has one, else ``auto_offset_reset`` ("latest", "earliest" or "none" to raise
+``NoOffsetForPartitionError``).
 
 The fetch pipeline lives in ``_fetcher.py``; this module is the user-facing bookkeeping.
 """
@@ -12,27 +16,43 @@ The fetch pipeline lives in ``_fetcher.py``; this module is the user-facing book
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ApiKey
 
 from ._cluster import Cluster
 from ._fetcher import Fetcher, PartitionState
+from ._membership import GroupMembership
+from ._rebalancing import RebalancingMixin
 from ._offsets import group_by_topic, list_offsets
 from ._types import ColumnBatch, ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from .errors import ClientClosedError, OffsetOutOfRangeError, TslogError, error_for
+
+
+log = logging.getLogger("tslog.client.consumer")
 
 
 class NoOffsetForPartitionError(OffsetOutOfRangeError):
     """No committed offset and ``auto_offset_reset="none"``, or the position fell off the log."""
 
 
-class AsyncConsumer:
+class AsyncConsumer(RebalancingMixin):
     """Read records; ``async with AsyncConsumer("host:port", group_id="g") as consumer: ...``.
 
     Args:
         bootstrap: "host:port[,host:port]".
         *topics: optional topics to subscribe to at once (kafka-python style).
-        group_id: enables commit/committed; None for a consumer that stores nothing.
+        group_id: enables commit/committed, and group membership for ``subscribe``; None
+            for a consumer that stores nothing.
+        enable_auto_commit / auto_commit_interval_ms: a group member commits its positions
+            at most this often inside ``poll``, before a partition is revoked, and on
+            ``close`` (only under group membership: ``assign`` commits only when told).
+        max_poll_interval_ms: a member that does not call ``poll`` this long leaves the
+            group (its partitions move) and joins again at its next ``poll``.
+        heartbeat_interval_ms: heartbeat at least this often; None (the default): as often as
+            the coordinator says. (The session timeout is the broker's
+            ``group_session_timeout_ms``: KIP-848 decides it on the broker.)
         auto_offset_reset: where to start without a committed offset.
         fetch_max_wait_ms / fetch_min_bytes: the broker's long poll.
         fetch_max_bytes / max_partition_fetch_bytes: size limits of one Fetch answer.
@@ -49,7 +69,10 @@ class AsyncConsumer:
                  max_partition_fetch_bytes: int = 1024 * 1024, request_timeout_ms: int = 30_000,
                  retries: int = 5, retry_backoff_ms: int = 100,
                  client_id: str = "tslog-consumer", key_deserializer=None,
-                 value_deserializer=None, lookup_poll_us: int = 100) -> None:
+                 value_deserializer=None, lookup_poll_us: int = 100,
+                 enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5000,
+                 max_poll_interval_ms: int = 300_000,
+                 heartbeat_interval_ms: int | None = None) -> None:
         if auto_offset_reset not in ("latest", "earliest", "none"):
             raise ValueError("auto_offset_reset must be 'latest', 'earliest' or 'none'")
         self.group_id = group_id
@@ -66,11 +89,20 @@ class AsyncConsumer:
         self._subscription: list[str] | None = list(topics) or None
         self._fetcher: Fetcher | None = None
         self._closed = False
+        self.enable_auto_commit = enable_auto_commit
+        self._auto_commit_s = auto_commit_interval_ms / 1000
+        self._next_auto_commit = 0.0
+        self._group_options = dict(heartbeat_interval_ms=heartbeat_interval_ms,
+                                   max_poll_interval_ms=max_poll_interval_ms)
+        self._membership: GroupMembership | None = None
+        self._listener = None
 
     # ------------------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
         await self._cluster.refresh_metadata()
+        if self._subscription and self.group_id is not None:
+            self.subscribe(self._subscription)
         await self._ensure_assignment()
 
     async def __aenter__(self) -> AsyncConsumer:
@@ -84,6 +116,12 @@ class AsyncConsumer:
         """Stop fetching and close connections. Safe to call twice."""
         if self._closed:
             return
+        if self._membership is not None:
+            try:
+                await self._run_listener(await self._leave_plan())
+            except Exception:
+                log.exception("giving up the partitions on close failed")
+            await self._leave_group()
         self._closed = True
         if self._fetcher is not None:
             await self._fetcher.close()
@@ -106,15 +144,53 @@ class AsyncConsumer:
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         """Read exactly these partitions (replaces any assignment or subscription)."""
+        if self._membership is not None:
+            raise ValueError("this consumer is a group member: unsubscribe() before assign()")
         self._subscription = None
         self._set_assignment({TopicPartition(*tp) for tp in partitions})
 
-    def subscribe(self, topics: list[str]) -> None:
-        """Read every partition of ``topics`` (resolved on the next poll)."""
+    def subscribe(self, topics: list[str] | None = None, *, pattern: str | None = None,
+                  listener=None) -> None:
+        """Read ``topics`` (or the topics whose whole name matches ``pattern``, checked again
+        whenever metadata is refreshed). With a ``group_id``: join the group and read the
+        partitions its coordinator hands out, telling ``listener`` (a
+        ``ConsumerRebalanceListener``) inside ``poll``. Without: read every partition."""
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe takes topics or a pattern")
         if isinstance(topics, str):
             topics = [topics]
-        self._subscription = list(topics)
+        self._listener = listener
+        if self.group_id is None:
+            if pattern is not None:
+                raise ValueError("subscribe(pattern=...) needs a group_id")
+            self._subscription = list(topics)
+            self._set_assignment(set())
+            return
+        self._subscription = None
+        if self._membership is not None:
+            self._membership.subscribe(topics, pattern)
+            return
         self._set_assignment(set())
+        self._membership = GroupMembership(self._cluster, self.group_id, topics=topics,
+                                           pattern=pattern, on_change=self._wake_poll,
+                                           **self._group_options)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # started by the first poll
+        self._membership.start()
+
+    async def unsubscribe(self) -> None:
+        """Stop reading the subscription; a group member gives its partitions up (listener
+        and auto-commit as in a rebalance) and leaves the group."""
+        await self._run_listener(await self._leave_plan())
+        await self._leave_group()
+        self._subscription = None
+        self._set_assignment(set())
+
+    def _wake_poll(self) -> None:
+        if self._fetcher is not None:
+            self._fetcher.notify()
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._states)
@@ -131,7 +207,7 @@ class AsyncConsumer:
             self._fetcher.notify()
 
     async def _ensure_assignment(self) -> None:
-        if self._subscription and not self._states:
+        if self._subscription and not self._states and self._membership is None:
             partitions = set()
             for topic in self._subscription:
                 partitions.update(TopicPartition(topic, p)
@@ -247,9 +323,11 @@ class AsyncConsumer:
         """Records fetched since the last poll, waiting up to ``timeout_ms`` for some.
 
         Returns an empty list when nothing arrived in time. Raises the first non-retriable
-        fetch error (e.g. ``CorruptMessageError``), once.
+        fetch error (e.g. ``CorruptMessageError``), once. A group member applies partition
+        changes here first (rebalance listener, auto-commit).
         """
-        return await self._poll(timeout_ms, lambda fetcher: self._drain(fetcher, max_records))
+        return await self._poll_rebalancing(
+            timeout_ms, lambda fetcher: self._drain(fetcher, max_records))
 
     async def poll_batches(self, timeout_ms: int = 0) -> list[ColumnBatch]:
         """Like ``poll``, but each fetched batch as columns (``ColumnBatch``), not records.
@@ -258,9 +336,24 @@ class AsyncConsumer:
         second than ``poll``; deserializers are not applied. Positions advance past every
         returned batch, exactly as if ``poll`` had returned its records.
         """
-        return await self._poll(timeout_ms, self._drain_columns)
+        return await self._poll_rebalancing(timeout_ms, self._drain_columns)
 
-    async def _poll(self, timeout_ms: int, drain) -> list:
+    async def _poll_rebalancing(self, timeout_ms: int, drain) -> list:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            change = await self._rebalance_begin()
+            if change is not None:
+                try:
+                    await self._run_listener(change)
+                finally:
+                    self._rebalance_end(change)
+            records = await self._poll(max(0.0, deadline - time.monotonic()) * 1000, drain)
+            if records or time.monotonic() >= deadline:
+                return records
+
+    async def _poll(self, timeout_ms: float, drain) -> list:
+        """One round of ``poll``; returns early (maybe empty) when the group's assignment
+        changed, for the caller to apply it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         fetcher = self._fetch()
@@ -274,7 +367,7 @@ class AsyncConsumer:
             if fetcher.errors:
                 raise fetcher.errors.popleft()
             records = drain(fetcher)
-            if records:
+            if records or (self._membership is not None and self._membership.plan()):
                 return records
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -326,11 +419,14 @@ class AsyncConsumer:
         if self.group_id is None:
             raise ValueError("commit needs a group_id")
         if offsets is None:
-            offsets = {tp: s.position for tp, s in self._states.items() if s.position is not None}
+            offsets = self._positions()
         if not offsets:
             return
         entries = {TopicPartition(*tp): {"offset": int(getattr(o, "offset", o)), "metadata": ""}
                    for tp, o in offsets.items()}
+        if self._membership is not None:
+            await self._membership.commit(entries)
+            return
         body = await self._cluster.request(self._coordinator(), ApiKey.OFFSET_COMMIT, {
             "group_id": self.group_id, "topics": group_by_topic(entries)})
         for topic in body["topics"]:
@@ -338,6 +434,20 @@ class AsyncConsumer:
                 if part["error_code"]:
                     raise error_for(part["error_code"])(
                         f"commit {topic['topic']}-{part['partition']}")
+
+    def _positions(self, partitions=None) -> dict[TopicPartition, int]:
+        return {tp: s.position for tp, s in self._states.items()
+                if s.position is not None and (partitions is None or tp in partitions)}
+
+    async def commit_async(self, offsets: dict | None = None, callback=None) -> asyncio.Task:
+        """Start committing ``offsets`` (default: the current positions) and return the
+        task at once; ``callback(offsets, exception_or_None)`` runs when it is done."""
+        offsets = self._positions() if offsets is None else dict(offsets)
+        task = asyncio.get_running_loop().create_task(self.commit(offsets))
+        if callback is not None:
+            task.add_done_callback(lambda t: callback(
+                offsets, None if t.cancelled() else t.exception()))
+        return task
 
     async def committed(self, tp: TopicPartition) -> int | None:
         """The group's committed offset for ``tp``, or None."""

@@ -6,6 +6,7 @@ Each class is an async context manager owning its own connections; the sync clas
 
 from ._admin import AsyncAdmin
 from ._consumer import AsyncConsumer, NoOffsetForPartitionError
+from ._membership import ConsumerRebalanceListener
 from ._producer import AsyncProducer
 from ._accumulator import RecordFuture
 from ._types import (
@@ -25,6 +26,7 @@ __all__ = [
     "AsyncProducer",
     "ColumnBatch",
     "ConfigEntry",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",

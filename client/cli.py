@@ -3,6 +3,7 @@
     tslog topics create|list|describe|delete ...
     tslog produce TOPIC                       # one record per stdin line
     tslog consume TOPIC --from-time -1h [--to-time now] [--format json]
+    tslog consume TOPIC --group G             # share the partitions, resume where G committed
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
 
@@ -18,7 +19,7 @@ import json
 import os
 import sys
 
-from . import Admin, Consumer, Producer, TopicPartition
+from . import Admin, Consumer, ConsumerRebalanceListener, Producer, TopicPartition
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .errors import TslogError
 from .times import TimeFormatError, format_time_ms, parse_time_ms
@@ -108,8 +109,9 @@ def _build_parser() -> argparse.ArgumentParser:
     consume = commands.add_parser("consume", parents=[common],
                                   help="print records from a point in time")
     consume.add_argument("topic")
-    consume.add_argument("--from-time", default="earliest",
-                         help="ISO-8601, epoch ms, relative (-15m), 'earliest' (default) or 'latest'")
+    consume.add_argument("--from-time", default=None,
+                         help="ISO-8601, epoch ms, relative (-15m), 'earliest' (default) or "
+                              "'latest'; with --group, overrides the committed positions")
     consume.add_argument("--to-time", default=None,
                          help="stop before the first record at or after this time")
     consume.add_argument("--timestamp-type", choices=["append", "create"], default="append",
@@ -117,7 +119,9 @@ def _build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--partition", type=int, default=None)
     consume.add_argument("--max-messages", type=int, default=None)
     consume.add_argument("--format", choices=["text", "json"], default="text")
-    consume.add_argument("--group", default=None, help="commit progress under this group id")
+    consume.add_argument("--group", default=None,
+                         help="join this consumer group: read its share of the partitions, "
+                              "from its committed offsets (else the earliest), committing")
     consume.set_defaults(handler=_consume)
 
     offsets = commands.add_parser("offsets", parents=[common],
@@ -223,10 +227,13 @@ def _end_offsets(consumer, partitions, text: str, timestamp_type: str) -> dict:
 
 
 def _consume(args) -> None:
-    with Consumer(args.bootstrap, group_id=args.group) as consumer:
+    if args.group is not None:
+        _consume_group(args)
+        return
+    with Consumer(args.bootstrap) as consumer:
         partitions = _partitions(args.bootstrap, args.topic, args.partition)
         consumer.assign(partitions)
-        _resolve_start(consumer, partitions, args.from_time, args.timestamp_type)
+        _resolve_start(consumer, partitions, args.from_time or "earliest", args.timestamp_type)
         ends = _end_offsets(consumer, partitions, args.to_time, args.timestamp_type) if args.to_time else None
         remaining = args.max_messages
         done = set()
@@ -246,8 +253,90 @@ def _consume(args) -> None:
                     if remaining == 0:
                         break
             sys.stdout.flush()
-        if args.group:
-            consumer.commit()
+
+
+class _GroupProgress(ConsumerRebalanceListener):
+    """``consume --group``'s bookkeeping: where partitions it gets start (``--from-time``, the
+    first time this process gets each) and end (``--to-time``), and the offset after the last
+    record printed, which is what it commits: a record is committed only once printed."""
+
+    def __init__(self, consumer, args) -> None:
+        self.consumer, self.args = consumer, args
+        self.printed: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.ends: dict[TopicPartition, int] = {}
+        self.seen: set[TopicPartition] = set()
+
+    def on_partitions_assigned(self, assigned) -> None:
+        new = sorted(tp for tp in assigned if tp not in self.seen)
+        self.seen.update(new)
+        if new and self.args.from_time is not None:
+            _resolve_start(self.consumer, new, self.args.from_time, self.args.timestamp_type)
+        if new and self.args.to_time:
+            self.ends.update(_end_offsets(self.consumer, new, self.args.to_time,
+                                          self.args.timestamp_type))
+
+    def on_partitions_revoked(self, revoked) -> None:
+        self.commit(revoked)
+
+    def on_partitions_lost(self, lost) -> None:
+        self._forget(lost)  # another member reads them from the last accepted commit
+
+    def commit(self, partitions=None) -> None:
+        """Commit what was printed since the last commit (of ``partitions``, or all)."""
+        offsets = {tp: offset for tp, offset in self.printed.items()
+                   if (partitions is None or tp in partitions)
+                   and self.committed.get(tp) != offset}
+        if offsets:
+            try:
+                self.consumer.commit(offsets)
+                self.committed.update(offsets)
+            except TslogError as error:  # moved on: the next reader starts at the last commit
+                print(f"tslog: warning: commit failed: {error}", file=sys.stderr)
+        if partitions is not None:
+            self._forget(partitions)
+
+    def _forget(self, partitions) -> None:
+        for tp in partitions:
+            self.printed.pop(tp, None)
+            self.committed.pop(tp, None)
+
+    def finished(self) -> bool:
+        """With --to-time: every partition held is at its end."""
+        held = self.consumer.assignment()
+        return bool(held) and all(tp in self.ends and self.consumer.position(tp) >= self.ends[tp]
+                                  for tp in held)
+
+
+def _consume_group(args) -> None:
+    """Read a share of the topic as a member of ``--group``, committing after every batch
+    printed and on the way out (Ctrl-C included)."""
+    if args.partition is not None:
+        raise CommandError("--partition and --group exclude each other: the group assigns")
+    _partitions(args.bootstrap, args.topic, None)  # an unknown topic is an error, not a wait
+    with Consumer(args.bootstrap, group_id=args.group, auto_offset_reset="earliest",
+                  enable_auto_commit=False) as consumer:
+        progress = _GroupProgress(consumer, args)
+        consumer.subscribe([args.topic], listener=progress)
+        remaining = args.max_messages
+        write = sys.stdout.write
+        try:
+            while (remaining is None or remaining > 0) and not (args.to_time and
+                                                               progress.finished()):
+                for record in consumer.poll(_POLL_MS):
+                    tp = TopicPartition(record.topic, record.partition)
+                    if tp in progress.ends and record.offset >= progress.ends[tp]:
+                        continue
+                    write(_render(record, args.format))
+                    progress.printed[tp] = record.offset + 1
+                    if remaining is not None:
+                        remaining -= 1
+                        if remaining == 0:
+                            break
+                sys.stdout.flush()
+                progress.commit()
+        finally:
+            progress.commit()
 
 
 def _partitions(bootstrap: str, topic: str, partition: int | None) -> list[TopicPartition]:

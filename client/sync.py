@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from _thread import allocate_lock as _allocate_lock
 import warnings
 
@@ -241,15 +242,37 @@ class Producer(_Facade):
 
 
 class Consumer(_Facade):
-    """Blocking ``AsyncConsumer``: ``Consumer("127.0.0.1:9092", group_id="replay")``."""
+    """Blocking ``AsyncConsumer``: ``Consumer("127.0.0.1:9092", group_id="replay")``.
+
+    A group member's rebalance listener runs on the thread that calls ``poll`` (or
+    ``unsubscribe``/``close``), as in Kafka; heartbeats go on in the loop thread meanwhile.
+    """
 
     def __init__(self, bootstrap, *topics, **options) -> None:
         self._open(AsyncConsumer(bootstrap, *topics, **options), "tslog-consumer")
         self._direct = DirectLookups(self._core.cluster)
 
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Commit (with auto-commit), tell the listener, leave the group, then close."""
+        if not self._closed:
+            try:
+                self._give_up_partitions()
+            except Exception:  # closing goes on: the session timeout frees the partitions
+                pass
+        super().close(timeout_ms)
+
     async def _close_core(self, timeout_ms):
         self._direct.close()
         await self._core.close()
+
+    def _give_up_partitions(self) -> None:
+        change = self._run(self._core._leave_plan())
+        self._call_listener(change)
+        self._run(self._core._leave_group())
+
+    def _call_listener(self, change) -> None:
+        for method, partitions in self._core._listener_calls(change):
+            method(partitions)
 
     def _call(self, function, *args):
         async def call():
@@ -259,8 +282,13 @@ class Consumer(_Facade):
     def assign(self, partitions) -> None:
         self._call(self._core.assign, partitions)
 
-    def subscribe(self, topics) -> None:
-        self._call(self._core.subscribe, topics)
+    def subscribe(self, topics=None, *, pattern=None, listener=None) -> None:
+        """See ``AsyncConsumer.subscribe``; ``listener`` methods run inside ``poll``."""
+        self._call(lambda: self._core.subscribe(topics, pattern=pattern, listener=listener))
+
+    def unsubscribe(self) -> None:
+        self._give_up_partitions()
+        self._run(self._core.unsubscribe())
 
     def assignment(self):
         return self._call(self._core.assignment)
@@ -296,13 +324,43 @@ class Consumer(_Facade):
         return self._run(self._core.position(tp))
 
     def poll(self, timeout_ms: int = 0, max_records: int | None = None):
-        return self._run(self._core.poll(timeout_ms, max_records))
+        core = self._core
+        return self._poll(timeout_ms, lambda fetcher: core._drain(fetcher, max_records))
 
     def poll_batches(self, timeout_ms: int = 0):
-        return self._run(self._core.poll_batches(timeout_ms))
+        return self._poll(timeout_ms, self._core._drain_columns)
+
+    def _poll(self, timeout_ms: int, drain):
+        """``AsyncConsumer._poll_rebalancing``, with the listener called on this thread."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            # One loop hop less for a consumer outside group management (the hot path).
+            change = (self._run(self._core._rebalance_begin())
+                      if self._core._membership is not None else None)
+            if change is not None:
+                try:
+                    self._call_listener(change)
+                finally:
+                    self._call(self._core._rebalance_end, change)
+            remaining_ms = max(0.0, deadline - time.monotonic()) * 1000
+            records = self._run(self._core._poll(remaining_ms, drain))
+            if records or time.monotonic() >= deadline:
+                return records
 
     def commit(self, offsets=None) -> None:
         self._run(self._core.commit(offsets))
+
+    def commit_async(self, offsets=None, callback=None):
+        """Start a commit and return a ``concurrent.futures.Future`` at once;
+        ``callback(offsets, exception_or_None)`` runs on the loop thread when it is done."""
+        if self._closed:
+            raise ClientClosedError()
+        offsets = self._call(self._core._positions) if offsets is None else dict(offsets)
+        future = asyncio.run_coroutine_threadsafe(self._core.commit(offsets), self._thread.loop)
+        if callback is not None:
+            future.add_done_callback(lambda f: callback(
+                offsets, None if f.cancelled() else f.exception()))
+        return future
 
     def committed(self, tp):
         return self._run(self._core.committed(tp))
