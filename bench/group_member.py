@@ -4,9 +4,9 @@
 
 Joins GROUP, subscribes to TOPIC, polls until killed or until stdin closes, and prints one
 JSON line per event (wall-clock times, so the bench can compare them with its own):
-``assigned`` (every change of its partitions), ``first`` (its first record), ``reading``
-(the first record of each partition since it got it), and ``count`` (records so far, with
-the time of the newest, every 0.2 s).
+``assigned`` (every change of its partitions), ``first`` (when the poll bringing its first
+record returned), ``reading`` (the first record of each partition since it got it), and
+``count`` (records so far, with the time their poll was handled, every 0.2 s).
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ def main() -> int:
                 emit("assigned", partitions=sorted(owned))
             if records:
                 if not count:
-                    emit("first")
+                    emit("first", t=now)  # when the poll that brought it returned
                 count += len(records)
-                newest = now
                 for partition in {record.partition for record in records} - reading:
                     reading.add(partition)
                     emit("reading", partition=partition)
+                newest = time.time()  # these records are read (and handled) by now
             if now - reported >= 0.2:
                 reported = now
                 emit("count", n=count, newest=newest)
