@@ -8,6 +8,7 @@ Kafka; reads go to any broker. Per-topic errors in a response become the matchin
 
 from __future__ import annotations
 
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
@@ -63,11 +64,17 @@ class AsyncAdmin:
     # ---------------------------------------------------------------------------- topics
 
     async def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                           config: dict | None = None, timeout_ms: int | None = None) -> None:
-        """Create a topic.
+                           config: dict | None = None, timeout_ms: int | None = None, *,
+                           exist_ok: bool = False) -> bool:
+        """Create a topic; True if this call created it.
+
+        ``exist_ok``: a topic of that name that exists already is not an error (False is
+        returned), so setup code can run again; the existing topic is left as it is, its
+        partitions and configs are not compared with the ones asked for.
 
         Raises:
-            TopicAlreadyExistsError, InvalidTopicError, InvalidConfigError, ... (per code).
+            TopicAlreadyExistsError (unless ``exist_ok``), InvalidTopicError,
+            InvalidConfigError, ... (per code).
         """
         configs = {str(k): str(v) for k, v in (config or {}).items()}
         body = await self._cluster.request(self._controller(), ApiKey.CREATE_TOPICS, {
@@ -75,9 +82,13 @@ class AsyncAdmin:
                         "replication_factor": replication_factor, "configs": configs}],
             "timeout_ms": timeout_ms if timeout_ms is not None else self.request_timeout_ms})
         for topic in body["topics"]:
-            if topic["error_code"]:
-                raise error_for(topic["error_code"])(topic["error_message"])
+            code = topic["error_code"]
+            if code == ErrorCode.TOPIC_ALREADY_EXISTS and exist_ok:
+                return False
+            if code:
+                raise error_for(code)(topic["error_message"])
         await self._cluster.refresh_metadata()
+        return True
 
     async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         body = await self._cluster.request(self._controller(), ApiKey.DELETE_TOPICS, {

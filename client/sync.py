@@ -160,9 +160,9 @@ class Admin(_Facade):
         self._open(AsyncAdmin(bootstrap, **options), "tslog-admin")
 
     def create_topic(self, name, partitions=1, replication_factor=1, config=None,
-                     timeout_ms=None) -> None:
+                     timeout_ms=None, *, exist_ok=False) -> bool:
         return self._run(self._core.create_topic(name, partitions, replication_factor, config,
-                                                 timeout_ms))
+                                                 timeout_ms, exist_ok=exist_ok))
 
     def delete_topic(self, name, timeout_ms=None) -> None:
         return self._run(self._core.delete_topic(name, timeout_ms))

@@ -12,6 +12,15 @@ from tslog.client.errors import (
 )
 
 
+def test_create_with_exist_ok_can_run_again_and_leaves_the_topic_as_it_is(broker):
+    with Admin(broker.bootstrap) as admin:
+        assert admin.create_topic("again", partitions=3, exist_ok=True) is True
+        assert admin.create_topic("again", partitions=5, exist_ok=True) is False
+        assert len(admin.describe_topic("again").partitions) == 3
+        with pytest.raises(InvalidTopicError):  # other errors still raise
+            admin.create_topic("no spaces allowed", exist_ok=True)
+
+
 def test_topic_lifecycle(broker):
     with Admin(broker.bootstrap) as admin:
         assert admin.list_topics() == []
