@@ -28,25 +28,10 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .foreign import describe_kafka_request
 from .frames import encode_frame
 from .msgpack_views import unpack_with_views
-from .schema import (
-    BIN,
-    BOOL,
-    ERROR_CODE,
-    INT32,
-    INT64,
-    NON_NEGATIVE_INT32,
-    NULLABLE_STR,
-    PARTITION,
-    STR,
-    Choice,
-    Int,
-    ListOf,
-    MapOf,
-    Nullable,
-    Schema,
-    SchemaError,
-    Struct,
-)
+from .partition_schemas import PARTITION_REQUEST_SCHEMAS, PARTITION_RESPONSE_SCHEMAS
+from .schema import (BIN, BOOL, ERROR_CODE, INT32, INT64, NON_NEGATIVE_INT32, NULLABLE_STR,
+                     PARTITION, STR, Choice, Int, ListOf, MapOf, Nullable, Schema, SchemaError,
+                     Struct)
 
 CORRELATION_ID_MAX = 2**31 - 1
 
@@ -67,6 +52,7 @@ class ApiKey(IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
 
 
 _API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
@@ -274,6 +260,9 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
                                      "leader_epoch": INT32, "end_offset": INT64})),
     }),
 }
+REQUEST_SCHEMAS.update(PARTITION_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(PARTITION_RESPONSE_SCHEMAS)
+
 
 def compile_schemas() -> None:
     """Compile every request and response schema's fast path now (``Struct.compile``)."""
