@@ -24,6 +24,7 @@ from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
 from .handlers import (
     handle_alter_configs,
     handle_api_versions,
+    handle_create_partitions,
     handle_create_topics,
     handle_delete_topics,
     handle_describe_configs,
@@ -49,6 +50,7 @@ ADMIN_HANDLERS = {
     ApiKey.METADATA: handle_metadata,
     ApiKey.API_VERSIONS: handle_api_versions,
     ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
