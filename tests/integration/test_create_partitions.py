@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from crc32c import crc32c
 
@@ -142,3 +144,42 @@ def test_cli_add_partitions(broker):
 
     missing = tslog(broker, "topics", "add-partitions", "events")
     assert missing.returncode == 2 and b"--partitions" in missing.stderr
+
+
+def test_a_running_consumer_reads_new_partitions_it_is_assigned(broker):
+    """docs/client.md: a consumer running before the change reads the new partitions once
+    it assigns them."""
+    with Admin(broker.bootstrap) as admin, \
+            Consumer(broker.bootstrap, auto_offset_reset="earliest") as consumer:
+        admin.create_topic("late", partitions=1)
+        consumer.assign([TopicPartition("late", 0)])
+        assert consumer.poll(200) == []
+        admin.create_partitions({"late": 3})
+        with Producer(broker.bootstrap) as producer:
+            producer.send("late", b"in-2", partition=2).get(10)
+        consumer.assign([TopicPartition("late", p) for p in range(3)])
+        records = []
+        for _ in range(20):
+            records += consumer.poll(500)
+            if records:
+                break
+        assert [(r.partition, r.value) for r in records] == [(2, b"in-2")]
+
+
+def admin_example() -> str:
+    """The indented code block under docs/client.md's "## Admin"."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "client.md").read_text()
+    section = text[text.index("\n## Admin\n"):]
+    lines = section.split("\n\n")[1].splitlines()
+    assert all(line.startswith("    ") for line in lines)
+    return "\n".join(line[4:] for line in lines)
+
+
+def test_the_admin_example_in_docs_client_md_runs(broker):
+    code = admin_example()
+    assert 'admin.create_partitions({"events": 5})' in code
+    namespace: dict = {"Admin": Admin, "TopicPartition": TopicPartition}
+    exec(compile(code.replace("127.0.0.1:9092", broker.bootstrap), "docs/client.md", "exec"),
+         namespace)
+    with Admin(broker.bootstrap) as admin:
+        assert admin.list_topics() == []  # the example ends by deleting its topic
