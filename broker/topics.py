@@ -227,16 +227,20 @@ class TopicManager:
         """The disk half of adding partitions (fsyncs: off the loop): the topic's record with
         the new count first, then the new partitions' empty logs, opened but not served. A
         crash in between leaves a record whose missing logs ``open_all`` creates; a failure
-        closes the logs made and puts the old record back."""
+        deletes the logs made and puts the old record back. Raises OSError."""
         old = self.topics[grown.name]
         self.store.put_topic(grown)
         logs: list[PartitionLog] = []
         try:
             for partition in range(old.partitions, grown.partitions):
                 logs.append(self._create_log(grown, partition))
-        except BaseException:
+        except BaseException:  # e.g. a full disk: leave the topic as it was
             delete_logs(logs)
-            self.store.put_topic(old)
+            try:
+                self.store.put_topic(old)
+            except OSError as exc:  # the next start creates the record's missing logs
+                log.error("cannot restore topic %s's record of %d partition(s): %r",
+                          old.name, old.partitions, exc)
             raise
         return logs
 

@@ -80,6 +80,30 @@ def test_wire_refuses_a_count_not_larger_and_an_unknown_topic(broker):
         assert partition_count(wire, "events") == 3
 
 
+def test_a_failed_write_leaves_the_topic_as_it_was(broker):
+    """A new partition's log cannot be made (a file where its directory goes): the answer is
+    a storage error, no new partition is served or kept, and the request works once the
+    obstacle is gone."""
+    with Wire(broker.host, broker.port) as wire:
+        assert wire.create_topic("events", 2) == 0
+        assert wire.produce("events", 1, batch([b"kept"]))["error_code"] == 0
+        obstacle = broker.data_dir / "events-3"
+        obstacle.write_bytes(b"not a directory")
+        failed = grow(wire, "events", 5)
+        assert failed["error_code"] == 56  # KAFKA_STORAGE_ERROR
+        assert failed["error_message"].startswith("storage error: ")
+        assert partition_count(wire, "events") == 2
+        assert wire.produce("events", 2, batch([b"x"]))["error_code"] == 3
+        assert not (broker.data_dir / "events-2").exists()  # the log made first is gone
+        obstacle.unlink()
+    broker.restart()
+    with Wire(broker.host, broker.port) as wire:
+        assert partition_count(wire, "events") == 2  # the old record was put back
+        assert values(wire, "events", 1) == [b"kept"]
+        assert grow(wire, "events", 5)["error_code"] == 0
+        assert partition_count(wire, "events") == 5
+
+
 def test_admin_create_partitions_and_its_typed_errors(broker):
     with Admin(broker.bootstrap) as admin:
         admin.create_topic("orders", partitions=2)
