@@ -10,7 +10,7 @@ from tests.helpers.replication import bootstrap, consume_all, wait_for
 from tests.helpers.wire import Wire
 from tests.integration.test_cluster_brokers import SESSION_MS, agreed_state, metadata
 from tslog.client import Admin, Producer
-from tslog.client.errors import InvalidReplicationFactorError
+from tslog.client.errors import InvalidPartitionsError, InvalidReplicationFactorError
 from tslog.protocol.messages import ApiKey
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -46,13 +46,14 @@ def test_a_replicated_topic_grows_and_its_new_partitions_serve_and_survive_a_res
     controller = metadata(brokers[0])["controller_id"]
     other = next(b for b in brokers if b.node_id != controller)
     with Wire(other.host, other.port) as wire:  # any broker takes it, as CreateTopics
-        refused = wire.request(ApiKey.CREATE_PARTITIONS, {
-            "topics": [{"topic": "events", "count": 2}], "timeout_ms": 10_000,
+        grown = wire.request(ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"topic": "events", "count": 5}], "timeout_ms": 10_000,
             "validate_only": False})["topics"][0]
-        assert refused["error_code"] == 37  # INVALID_PARTITIONS
-    with Admin(servers) as admin:
-        admin.create_partitions({"events": 5})
+        assert grown == {"topic": "events", "error_code": 0, "error_message": None}
     after = wait_for(lambda: fully_replicated(brokers, "events", 5), 30, "5 partitions in sync")
+    with Admin(servers) as admin:
+        with pytest.raises(InvalidPartitionsError, match="has 5 partition"):
+            admin.create_partitions({"events": 5})
     assert {p: after[p] for p in (0, 1)} == before  # the old partitions are untouched
     assert {leader for leader, *_ in after.values()} == {0, 1, 2}  # spread over the brokers
     for broker in brokers:
@@ -74,6 +75,9 @@ def test_a_replicated_topic_grows_and_its_new_partitions_serve_and_survive_a_res
     produce(servers, "events", {4: [b"after-restart"]})
     records = consume_all(servers, "events", 6)
     assert sorted(r.value for r in records if r.partition == 4) == [b"after-restart", b"new-4"]
+    with Admin(servers) as admin:  # through the client, after the restart
+        admin.create_partitions({"events": 6})
+    wait_for(lambda: fully_replicated(brokers, "events", 6), 30, "6 partitions in sync")
 
 
 def test_too_few_live_brokers_for_the_new_replicas_is_refused(cluster_factory):
