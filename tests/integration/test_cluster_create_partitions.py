@@ -94,3 +94,21 @@ def test_too_few_live_brokers_for_the_new_replicas_is_refused(cluster_factory):
         with pytest.raises(InvalidReplicationFactorError, match="2 live broker"):
             admin.create_partitions({"events": 3})
         assert len(admin.describe_topic("events").partitions) == 1
+
+
+def test_more_new_partitions_than_one_etcd_transaction_holds(cluster_factory):
+    """200 new partitions take two transactions (etcd caps one at 128 operations)."""
+    brokers = cluster_factory(3, session_timeout_ms=SESSION_MS)
+    servers = bootstrap(brokers)
+    wait_for(lambda: all(len(metadata(b)["brokers"]) == 3 for b in brokers), 10, "registrations")
+    with Admin(servers) as admin:
+        admin.create_topic("wide", partitions=1, replication_factor=1)
+        admin.create_partitions({"wide": 201})
+
+    def all_led():
+        state = agreed_state(brokers, "wide")
+        return state and len(state) == 201 and all(s[0] >= 0 for s in state.values())
+    wait_for(all_led, 30, "201 partitions with leaders")
+    assert sum(len(list(b.data_dir.glob("wide-*"))) for b in brokers) == 201
+    produce(servers, "wide", {200: [b"last"]})
+    assert [r.value for r in consume_all(servers, "wide", 1) if r.partition == 200] == [b"last"]
