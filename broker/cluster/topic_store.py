@@ -2,8 +2,8 @@
 
 Not a ``MetadataStore``: its changes are coroutines (``create_topic``, ``remove_topic``,
 ``update_topic``, ``add_partitions``), which the CreateTopics, DeleteTopics, AlterConfigs and
-CreatePartitions handlers await when
-the broker is clustered; ``topics()`` is the only synchronous read. Why async where
+CreatePartitions handlers await when the broker is clustered; ``topics()`` is the only
+synchronous read. Why async where
 ``LocalMetadataStore`` is not: a topic change is an etcd transaction, and the
 broker that received the request answers only after its own watch has applied the change
 (so a client that creates a topic and at once asks this broker for Metadata sees it, and the

@@ -1,4 +1,5 @@
-"""Topic changes (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs): one interface, two ways to do it.
+"""Topic changes (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs): one interface,
+two ways to do it.
 
 Why an interface: a single broker writes its topic records and logs itself, while a
 clustered broker only validates and writes the change to etcd, where every broker's watch
