@@ -208,6 +208,51 @@ class TopicManager:
                 log.error("cannot set %s aside for deletion: %r", plog.directory, exc)
         return removed, retired
 
+    def grown_topic(self, name: str, count: int) -> TopicMetadata:
+        """The topic with ``count`` partitions in all (a CreatePartitions entry), validated:
+        partitions are only ever added, never removed. Raises TopicError."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+        if count <= topic.partitions:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                             f"topic {name!r} has {topic.partitions} partition(s); the new "
+                             f"count {count} must be larger (partitions cannot be removed)")
+        if count > MAX_PARTITIONS:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                             f"the new count {count} is above the limit of {MAX_PARTITIONS}")
+        return topic._replace(partitions=count)
+
+    def write_new_partitions(self, grown: TopicMetadata) -> list[PartitionLog]:
+        """The disk half of adding partitions (fsyncs: off the loop): the topic's record with
+        the new count first, then the new partitions' empty logs, opened but not served. A
+        crash in between leaves a record whose missing logs ``open_all`` creates; a failure
+        deletes the logs made and puts the old record back. Raises OSError."""
+        old = self.topics[grown.name]
+        self.store.put_topic(grown)
+        logs: list[PartitionLog] = []
+        try:
+            for partition in range(old.partitions, grown.partitions):
+                logs.append(self._create_log(grown, partition))
+        except BaseException:  # e.g. a full disk: leave the topic as it was
+            delete_logs(logs)
+            try:
+                self.store.put_topic(old)
+            except OSError as exc:  # the next start creates the record's missing logs
+                log.error("cannot restore topic %s's record of %d partition(s): %r",
+                          old.name, old.partitions, exc)
+            raise
+        return logs
+
+    def publish_partitions(self, grown: TopicMetadata, logs: list[PartitionLog]) -> None:
+        """Serve the logs ``write_new_partitions`` made; the existing partitions are untouched."""
+        first = self.topics[grown.name].partitions
+        for partition, plog in enumerate(logs, start=first):
+            self.logs[grown.name, partition] = plog
+        self.topics[grown.name] = grown
+        log.info("topic %s now has %d partition(s) (was %d)", grown.name, grown.partitions,
+                 first)
+
     def set_topic(self, topic: TopicMetadata) -> None:
         """Take a topic's metadata from the cluster; new configs apply to its open logs."""
         previous = self.topics.get(topic.name)

@@ -1,5 +1,5 @@
-"""AsyncAdmin: create, delete, list and describe topics; read and change configs; offsets;
-consumer groups (delegated to ``GroupAdmin``, see ``_group_admin.py``).
+"""AsyncAdmin: create, grow, delete, list and describe topics; read and change configs;
+offsets; consumer groups (delegated to ``GroupAdmin``, see ``_group_admin.py``).
 
 Topic creation and deletion go to the controller (any broker when it is unknown), as in
 Kafka; reads go to any broker. Per-topic errors in a response become the matching
@@ -89,6 +89,30 @@ class AsyncAdmin:
                 raise error_for(code)(topic["error_message"])
         await self._cluster.refresh_metadata()
         return True
+
+    async def create_partitions(self, new_totals: dict[str, int], timeout_ms: int | None = None,
+                                validate_only: bool = False) -> None:
+        """Grow topics to the given partition counts: ``{"events": 5}`` makes ``events`` have 5
+        partitions (the new total, as Kafka's ``NewPartitions.increaseTo``). Existing
+        partitions and their records are untouched. Keyed records sent afterwards go to
+        ``hash(key) % new total``, so a key's later records may land in another partition
+        than its earlier ones. This client's metadata is refreshed; other producers and
+        consumers see the new partitions at their next metadata refresh.
+
+        Raises (the first topic's failure, after every topic was tried):
+            InvalidPartitionsError: a count not larger than the current one.
+            UnknownTopicOrPartitionError: no such topic.
+            InvalidReplicationFactorError: too few live brokers for the topic's replicas.
+        """
+        body = await self._cluster.request(self._controller(), ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"topic": name, "count": count} for name, count in new_totals.items()],
+            "timeout_ms": timeout_ms if timeout_ms is not None else self.request_timeout_ms,
+            "validate_only": validate_only})
+        failed = [topic for topic in body["topics"] if topic["error_code"]]
+        if not validate_only:
+            await self._cluster.refresh_metadata()
+        if failed:
+            raise error_for(failed[0]["error_code"])(failed[0]["error_message"])
 
     async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         body = await self._cluster.request(self._controller(), ApiKey.DELETE_TOPICS, {

@@ -1,6 +1,6 @@
 """``tslog``: the command line for topics, producing lines and replaying a time range.
 
-    tslog topics create|list|describe|delete ...
+    tslog topics create|list|describe|delete|add-partitions ...
     tslog produce TOPIC                       # one record per stdin line
     tslog consume TOPIC --from-time -1h [--to-time now] [--format json]
     tslog consume TOPIC --group G             # share the partitions, resume where G committed
@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from . import Admin, Consumer, ConsumerRebalanceListener, Producer, TopicPartition
+from . import Admin, Consumer, ConsumerRebalanceListener, Producer, TopicPartition, cli_partitions
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .errors import TslogError
 from .times import TimeFormatError, format_time_ms, parse_time_ms
@@ -78,7 +78,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tslog", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(metavar="COMMAND")
 
-    topics = commands.add_parser("topics", help="create, list, describe or delete topics")
+    topics = commands.add_parser("topics", help="create, list, describe, delete or grow topics")
     topic_commands = topics.add_subparsers(metavar="ACTION")
     create = topic_commands.add_parser("create", parents=[common], help="create a topic")
     create.add_argument("topic")
@@ -96,6 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     delete = topic_commands.add_parser("delete", parents=[common], help="delete a topic")
     delete.add_argument("topic")
     delete.set_defaults(handler=_topics_delete)
+    cli_partitions.register(topic_commands, common)
 
     produce = commands.add_parser("produce", parents=[common],
                                   help="send each line of stdin as one record")

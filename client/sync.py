@@ -164,6 +164,9 @@ class Admin(_Facade):
         return self._run(self._core.create_topic(name, partitions, replication_factor, config,
                                                  timeout_ms, exist_ok=exist_ok))
 
+    def create_partitions(self, new_totals, timeout_ms=None, validate_only=False) -> None:
+        return self._run(self._core.create_partitions(new_totals, timeout_ms, validate_only))
+
     def delete_topic(self, name, timeout_ms=None) -> None:
         return self._run(self._core.delete_topic(name, timeout_ms))
 

@@ -2,7 +2,8 @@
 versions this side speaks, and the declarative schemas ``messages.py`` checks bodies against.
 
 A table of its own (not part of the envelope codec in ``messages.py``) because it is what
-grows with every new API; the consumer-group APIs' schemas come from ``group_schemas.py``.
+grows with every new API; the consumer-group and CreatePartitions schemas come from
+``group_schemas.py`` and ``partition_schemas.py``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
+from .partition_schemas import PARTITION_REQUEST_SCHEMAS, PARTITION_RESPONSE_SCHEMAS
 from .schema import (
     BIN,
     BOOL,
@@ -48,6 +50,7 @@ class ApiKey(IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
@@ -184,3 +187,5 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
 
 REQUEST_SCHEMAS.update(GROUP_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(GROUP_RESPONSE_SCHEMAS)
+REQUEST_SCHEMAS.update(PARTITION_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(PARTITION_RESPONSE_SCHEMAS)

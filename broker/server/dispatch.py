@@ -31,6 +31,7 @@ from .group_handlers import (
 from .handlers import (
     handle_alter_configs,
     handle_api_versions,
+    handle_create_partitions,
     handle_create_topics,
     handle_delete_topics,
     handle_describe_configs,
@@ -56,6 +57,7 @@ ADMIN_HANDLERS = {
     ApiKey.METADATA: handle_metadata,
     ApiKey.API_VERSIONS: handle_api_versions,
     ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,

@@ -72,6 +72,11 @@ async def handle_create_topics(services: AdminApis, body: dict) -> dict:
     return {"topics": await services.topic_service.create_topics(body["topics"])}
 
 
+async def handle_create_partitions(services: AdminApis, body: dict) -> dict:
+    return {"topics": await services.topic_service.create_partitions(body["topics"],
+                                                                     body["validate_only"])}
+
+
 async def handle_delete_topics(services: AdminApis, body: dict) -> dict:
     return {"topics": await services.topic_service.delete_topics(body["topics"])}
 

@@ -1,4 +1,5 @@
-"""Topic changes (CreateTopics, DeleteTopics, AlterConfigs): one interface, two ways to do it.
+"""Topic changes (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs): one interface,
+two ways to do it.
 
 Why an interface: a single broker writes its topic records and logs itself, while a
 clustered broker only validates and writes the change to etcd, where every broker's watch
@@ -33,6 +34,9 @@ class TopicService(Protocol):
     """Each method takes its request body's list and returns the response body's list."""
 
     async def create_topics(self, entries: list[dict]) -> list[dict]: ...
+
+    async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
+        ...
 
     async def delete_topics(self, names: list[str]) -> list[dict]: ...
 
@@ -69,6 +73,25 @@ class LocalTopicService:
                 except (TopicError, OSError) as exc:
                     result["error_code"], result["error_message"] = failure(
                         exc, f"create topic {entry['topic']}")
+                results.append(result)
+        return results
+
+    async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
+        """Validated on the loop; the record and the new empty logs written in a thread;
+        then the new partitions are served. Existing partitions are not touched."""
+        topics = self.topics
+        results = []
+        async with self._lock:
+            for entry in entries:
+                result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
+                try:
+                    grown = topics.grown_topic(entry["topic"], entry["count"])
+                    if not validate_only:
+                        logs = await asyncio.to_thread(topics.write_new_partitions, grown)
+                        topics.publish_partitions(grown, logs)
+                except (TopicError, OSError) as exc:
+                    result["error_code"], result["error_message"] = failure(
+                        exc, f"add partitions to {entry['topic']}")
                 results.append(result)
         return results
 
@@ -129,6 +152,8 @@ class ClusterTopicStore(Protocol):
 
     async def update_topic(self, topic: TopicMetadata) -> None: ...
 
+    async def add_partitions(self, grown: TopicMetadata) -> None: ...
+
 
 class ClusterTopicService:
     """A clustered broker's topic changes: validated here, one etcd transaction per topic.
@@ -149,6 +174,21 @@ class ClusterTopicService:
                     entry["topic"], entry["partitions"], entry["replication_factor"],
                     entry["configs"], clustered=True)
                 await self.store.create_topic(topic)
+            except (TopicError, ClusterError) as exc:
+                result["error_code"], result["error_message"] = failure(exc)
+            results.append(result)
+        return results
+
+    async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
+        """The new count and the new partitions' states in etcd; every broker's watch then
+        opens the logs of the new replicas it holds."""
+        results = []
+        for entry in entries:
+            result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
+            try:
+                grown = self.topics.grown_topic(entry["topic"], entry["count"])
+                if not validate_only:
+                    await self.store.add_partitions(grown)
             except (TopicError, ClusterError) as exc:
                 result["error_code"], result["error_message"] = failure(exc)
             results.append(result)
