@@ -19,7 +19,8 @@ import json
 import os
 import sys
 
-from . import Admin, Consumer, ConsumerRebalanceListener, Producer, TopicPartition, cli_partitions
+from . import Admin, Consumer, ConsumerRebalanceListener, Producer, TopicPartition
+from . import cli_partitions
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .errors import TslogError
 from .times import TimeFormatError, format_time_ms, parse_time_ms
