@@ -51,8 +51,10 @@ class AsyncConsumer(RebalancingMixin):
         max_poll_interval_ms: a member that does not call ``poll`` this long leaves the
             group (its partitions move) and joins again at its next ``poll``.
         heartbeat_interval_ms: heartbeat at least this often; None (the default): as often as
-            the coordinator says. (The session timeout is the broker's
-            ``group_session_timeout_ms``: KIP-848 decides it on the broker.)
+            the coordinator says.
+        session_timeout_ms: refused with ValueError: the session timeout is the broker's
+            ``group_session_timeout_ms`` (KIP-848 decides it on the broker, and Kafka 4's
+            consumer protocol refuses the client setting too); accepted here only to say so.
         auto_offset_reset: where to start without a committed offset.
         fetch_max_wait_ms / fetch_min_bytes: the broker's long poll.
         fetch_max_bytes / max_partition_fetch_bytes: size limits of one Fetch answer.
@@ -72,7 +74,12 @@ class AsyncConsumer(RebalancingMixin):
                  value_deserializer=None, lookup_poll_us: int = 100,
                  enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5000,
                  max_poll_interval_ms: int = 300_000,
-                 heartbeat_interval_ms: int | None = None) -> None:
+                 heartbeat_interval_ms: int | None = None,
+                 session_timeout_ms: int | None = None) -> None:
+        if session_timeout_ms is not None:  # Kafka 4's consumer protocol refuses it too
+            raise ValueError(
+                "session_timeout_ms is the broker's with KIP-848 consumer groups: set "
+                "group_session_timeout_ms (TSLOG_GROUP_SESSION_TIMEOUT_MS) on the brokers")
         if auto_offset_reset not in ("latest", "earliest", "none"):
             raise ValueError("auto_offset_reset must be 'latest', 'earliest' or 'none'")
         self.group_id = group_id
