@@ -68,15 +68,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tslog", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tslog", description=_DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"tslog {_version()}",
                         help="print the installed tslog version and exit")
     parser.add_argument("--bootstrap", default=os.environ.get("TSLOG_BOOTSTRAP", DEFAULT_BOOTSTRAP),
-                        help=_BOOTSTRAP_HELP)
+                        metavar="HOST:PORT", help=_BOOTSTRAP_HELP)
     # Subcommands take --bootstrap too; SUPPRESS keeps one given before the subcommand
     # from being overwritten by the subcommand's default.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap", default=argparse.SUPPRESS, help=_BOOTSTRAP_HELP)
+    common.add_argument("--bootstrap", default=argparse.SUPPRESS, metavar="HOST:PORT",
+                        help=_BOOTSTRAP_HELP)
     commands = parser.add_subparsers(metavar="COMMAND")
     cli_topics.register(commands, common)
     cli_produce.register(commands, common)
@@ -100,6 +101,7 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_DESCRIPTION = "the command line for topics, producing lines and replaying a time range"
 _BOOTSTRAP_HELP = (f"broker address host:port[,host:port] "
                    f"(default: $TSLOG_BOOTSTRAP or {DEFAULT_BOOTSTRAP})")
 

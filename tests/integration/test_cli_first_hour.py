@@ -43,6 +43,7 @@ def consume(bootstrap: str, topic: str, *args) -> list[dict]:
     return [json.loads(line) for line in output.splitlines()]
 
 
+@pytest.mark.slow
 def test_bootstrap_before_the_command_for_every_command(broker):
     first = ["--bootstrap", broker.bootstrap]
     result = tslog(*first, "topics", "create", "events")
@@ -68,6 +69,7 @@ def test_deleting_a_missing_topic_says_it_does_not_exist(broker):
     assert message == "topic ordres does not exist"
 
 
+@pytest.mark.slow
 def test_alter_config_and_describe_marks_overrides(broker):
     b = ("--bootstrap", broker.bootstrap)
     ok(tslog("topics", "create", "events", *b))
@@ -92,6 +94,7 @@ def test_alter_config_and_describe_marks_overrides(broker):
     assert "--config" in one_error_line(tslog("topics", "alter-config", "events", *b), code=2)
 
 
+@pytest.mark.slow
 def test_produce_headers_timestamp_and_compression(broker):
     b = ("--bootstrap", broker.bootstrap)
     ok(tslog("topics", "create", "events", *b))
