@@ -60,7 +60,7 @@ def _produce(args) -> None:
             count += 1
             size = len(value) + len(key or b"") + sum(len(k) + len(v) for k, v in headers)
             if limit is not None and size > limit:
-                raise CommandError(_too_large(args.topic, count, size, limit))
+                raise CommandError(_too_large(args.topic, count, size, limit) + _sent_before(count))
             future = producer.send(args.topic, value, key=key, partition=args.partition,
                                    timestamp_ms=timestamp_ms, headers=headers or None)
             sent.append((count, size, future))
@@ -100,6 +100,13 @@ def _wait_all(sent: list, topic: str, limit: int | None) -> None:
                 raise
             raise CommandError(_too_large(topic, line_number, size, limit)) from None
     sent.clear()
+
+
+def _sent_before(line_number: int) -> str:
+    if line_number == 1:
+        return ""
+    verb = "was" if line_number == 2 else "were"
+    return f"; {plural(line_number - 1, 'earlier line')} {verb} sent"
 
 
 def _too_large(topic: str, line_number: int, size: int, limit: int) -> str:
