@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from . import Admin
 from .cli_common import UsageError, key_values, plural
@@ -67,16 +68,13 @@ def _list(args) -> None:
 
 
 def _delete(args) -> None:
-    with Admin(args.bootstrap) as admin:
-        try:
-            admin.delete_topic(args.topic)
-        except UnknownTopicOrPartitionError:
-            raise UnknownTopicOrPartitionError(f"topic {args.topic} does not exist") from None
+    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+        admin.delete_topic(args.topic)
     print(f"deleted topic {args.topic}")
 
 
 def _describe(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
         description = admin.describe_topic(args.topic)
         configs = admin.describe_configs(args.topic)
     print(f"topic {description.name}: {plural(len(description.partitions), 'partition')}")
@@ -100,9 +98,18 @@ def _alter_config(args) -> None:
         changes[key] = None
     if not changes:
         raise UsageError("alter-config needs --config KEY=VALUE or --delete-config KEY")
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
         admin.describe_topic(args.topic)  # a missing topic is named as such
         admin.alter_configs(args.topic, changes)
     done = [f"{key}={value}" if value is not None else f"{key} reset to default"
             for key, value in changes.items()]
     print(f"altered topic {args.topic}: {', '.join(done)}")
+
+
+@contextlib.contextmanager
+def _named_if_missing(topic: str):
+    """The broker's "unknown topic or partition" (or the client's wording) as one message."""
+    try:
+        yield
+    except UnknownTopicOrPartitionError:
+        raise UnknownTopicOrPartitionError(f"topic {topic} does not exist") from None

@@ -87,8 +87,9 @@ def test_alter_config_and_describe_marks_overrides(broker):
     described = ok(tslog("topics", "describe", "events", *b))
     assert "* segment.ms" not in described and "  * retention.ms=3600000\n" in described
 
-    assert "does not exist" in one_error_line(
-        tslog("topics", "alter-config", "nope", "--config", "retention.ms=1", *b))
+    assert one_error_line(tslog("topics", "alter-config", "nope", "--config", "retention.ms=1",
+                                *b)) == "topic nope does not exist"
+    assert one_error_line(tslog("topics", "describe", "nope", *b)) == "topic nope does not exist"
     assert "bogus.key" in one_error_line(
         tslog("topics", "alter-config", "events", "--config", "bogus.key=1", *b))
     assert "--config" in one_error_line(tslog("topics", "alter-config", "events", *b), code=2)
