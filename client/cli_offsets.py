@@ -30,7 +30,8 @@ def _offsets(args) -> None:
     with Consumer(args.bootstrap) as consumer:
         keyword = args.time.strip().lower()
         if keyword in ("earliest", "latest"):
-            table = (consumer.beginning_offsets if keyword == "earliest" else consumer.end_offsets)(partitions)
+            lookup = consumer.beginning_offsets if keyword == "earliest" else consumer.end_offsets
+            table = lookup(partitions)
             rows = [(tp.partition, table[tp], -1) for tp in partitions]
         else:
             found = consumer.offsets_for_times({tp: parse_time_ms(args.time) for tp in partitions},

@@ -21,7 +21,8 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     create.add_argument("--partitions", type=int, default=1,
                         help="number of partitions (default: %(default)s)")
     create.add_argument("--replication-factor", type=int, default=1,
-                        help="copies of each partition, on that many brokers (default: %(default)s)")
+                        help="copies of each partition, on that many brokers "
+                             "(default: %(default)s)")
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="topic config, e.g. retention.ms=86400000 (repeatable)")
     create.add_argument("--if-not-exists", action="store_true",

@@ -52,7 +52,8 @@ def test_bootstrap_before_the_command_for_every_command(broker):
     produced = tslog(*first, "produce", "events", stdin=b"one\n")
     assert ok(produced) == "" and produced.stderr == b"produced 1 record to events\n"
     assert ok(tslog(*first, "consume", "events", "--to-time", "now")) == "one\n"
-    assert ok(tslog(*first, "offsets", "events", "--time", "latest")).splitlines()[1:] == ["0\t1\t-"]
+    offsets = ok(tslog(*first, "offsets", "events", "--time", "latest")).splitlines()
+    assert offsets[1:] == ["0\t1\t-"]
     assert "1 partition" in ok(tslog(*first, "topics", "describe", "events"))
     ok(tslog(*first, "topics", "delete", "events"))
 
@@ -144,7 +145,8 @@ def test_a_record_over_the_limit_names_its_size_and_the_limit(broker):
     # Under the limit by itself, over it once framed as a batch: the broker refuses it.
     message = one_error_line(tslog("produce", "events", stdin=b"y" * 1990 + b"\n", *b))
     assert message == ("line 1: a record of 1990 bytes (key, value and headers) with its "
-                       "batch's framing is over topic events's max.message.bytes limit of 2000 bytes")
+                       "batch's framing is over topic events's max.message.bytes limit of "
+                       "2000 bytes")
     # Many small records still go, in batches under the limit.
     many = b"".join(b"record-%04d\n" % i for i in range(1000))
     assert b"produced 1000 records" in tslog("produce", "events", stdin=many, *b).stderr
@@ -182,7 +184,8 @@ def test_readme_command_line_examples_run_in_order(broker, tmp_path):
     bindir.mkdir()
     (bindir / "tslog").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tslog.client.cli "$@"\n')
     (bindir / "tslog").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "TSLOG_BOOTSTRAP": broker.bootstrap}
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
+           "TSLOG_BOOTSTRAP": broker.bootstrap}
     examples = readme_cli_examples()
     assert len(examples) >= 10
     outputs = {}
