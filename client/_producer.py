@@ -371,8 +371,12 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         self._wake()
         try:
             if futures:
-                await asyncio.wait([asyncio.wrap_future(f) for f in futures],
+                waiters = [asyncio.wrap_future(f) for f in futures]
+                await asyncio.wait(waiters,
                                    timeout=None if timeout_ms is None else timeout_ms / 1000)
+                for waiter in waiters:  # a failure is the record future's to report, not
+                    if waiter.done() and not waiter.cancelled():  # asyncio's GC warning
+                        waiter.exception()
         finally:
             with accumulator.lock:
                 accumulator.flushing -= 1

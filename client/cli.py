@@ -1,39 +1,40 @@
 """``tslog``: the command line for topics, producing lines and replaying a time range.
 
-    tslog topics create|list|describe|delete|add-partitions ...
+    tslog topics create|list|describe|alter-config|add-partitions|delete ...
     tslog produce TOPIC                       # one record per stdin line
     tslog consume TOPIC --from-time -1h [--to-time now] [--format json]
     tslog consume TOPIC --group G             # share the partitions, resume where G committed
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
 
-Every subcommand takes ``--bootstrap`` (default ``$TSLOG_BOOTSTRAP`` or 127.0.0.1:9092).
-Errors print one line on stderr and exit 1 (2 for a bad command line).
+Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
+or 127.0.0.1:9092). Errors print one line on stderr and exit 1 (2 for a bad command line).
+This module parses and dispatches; the subcommands live in ``cli_topics``, ``cli_produce``
+and ``cli_offsets`` (``consume`` is here).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import importlib.metadata
 import json
+import logging
 import os
 import sys
 
-from . import Admin, Consumer, ConsumerRebalanceListener, Producer, TopicPartition
-from . import cli_partitions
+from . import Admin, Consumer, ConsumerRebalanceListener, TopicPartition
+from . import cli_offsets, cli_produce, cli_topics
+from .cli_common import EXPECTED_ERRORS, CommandError, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .errors import TslogError
-from .times import TimeFormatError, format_time_ms, parse_time_ms
+from .times import format_time_ms, parse_time_ms
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 _POLL_MS = 200
 
 
-class CommandError(Exception):
-    """A user-facing failure: printed as one line, exit status 1."""
-
-
-_TIME_OPTIONS = ("--from-time", "--to-time", "--time") + _GROUP_TIME_OPTIONS
+_TIME_OPTIONS = ("--from-time", "--to-time", "--time", "--timestamp") + _GROUP_TIME_OPTIONS
 
 
 def _attach_time_values(argv: list[str]) -> list[str]:
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2
+    # The client's warnings (a retried batch, a new producer id) are for programs that keep
+    # running; a command reports its outcome in its own one line.
+    logging.getLogger("tslog").setLevel(logging.ERROR)
     try:
         return args.handler(args) or 0
     except KeyboardInterrupt:
@@ -63,50 +67,25 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `tslog consume ... | head`
         sys.stderr.close()
         return 0
-    except (CommandError, TslogError, TimeFormatError, OSError, ValueError) as error:
-        message = str(error) or type(error).__name__
-        print(f"tslog: error: {message}", file=sys.stderr)
-        return 1
+    except EXPECTED_ERRORS as error:
+        print(f"tslog: error: {error_line(error)}", file=sys.stderr)
+        return 2 if isinstance(error, UsageError) else 1
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tslog", description=_DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"tslog {_version()}",
+                        help="print the installed tslog version and exit")
+    parser.add_argument("--bootstrap", default=os.environ.get("TSLOG_BOOTSTRAP", DEFAULT_BOOTSTRAP),
+                        metavar="HOST:PORT", help=_BOOTSTRAP_HELP)
+    # Subcommands take --bootstrap too; SUPPRESS keeps one given before the subcommand
+    # from being overwritten by the subcommand's default.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--bootstrap",
-        default=os.environ.get("TSLOG_BOOTSTRAP", DEFAULT_BOOTSTRAP),
-        help="broker address host:port[,host:port] (default: $TSLOG_BOOTSTRAP or %(default)s)",
-    )
-    parser = argparse.ArgumentParser(prog="tslog", description=__doc__.splitlines()[0])
+    common.add_argument("--bootstrap", default=argparse.SUPPRESS, metavar="HOST:PORT",
+                        help=_BOOTSTRAP_HELP)
     commands = parser.add_subparsers(metavar="COMMAND")
-
-    topics = commands.add_parser("topics", help="create, list, describe, delete or grow topics")
-    topic_commands = topics.add_subparsers(metavar="ACTION")
-    create = topic_commands.add_parser("create", parents=[common], help="create a topic")
-    create.add_argument("topic")
-    create.add_argument("--partitions", type=int, default=1)
-    create.add_argument("--replication-factor", type=int, default=1)
-    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="topic config, e.g. retention.ms=86400000 (repeatable)")
-    create.set_defaults(handler=_topics_create)
-    listing = topic_commands.add_parser("list", parents=[common], help="list topics")
-    listing.set_defaults(handler=_topics_list)
-    describe = topic_commands.add_parser("describe", parents=[common],
-                                         help="partitions (leader, replicas, ISR, epoch) and configs")
-    describe.add_argument("topic")
-    describe.set_defaults(handler=_topics_describe)
-    delete = topic_commands.add_parser("delete", parents=[common], help="delete a topic")
-    delete.add_argument("topic")
-    delete.set_defaults(handler=_topics_delete)
-    cli_partitions.register(topic_commands, common)
-
-    produce = commands.add_parser("produce", parents=[common],
-                                  help="send each line of stdin as one record")
-    produce.add_argument("topic")
-    produce.add_argument("--key-separator", default=None,
-                         help="split each line at the first SEP into key and value")
-    produce.add_argument("--partition", type=int, default=None)
-    produce.add_argument("--acks", choices=["0", "1", "all"], default="all")
-    produce.set_defaults(handler=_produce)
+    cli_topics.register(commands, common)
+    cli_produce.register(commands, common)
 
     consume = commands.add_parser("consume", parents=[common],
                                   help="print records from a point in time")
@@ -126,85 +105,21 @@ def _build_parser() -> argparse.ArgumentParser:
                               "from its committed offsets (else the earliest), committing")
     consume.set_defaults(handler=_consume)
 
-    offsets = commands.add_parser("offsets", parents=[common],
-                                  help="the offset each partition holds for a time")
-    offsets.add_argument("topic")
-    offsets.add_argument("--time", required=True,
-                         help="ISO-8601, epoch ms, relative (-15m), 'earliest' or 'latest'")
-    offsets.add_argument("--timestamp-type", choices=["append", "create"], default="append")
-    offsets.add_argument("--format", choices=["text", "json"], default="text")
-    offsets.set_defaults(handler=_offsets)
+    cli_offsets.register(commands, common)
     add_groups_commands(commands, common)
     return parser
 
 
-# -- topics -----------------------------------------------------------------------------------
-
-def _topics_create(args) -> None:
-    configs = {}
-    for item in args.config:
-        key, equals, value = item.partition("=")
-        if not equals or not key:
-            raise CommandError(f"--config takes KEY=VALUE, not {item!r}")
-        configs[key] = value
-    with Admin(args.bootstrap) as admin:
-        admin.create_topic(args.topic, args.partitions, args.replication_factor, configs)
-    print(f"created topic {args.topic} ({args.partitions} partitions)")
+_DESCRIPTION = "the command line for topics, producing lines and replaying a time range"
+_BOOTSTRAP_HELP = (f"broker address host:port[,host:port] "
+                   f"(default: $TSLOG_BOOTSTRAP or {DEFAULT_BOOTSTRAP})")
 
 
-def _topics_list(args) -> None:
-    with Admin(args.bootstrap) as admin:
-        for name in sorted(admin.list_topics()):
-            print(name)
-
-
-def _topics_delete(args) -> None:
-    with Admin(args.bootstrap) as admin:
-        admin.delete_topic(args.topic)
-    print(f"deleted topic {args.topic}")
-
-
-def _topics_describe(args) -> None:
-    with Admin(args.bootstrap) as admin:
-        description = admin.describe_topic(args.topic)
-        configs = admin.describe_configs(args.topic)
-    print(f"topic {description.name}: {len(description.partitions)} partitions")
-    print(f"{'partition':>9} {'leader':>6} {'epoch':>5}  replicas  isr")
-    for info in description.partitions:
-        replicas = ",".join(map(str, info.replicas))
-        isr = ",".join(map(str, info.isr))
-        print(f"{info.partition:>9} {info.leader:>6} {info.leader_epoch:>5}  {replicas:<8}  {isr}")
-    overrides = [entry for entry in configs.values() if entry.source == "topic"]
-    if overrides:
-        print("configs: " + ", ".join(f"{entry.name}={entry.value}" for entry in overrides))
-
-
-# -- produce ----------------------------------------------------------------------------------
-
-def _produce(args) -> None:
-    acks = "all" if args.acks == "all" else int(args.acks)
-    separator = args.key_separator.encode() if args.key_separator else None
-    count = 0
-    with Producer(args.bootstrap, acks=acks) as producer:
-        futures = []
-        for line in sys.stdin.buffer:
-            value = line.rstrip(b"\r\n")
-            key = None
-            if separator is not None and separator in value:
-                key, value = value.split(separator, 1)
-            futures.append(producer.send(args.topic, value, key=key, partition=args.partition))
-            count += 1
-            if len(futures) >= 10_000:
-                _wait_all(futures)
-        producer.flush()
-        _wait_all(futures)
-    print(f"produced {count} records to {args.topic}", file=sys.stderr)
-
-
-def _wait_all(futures: list) -> None:
-    for future in futures:
-        future.get(60)
-    futures.clear()
+def _version() -> str:
+    try:
+        return importlib.metadata.version("tslog")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 # -- consume and offsets ----------------------------------------------------------------------
@@ -381,24 +296,6 @@ def _json_bytes(name: str, data: bytes | None) -> dict:
         return {name: data.decode("utf-8")}
     except UnicodeDecodeError:
         return {f"{name}_base64": base64.b64encode(data).decode("ascii")}
-
-
-def _offsets(args) -> None:
-    with Consumer(args.bootstrap) as consumer:
-        partitions = _partitions(args.bootstrap, args.topic, None)
-        keyword = args.time.strip().lower()
-        if keyword in ("earliest", "latest"):
-            table = (consumer.beginning_offsets if keyword == "earliest" else consumer.end_offsets)(partitions)
-            rows = [(tp.partition, table[tp], -1) for tp in partitions]
-        else:
-            found = consumer.offsets_for_times({tp: parse_time_ms(args.time) for tp in partitions},
-                                               args.timestamp_type)
-            rows = [(tp.partition, *(found[tp] or (-1, -1))) for tp in partitions]
-    for partition, offset, timestamp in rows:
-        if args.format == "json":
-            print(json.dumps({"partition": partition, "offset": offset, "timestamp": timestamp}))
-        else:
-            print(f"{partition}\t{offset}\t{format_time_ms(timestamp)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""``tslog offsets TOPIC --time T``: per partition, the first offset at or after a time."""
+
+from __future__ import annotations
+
+import json
+
+from . import Admin, Consumer, TopicPartition
+from .times import format_time_ms, parse_time_ms
+
+
+def register(commands, common) -> None:
+    offsets = commands.add_parser("offsets", parents=[common],
+                                  help="the offset each partition holds for a time")
+    offsets.add_argument("topic", help="the topic to look up")
+    offsets.add_argument("--time", required=True,
+                         help="ISO-8601, epoch ms, relative (-15m), 'earliest' or 'latest'")
+    offsets.add_argument("--timestamp-type", choices=["append", "create"], default="append",
+                         help="which time --time refers to: LogAppendTime or CreateTime "
+                              "(default: %(default)s)")
+    offsets.add_argument("--format", choices=["text", "json"], default="text",
+                         help="text (a table with a header row) or one JSON object per "
+                              "partition (default: %(default)s)")
+    offsets.set_defaults(handler=_offsets)
+
+
+def _offsets(args) -> None:
+    with Admin(args.bootstrap) as admin:
+        description = admin.describe_topic(args.topic)
+    partitions = [TopicPartition(args.topic, info.partition) for info in description.partitions]
+    with Consumer(args.bootstrap) as consumer:
+        keyword = args.time.strip().lower()
+        if keyword in ("earliest", "latest"):
+            lookup = consumer.beginning_offsets if keyword == "earliest" else consumer.end_offsets
+            table = lookup(partitions)
+            rows = [(tp.partition, table[tp], -1) for tp in partitions]
+        else:
+            found = consumer.offsets_for_times({tp: parse_time_ms(args.time) for tp in partitions},
+                                               args.timestamp_type)
+            rows = [(tp.partition, *(found[tp] or (-1, -1))) for tp in partitions]
+    if args.format == "text":
+        print("partition\toffset\ttimestamp")
+    for partition, offset, timestamp in rows:
+        if args.format == "json":
+            print(json.dumps({"partition": partition, "offset": offset, "timestamp": timestamp}))
+        else:
+            print(f"{partition}\t{offset}\t{format_time_ms(timestamp)}")

@@ -1,0 +1,117 @@
+"""``tslog topics create|list|describe|alter-config|delete``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+from . import Admin, cli_partitions
+from .cli_common import UsageError, key_values, plural
+from .errors import UnknownTopicOrPartitionError
+
+
+def register(commands, common: argparse.ArgumentParser) -> None:
+    """Add ``topics`` and its actions to the ``tslog`` parser's subcommands."""
+    topics = commands.add_parser("topics", parents=[common],
+                                 help="create, list, describe, alter-config, grow or delete topics")
+    actions = topics.add_subparsers(metavar="ACTION")
+
+    create = actions.add_parser("create", parents=[common], help="create a topic")
+    create.add_argument("topic", help="the topic's name")
+    create.add_argument("--partitions", type=int, default=1,
+                        help="number of partitions (default: %(default)s)")
+    create.add_argument("--replication-factor", type=int, default=1,
+                        help="copies of each partition, on that many brokers "
+                             "(default: %(default)s)")
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="topic config, e.g. retention.ms=86400000 (repeatable)")
+    create.add_argument("--if-not-exists", action="store_true",
+                        help="succeed, changing nothing, if the topic exists already")
+    create.set_defaults(handler=_create)
+
+    listing = actions.add_parser("list", parents=[common], help="list topics")
+    listing.set_defaults(handler=_list)
+
+    describe = actions.add_parser("describe", parents=[common],
+                                  help="partitions (leader, replicas, ISR, epoch) and configs")
+    describe.add_argument("topic", help="the topic's name")
+    describe.set_defaults(handler=_describe)
+
+    alter = actions.add_parser("alter-config", parents=[common],
+                               help="set or reset a topic's configs")
+    alter.add_argument("topic", help="the topic's name")
+    alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a config on the topic, e.g. retention.ms=3600000 (repeatable)")
+    alter.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                       help="return a config to its default (repeatable)")
+    alter.set_defaults(handler=_alter_config)
+
+    delete = actions.add_parser("delete", parents=[common], help="delete a topic")
+    delete.add_argument("topic", help="the topic's name")
+    delete.set_defaults(handler=_delete)
+    cli_partitions.register(actions, common)
+
+
+def _create(args) -> None:
+    configs = key_values(args.config, "--config")
+    with Admin(args.bootstrap) as admin:
+        created = admin.create_topic(args.topic, args.partitions, args.replication_factor,
+                                     configs, exist_ok=args.if_not_exists)
+    if created:
+        print(f"created topic {args.topic} ({plural(args.partitions, 'partition')})")
+    else:
+        print(f"topic {args.topic} exists already; left as it is")
+
+
+def _list(args) -> None:
+    with Admin(args.bootstrap) as admin:
+        for name in sorted(admin.list_topics()):
+            print(name)
+
+
+def _delete(args) -> None:
+    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+        admin.delete_topic(args.topic)
+    print(f"deleted topic {args.topic}")
+
+
+def _describe(args) -> None:
+    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+        description = admin.describe_topic(args.topic)
+        configs = admin.describe_configs(args.topic)
+    print(f"topic {description.name}: {plural(len(description.partitions), 'partition')}")
+    print(f"{'partition':>9} {'leader':>6} {'epoch':>5}  replicas  isr")
+    for info in description.partitions:
+        replicas = ",".join(map(str, info.replicas))
+        isr = ",".join(map(str, info.isr))
+        print(f"{info.partition:>9} {info.leader:>6} {info.leader_epoch:>5}  {replicas:<8}  {isr}")
+    print("configs (* set on this topic, others are the broker's defaults):")
+    for name in sorted(configs):
+        entry = configs[name]
+        mark = "*" if entry.source == "topic" else " "
+        print(f"  {mark} {entry.name}={entry.value}")
+
+
+def _alter_config(args) -> None:
+    changes: dict[str, str | None] = dict(key_values(args.config, "--config"))
+    for key in args.delete_config:
+        if key in changes:
+            raise UsageError(f"{key} is both set (--config) and deleted (--delete-config)")
+        changes[key] = None
+    if not changes:
+        raise UsageError("alter-config needs --config KEY=VALUE or --delete-config KEY")
+    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+        admin.describe_topic(args.topic)  # a missing topic is named as such
+        admin.alter_configs(args.topic, changes)
+    done = [f"{key}={value}" if value is not None else f"{key} reset to default"
+            for key, value in changes.items()]
+    print(f"altered topic {args.topic}: {', '.join(done)}")
+
+
+@contextlib.contextmanager
+def _named_if_missing(topic: str):
+    """The broker's "unknown topic or partition" (or the client's wording) as one message."""
+    try:
+        yield
+    except UnknownTopicOrPartitionError:
+        raise UnknownTopicOrPartitionError(f"topic {topic} does not exist") from None
