@@ -9,13 +9,14 @@ clients do.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Callable, Iterable
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
-from .errors import raise_for
+from .errors import TslogError, raise_for
 
 # Codes meaning "this broker is not (or no longer, or not yet) the group's coordinator".
 MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
@@ -30,7 +31,7 @@ class GroupCoordinators:
 
     async def node(self, group_id: str) -> int:
         """The coordinator's node id. Raises the FindCoordinator error (e.g.
-        InvalidGroupIdError, CoordinatorNotAvailableError once retries ran out)."""
+        InvalidGroupIdError; CoordinatorNotAvailableError, retriable)."""
         node = self._nodes.get(group_id)
         if node is None:
             body = await self._cluster.request(None, ApiKey.FIND_COORDINATOR,
@@ -50,18 +51,30 @@ class GroupCoordinators:
                       codes: Callable[[dict], Iterable[int]], *, api_version: int = 0,
                       timeout_ms: int | None = None) -> dict:
         """Send ``body`` to the group's coordinator and return the answer; when ``codes`` of
-        the answer hold a MOVED code, find the coordinator again and resend (with the
-        cluster's backoff, up to its retries). The answer is returned as is otherwise:
-        other codes are the caller's to read."""
+        the answer hold a MOVED code, or the coordinator cannot be reached (its broker died:
+        connections refused, or it left the metadata), find the coordinator again and resend,
+        with the cluster's backoff, until the cluster's request timeout has passed since the
+        first try: long enough to ride out a controller failover, as Kafka's commitSync does.
+        The answer is returned as is otherwise: other codes are the caller's to read."""
+        deadline = time.monotonic() + self._cluster.request_timeout_ms / 1000
         attempt = 0
         while True:
-            node = await self.node(group_id)
-            answer = await self._cluster.request(node, api_key, body, api_version=api_version,
-                                                 timeout_ms=timeout_ms)
-            if not MOVED.intersection(codes(answer)) or attempt >= self._cluster.retries:
-                return answer
+            try:
+                node = await self.node(group_id)
+                answer = await self._cluster.request(node, api_key, body,
+                                                     api_version=api_version,
+                                                     timeout_ms=timeout_ms)
+            except TslogError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+            else:
+                if not MOVED.intersection(codes(answer)) or time.monotonic() >= deadline:
+                    return answer
             self.forget(group_id)
-            await self._cluster.refresh_metadata()
             await asyncio.sleep(self._cluster.backoff_s(attempt))
             attempt += 1
-
+            try:
+                await self._cluster.refresh_metadata()
+            except TslogError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
