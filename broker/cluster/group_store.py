@@ -83,22 +83,22 @@ class EtcdGroupOffsetStore:
     async def forget_topic(self, group_id: str, topic: str) -> None:
         """Delete the group's committed offsets of a deleted topic from etcd (one prefix
         delete; the other brokers drop them from their caches by the watch). Raises OSError."""
-        prefix = f"{self.prefix}{group_hash(group_id)}/{topic}/"
-        try:
-            _, revision = await self.etcd.txn([], [self.etcd.delete_prefix(prefix)])
-        except EtcdError as exc:
-            raise OSError(str(exc)) from None
-        self._forget(group_id, [tp for tp in self.fetch(group_id) if tp[0] == topic], revision)
+        await self._delete_prefix(group_id, f"{topic}/",
+                                  [tp for tp in self.fetch(group_id) if tp[0] == topic])
 
     async def forget_group(self, group_id: str) -> None:
         """Delete every committed offset of the group from etcd (DeleteGroups: one prefix
         delete; the other brokers drop them from their caches by the watch). Raises OSError."""
-        prefix = f"{self.prefix}{group_hash(group_id)}/"
+        await self._delete_prefix(group_id, "", list(self.fetch(group_id)))
+
+    async def _delete_prefix(self, group_id: str, under: str, partitions: list) -> None:
+        """One prefix delete under the group's key, then ``partitions`` leave the cache."""
+        prefix = f"{self.prefix}{group_hash(group_id)}/{under}"
         try:
             _, revision = await self.etcd.txn([], [self.etcd.delete_prefix(prefix)])
         except EtcdError as exc:
             raise OSError(str(exc)) from None
-        self._forget(group_id, list(self.fetch(group_id)), revision)
+        self._forget(group_id, partitions, revision)
 
     def _forget(self, group_id: str, partitions: list, revision: int) -> None:
         """Remove keys from the cache unless a newer revision of one is there already; a

@@ -60,38 +60,40 @@ class LocalTopicService:
 
     async def create_topics(self, entries: list[dict]) -> list[dict]:
         topics = self.topics
-        results = []
-        async with self._lock:
-            for entry in entries:
-                result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
-                try:
-                    topic = topics.validate_new_topic(entry["topic"], entry["partitions"],
-                                                      entry["replication_factor"],
-                                                      entry["configs"])
-                    written = await asyncio.to_thread(topics.write_new_topic, topic)
-                    topics.publish_topic(topic, written)
-                except (TopicError, OSError) as exc:
-                    result["error_code"], result["error_message"] = failure(
-                        exc, f"create topic {entry['topic']}")
-                results.append(result)
-        return results
+
+        async def create(entry: dict) -> None:
+            topic = topics.validate_new_topic(entry["topic"], entry["partitions"],
+                                              entry["replication_factor"], entry["configs"])
+            written = await asyncio.to_thread(topics.write_new_topic, topic)
+            topics.publish_topic(topic, written)
+
+        return await self._each_topic(entries, create, "create topic")
 
     async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
         """Validated on the loop; the record and the new empty logs written in a thread;
         then the new partitions are served. Existing partitions are not touched."""
         topics = self.topics
+
+        async def grow(entry: dict) -> None:
+            grown = topics.grown_topic(entry["topic"], entry["count"])
+            if not validate_only:
+                logs = await asyncio.to_thread(topics.write_new_partitions, grown)
+                topics.publish_partitions(grown, logs)
+
+        return await self._each_topic(entries, grow, "add partitions to")
+
+    async def _each_topic(self, entries: list[dict], change, what: str) -> list[dict]:
+        """Run ``change`` on each entry, one at a time under the lock; a TopicError or OSError
+        becomes that topic's error code and message, the others go on."""
         results = []
         async with self._lock:
             for entry in entries:
                 result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
                 try:
-                    grown = topics.grown_topic(entry["topic"], entry["count"])
-                    if not validate_only:
-                        logs = await asyncio.to_thread(topics.write_new_partitions, grown)
-                        topics.publish_partitions(grown, logs)
+                    await change(entry)
                 except (TopicError, OSError) as exc:
                     result["error_code"], result["error_message"] = failure(
-                        exc, f"add partitions to {entry['topic']}")
+                        exc, f"{what} {entry['topic']}")
                 results.append(result)
         return results
 
