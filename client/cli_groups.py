@@ -49,14 +49,15 @@ def add_groups_commands(commands, common) -> None:
 
     describe = actions.add_parser("describe", parents=[common],
                                   help="committed offsets, lag (records, seconds), members")
-    describe.add_argument("group")
-    describe.add_argument("--format", choices=["text", "json"], default="text")
+    describe.add_argument("group", help="the consumer group's id")
+    describe.add_argument("--format", choices=["text", "json"], default="text",
+                          help="text tables or one JSON document (default: %(default)s)")
     describe.set_defaults(handler=_describe)
 
     reset = actions.add_parser("reset-offsets", parents=[common],
                                help="plan (default) or --execute a change of committed offsets")
-    reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
+    reset.add_argument("group", help="the consumer group's id")
+    reset.add_argument("--topic", required=True, help="the topic whose offsets change")
     reset.add_argument("--partition", type=int, default=None,
                        help="only this partition (default: every partition of the topic)")
     target = reset.add_mutually_exclusive_group(required=True)
@@ -77,12 +78,13 @@ def add_groups_commands(commands, common) -> None:
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
     mode.add_argument("--dry-run", action="store_true",
                       help="only print the plan (the default)")
-    reset.add_argument("--format", choices=["text", "json"], default="text")
+    reset.add_argument("--format", choices=["text", "json"], default="text",
+                       help="the plan as text or as JSON (default: %(default)s)")
     reset.set_defaults(handler=_reset_offsets)
 
     delete = actions.add_parser("delete", parents=[common],
                                 help="delete an empty group and its committed offsets")
-    delete.add_argument("group")
+    delete.add_argument("group", help="the consumer group's id")
     delete.set_defaults(handler=_delete)
 
 

@@ -14,7 +14,7 @@ def register(topic_commands, common) -> None:
     grow = topic_commands.add_parser(
         "add-partitions", parents=[common],
         help="grow a topic to N partitions in all (keyed records then map over N)")
-    grow.add_argument("topic")
+    grow.add_argument("topic", help="the topic's name")
     grow.add_argument("--partitions", type=int, required=True, metavar="N",
                       help="the new total number of partitions (larger than the current one)")
     grow.set_defaults(handler=_add_partitions)
