@@ -4,6 +4,9 @@
 stops it at teardown with SIGTERM, failing the test if it does not exit 0. ``broker_factory``
 builds more, or ones with extra environment/arguments, all cleaned up the same way.
 
+``members(bootstrap, group, topic)`` starts a consumer-group member process
+(``tests/helpers/group_members.py``); any still running at teardown are killed.
+
 ``etcd`` gives a running single-member etcd (``/usr/bin/etcd``) on free loopback ports with a
 temporary data directory, stopped by pid at teardown. ``cluster_factory(n)`` starts brokers
 0..n-1 of one cluster on that etcd (session timeout 2 s unless told otherwise) and stops them
@@ -16,6 +19,7 @@ import pytest
 
 from tests.helpers.broker_process import BrokerProcess, start_cluster
 from tests.helpers.etcd_process import EtcdProcess
+from tests.helpers.group_members import MemberProcess
 
 
 @pytest.fixture
@@ -72,3 +76,19 @@ def cluster_factory(tmp_path, etcd):
 
     yield make
     _cleanup(started)
+
+
+@pytest.fixture
+def members():
+    started: list[MemberProcess] = []
+
+    def start(*args) -> MemberProcess:
+        member = MemberProcess(*args)
+        started.append(member)
+        return member
+
+    yield start
+    for member in started:
+        if member.process.poll() is None:
+            member.process.kill()
+            member.process.wait(10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.group_wire import heartbeat, join
 from tests.helpers.wire import Wire
 from tslog.client import Admin, OffsetAndMetadata, Producer, TopicPartition
 from tslog.client.errors import (
@@ -14,23 +15,8 @@ from tslog.client.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
-from tslog.protocol.messages import ApiKey
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def heartbeat(wire: Wire, group: str, member_id: str, epoch: int, topics=None) -> dict:
-    answer = wire.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
-        "group_id": group, "member_id": member_id, "member_epoch": epoch,
-        "subscribed_topics": topics, "owned": None if epoch else []})
-    assert answer["error_code"] == 0, answer
-    return answer
-
-
-def join(wire: Wire, group: str, topics: list[str]) -> tuple[str, int]:
-    """A member joins (epoch 0) and is live until it leaves or its session times out."""
-    answer = heartbeat(wire, group, "", 0, topics)
-    return answer["member_id"], answer["member_epoch"]
 
 
 def produce(broker, topic: str, counts: dict[int, int]) -> None:

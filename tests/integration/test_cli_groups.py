@@ -12,11 +12,11 @@ import time
 
 import pytest
 
+from tests.helpers.group_wire import heartbeat
 from tests.helpers.wire import Wire
 from tslog.client import Admin, Consumer, Producer, TopicPartition
 from tslog.client.errors import NonEmptyGroupError
 from tslog.client.times import format_time_ms
-from tslog.protocol.messages import ApiKey
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -48,14 +48,6 @@ def committed(broker, group: str) -> dict[int, int]:
     with Admin(broker.bootstrap) as admin:
         return {tp.partition: value.offset
                 for tp, value in admin.list_consumer_group_offsets(group).items()}
-
-
-def heartbeat(wire: Wire, group: str, member_id: str, epoch: int, topics=None) -> dict:
-    answer = wire.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
-        "group_id": group, "member_id": member_id, "member_epoch": epoch,
-        "subscribed_topics": topics, "owned": None if epoch else []})
-    assert answer["error_code"] == 0, answer
-    return answer
 
 
 def produce(broker, counts: dict[int, int], tag: str = "r", create_ms=None) -> list:

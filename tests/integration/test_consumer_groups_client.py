@@ -10,18 +10,13 @@ applies and the kill test waits for it.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import fields
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.group_members import HEARTBEAT_MS, MemberProcess, split_evenly
 from tests.helpers.replication import wait_for
 from tests.helpers.wire import Wire
 from tslog.broker.config import BrokerConfig
@@ -31,75 +26,10 @@ from tslog.protocol.messages import ApiKey
 
 pytestmark = pytest.mark.timeout(180)
 
-MEMBER = Path(__file__).with_name("_group_member.py")
-HEARTBEAT_MS = 200
 SESSION_MS = (3000 if "group_session_timeout_ms" in {f.name for f in fields(BrokerConfig)}
               else 45_000)
 GROUP_ENV = {"TSLOG_GROUP_SESSION_TIMEOUT_MS": "3000",
              "TSLOG_GROUP_HEARTBEAT_INTERVAL_MS": "1000"}
-
-
-class MemberProcess:
-    """A ``_group_member.py`` process and the events it printed (read by a thread)."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, *extra: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(MEMBER), bootstrap, group, topic,
-             "--heartbeat-ms", str(HEARTBEAT_MS), *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.events: list[dict] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.events.append(json.loads(line))
-
-    def owned(self) -> set[tuple[str, int]]:
-        """What the member reads now, from its listener's calls."""
-        owned: set[tuple[str, int]] = set()
-        for event in list(self.events):
-            pairs = {tuple(p) for p in event.get("partitions", [])}
-            if event["event"] == "assigned":
-                owned |= pairs
-            elif event["event"] in ("revoked", "lost"):
-                owned -= pairs
-        return owned
-
-    def records(self) -> list[tuple[int, int, str]]:
-        return [tuple(r) for e in list(self.events) if e["event"] == "records"
-                for r in e["records"]]
-
-    def events_of(self, kind: str) -> list[set]:
-        return [{tuple(p) for p in e["partitions"]} for e in list(self.events)
-                if e["event"] == kind]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            assert self.process.wait(30) == 0
-        self._reader.join(10)
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
-        self._reader.join(10)
-
-
-@pytest.fixture
-def members():
-    started: list[MemberProcess] = []
-
-    def start(*args) -> MemberProcess:
-        member = MemberProcess(*args)
-        started.append(member)
-        return member
-
-    yield start
-    for member in started:
-        if member.process.poll() is None:
-            member.process.kill()
-            member.process.wait(10)
 
 
 @pytest.fixture
@@ -119,16 +49,6 @@ def produce(bootstrap: str, topic: str, partitions: int, numbers) -> None:
             for p in range(partitions):
                 producer.send(topic, f"{p}-{n}".encode(), partition=p)
         producer.flush()
-
-
-def everything(topic: str, partitions: int) -> set[tuple[str, int]]:
-    return {(topic, p) for p in range(partitions)}
-
-
-def split_evenly(group: list[MemberProcess], topic: str, partitions: int, each: int):
-    owned = [m.owned() for m in group]
-    return (all(len(o) == each for o in owned)
-            and set().union(*owned) == everything(topic, partitions))
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import pytest
 
 from tests.helpers.broker_process import BrokerProcess
 from tests.integration.test_cluster_brokers import FAILOVER_BOUND_S, SESSION_MS, metadata
-from tests.integration.test_consumer_groups_client import MemberProcess, split_evenly
+from tests.helpers.group_members import MemberProcess, split_evenly
 from tests.integration.test_consumer_groups_cluster import controller_of, wait_for_topic
 from tslog.client import Admin, Consumer, Producer, TopicPartition
 
@@ -56,22 +56,6 @@ def start_cluster(cluster_factory, group_session_ms: int) -> tuple[list[BrokerPr
         admin.create_topic("events", PARTITIONS, replication_factor=3)
     wait_for_topic(brokers, "events")
     return brokers, bootstrap
-
-
-@pytest.fixture
-def members():
-    started: list[MemberProcess] = []
-
-    def start(bootstrap: str) -> MemberProcess:
-        member = MemberProcess(bootstrap, "readers", "events")
-        started.append(member)
-        return member
-
-    yield start
-    for member in started:
-        if member.process.poll() is None:
-            member.process.kill()
-            member.process.wait(10)
 
 
 class Feeder:
@@ -126,7 +110,7 @@ def test_members_ride_out_the_coordinators_broker_being_killed(cluster_factory, 
     # whose members' sessions start afresh: 10 s leaves room for a busy machine.
     brokers, bootstrap = start_cluster(cluster_factory, group_session_ms=10_000)
     feeder = Feeder(bootstrap)
-    group = [members(bootstrap) for _ in range(3)]
+    group = [members(bootstrap, "readers", "events") for _ in range(3)]
     wait_for(lambda: split_evenly(group, "events", PARTITIONS, 2), 60, "2 partitions each")
     wait_for(lambda: all(len(m.records()) >= 10 for m in group), 30, "every member reads")
     before = describe(bootstrap)
@@ -180,7 +164,7 @@ def test_a_killed_members_partitions_are_taken_over_on_the_cluster(cluster_facto
     session_ms = 3000
     brokers, bootstrap = start_cluster(cluster_factory, group_session_ms=session_ms)
     feeder = Feeder(bootstrap)
-    group = [members(bootstrap) for _ in range(3)]
+    group = [members(bootstrap, "readers", "events") for _ in range(3)]
     wait_for(lambda: split_evenly(group, "events", PARTITIONS, 2), 60, "2 partitions each")
     victim, survivors = group[0], group[1:]
     wait_for(lambda: len(victim.records()) > 20, 30, "the victim reads")
