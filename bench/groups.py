@@ -24,6 +24,7 @@ the flags (3000 and 500 by default). Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import queue
 import signal
@@ -114,17 +115,30 @@ def trickle(bootstrap: str, topic: str, stop: threading.Event) -> None:
             stop.wait(0.02)
 
 
-def takeover_once(bootstrap: str, run: int, session_s: float) -> float:
-    topic, group = f"takeover-{run}", f"takeover-{run}"
+@contextlib.contextmanager
+def trickled_group(bootstrap: str, name: str, size: int, settle_s: float):
+    """A fresh topic of PARTITIONS fed by ``trickle``, and ``size`` members of a group of the
+    same name that have split it evenly; yields the members' list (append newcomers to it:
+    every member in it is stopped at the end)."""
     with Admin(bootstrap) as admin:
-        admin.create_topic(topic, partitions=PARTITIONS)
+        admin.create_topic(name, partitions=PARTITIONS)
     stop = threading.Event()
-    producer = threading.Thread(target=trickle, args=(bootstrap, topic, stop), daemon=True)
+    producer = threading.Thread(target=trickle, args=(bootstrap, name, stop), daemon=True)
     producer.start()
-    members = [Member(bootstrap, group, topic) for _ in range(3)]
+    members = [Member(bootstrap, name, name) for _ in range(size)]
     try:
-        wait_until(lambda: sorted(len(m.partitions) for m in members) == [2, 2, 2],
-                   30 + session_s)
+        even = [PARTITIONS // size] * size
+        wait_until(lambda: sorted(len(m.partitions) for m in members) == even, settle_s)
+        yield members
+    finally:
+        stop.set()
+        producer.join()
+        for member in members:
+            member.stop()
+
+
+def takeover_once(bootstrap: str, run: int, session_s: float) -> float:
+    with trickled_group(bootstrap, f"takeover-{run}", 3, 30 + session_s) as members:
         victim, survivors = members[0], members[1:]
         moved = set(victim.partitions)
         for member in survivors:  # only what they read after the kill counts
@@ -145,34 +159,17 @@ def takeover_once(bootstrap: str, run: int, session_s: float) -> float:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"partitions {moved - set(read_again)} not read again")
         return max(read_again.values()) - killed
-    finally:
-        stop.set()
-        producer.join()
-        for member in members:
-            member.stop()
 
 
 def join_once(bootstrap: str, run: int) -> float:
-    topic, group = f"join-{run}", f"join-{run}"
-    with Admin(bootstrap) as admin:
-        admin.create_topic(topic, partitions=PARTITIONS)
-    stop = threading.Event()
-    producer = threading.Thread(target=trickle, args=(bootstrap, topic, stop), daemon=True)
-    producer.start()
-    members = [Member(bootstrap, group, topic) for _ in range(2)]
-    try:
-        wait_until(lambda: sorted(len(m.partitions) for m in members) == [3, 3], 30)
-        newcomer = Member(bootstrap, group, topic)
+    name = f"join-{run}"
+    with trickled_group(bootstrap, name, 2, 30) as members:
+        newcomer = Member(bootstrap, name, name)
         members.append(newcomer)
         deadline = time.monotonic() + 60
         joined = newcomer.wait_for("start", deadline)["t"]
         first = newcomer.wait_for("first", deadline)["t"]
         return first - joined
-    finally:
-        stop.set()
-        producer.join()
-        for member in members:
-            member.stop()
 
 
 def fill(bootstrap: str, topic: str, records: int) -> None:
