@@ -51,7 +51,7 @@ def test_bootstrap_before_the_command_for_every_command(broker):
     assert "events" in ok(tslog(*first, "topics", "list")).split()
     produced = tslog(*first, "produce", "events", stdin=b"one\n")
     assert ok(produced) == "" and produced.stderr == b"produced 1 record to events\n"
-    assert ok(tslog(*first, "consume", "events", "--to-time", "now")) == "one\n"
+    assert ok(tslog(*first, "consume", "events", "--to-time", "now", "--format", "value")) == "one\n"
     offsets = ok(tslog(*first, "offsets", "events", "--time", "latest")).splitlines()
     assert offsets[1:] == ["0\t1\t-"]
     assert "1 partition" in ok(tslog(*first, "topics", "describe", "events"))
@@ -201,4 +201,11 @@ def test_readme_command_line_examples_run_in_order(broker, tmp_path):
     values = sorted(json.loads(row)["value"] for row in replay.splitlines())
     assert values == ["hello", "late", "world"]
     by_create = next(out for line, out in outputs.items() if "--timestamp-type create" in line)
-    assert sorted(by_create.split()) == ["hello", "late", "world"]
+    assert sorted(row.split("\t")[-1] for row in by_create.splitlines()) == [
+        "hello", "late", "world"]
+    ordered = [row.split("\t") for row in
+               next(out for line, out in outputs.items() if "--ordered" in line).splitlines()]
+    assert [row[-1] for row in ordered][-1] == "late" and len(ordered) == 3
+    assert [row[0] for row in ordered] == sorted(row[0] for row in ordered)  # ISO times
+    from_offset = next(out for line, out in outputs.items() if "--offset -2" in line)
+    assert all(re.fullmatch(r"0:\d+ (k\d)?=\w+", row) for row in from_offset.splitlines())
