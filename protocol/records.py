@@ -233,7 +233,10 @@ def to_arrow(columns: RecordColumns):
     ``timestamp`` is the batch's LogAppendTime in ms, repeated. Arrow views the numpy arrays and
     the batch bytes without copying them. Requires the optional ``pyarrow`` dependency.
     """
-    import pyarrow as pa  # optional dependency; only readers that want Arrow pay for it
+    try:
+        import pyarrow as pa  # optional dependency; only readers that want Arrow pay for it
+    except ImportError as exc:
+        raise ImportError("to_arrow needs pyarrow: pip install 'tslog[arrow]'") from exc
 
     n = columns.record_count
 
