@@ -31,6 +31,9 @@ from .errors import (
 )
 
 log = logging.getLogger(__name__)
+# One WARNING when a broker stops answering connects and one when it answers again (not one
+# per retry): what a tailing `tslog consume` shows on stderr, and what a service's logs need.
+reachability_log = logging.getLogger("tslog.client.reachability")
 
 
 def parse_bootstrap(bootstrap: str | list[str]) -> list[tuple[str, int]]:
@@ -78,6 +81,7 @@ class Cluster:
         self._connections: dict[tuple[str, int, str], Connection] = {}
         self._connecting: dict[tuple[str, int, str], asyncio.Task] = {}
         self._metadata_time = 0.0
+        self._unreachable: set[tuple[str, int]] = set()  # reported down, not yet back
         self._refresh: asyncio.Task | None = None
         self._closed = False
 
@@ -184,7 +188,17 @@ class Cluster:
                 timeout_ms=self.connect_timeout_ms))
             self._connecting[key] = task
             task.add_done_callback(lambda _: self._connecting.pop(key, None))
-        conn = await asyncio.shield(task)
+        try:
+            conn = await asyncio.shield(task)
+        except ConnectionLostError as exc:
+            if address not in self._unreachable and not self._closed:
+                self._unreachable.add(address)
+                reachability_log.warning("broker %s:%d is unreachable (%s); retrying",
+                                         *address, _reason(exc))
+            raise
+        if address in self._unreachable:
+            self._unreachable.discard(address)
+            reachability_log.warning("broker %s:%d is reachable again", *address)
         if self._closed:
             conn.close()
             raise ClientClosedError()
@@ -243,3 +257,13 @@ class Cluster:
         self._connections.clear()
         if self._refresh is not None and not self._refresh.done():
             self._refresh.cancel()
+
+
+def _reason(error: ConnectionLostError) -> str:
+    """Why a connect failed, in words: the OS's reason rather than an exception repr."""
+    cause = error.__cause__
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror.lower()
+    if isinstance(cause, (asyncio.TimeoutError, TimeoutError)):
+        return "timed out"
+    return str(error)

@@ -4,8 +4,10 @@ KEY=VALUE options, and counted nouns ("1 partition", "2 partitions")."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import socket
+import sys
 
 from .errors import ConnectionLostError, TslogError
 from .times import TimeFormatError
@@ -62,8 +64,21 @@ def _connect_failure(error: BaseException) -> str:
     return str(cause) if cause is not None else "no answer"
 
 
+def show_reachability() -> None:
+    """Print the client's "broker unreachable" / "reachable again" warnings on stderr: a
+    command that keeps reading (a tailing ``consume``) must not sit silent while its broker
+    is gone. Other commands fail with one error line instead."""
+    logger = logging.getLogger("tslog.client.reachability")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("tslog: warning: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
 # What a subcommand may raise for ``main`` to print as one line (anything else is a bug and
 # keeps its traceback).
 EXPECTED_ERRORS = (CommandError, TslogError, TimeFormatError, OSError, ValueError)
 
-__all__ = ["CommandError", "UsageError", "EXPECTED_ERRORS", "error_line", "key_values", "plural"]
+__all__ = ["CommandError", "UsageError", "EXPECTED_ERRORS", "error_line", "key_values", "plural",
+           "show_reachability"]

@@ -20,7 +20,7 @@ import json
 import sys
 
 from . import Admin, Consumer, TopicPartition
-from .cli_common import CommandError, UsageError
+from .cli_common import CommandError, UsageError, show_reachability
 from .cli_consume_group import consume_group
 from .cli_positions import end_offsets, resolve_start
 from .format_string import compile_format
@@ -70,6 +70,7 @@ def register(commands, common) -> None:
 def consume_command(args) -> None:
     _check(args)
     render = renderer(args)
+    show_reachability()
     if args.group is not None:
         consume_group(args, render)
         return

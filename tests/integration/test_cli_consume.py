@@ -4,6 +4,9 @@ and the command lines that cannot mean anything refused with exit code 2."""
 
 from __future__ import annotations
 
+import select
+import subprocess
+import sys
 import time
 
 import pytest
@@ -77,3 +80,35 @@ def test_offset_starts_a_partition_there_and_impossible_ranges_are_refused(event
     late_start = one_error_line(tslog("consume", "events", "--from-time", "-1m",
                                       "--to-time", "-2h", *events), code=2)
     assert "later than --to-time" in late_start
+
+
+def read_line_within(stream, seconds: float) -> str:
+    """The next line of a subprocess pipe, or "" if none comes in time."""
+    ready, _, _ = select.select([stream], [], [], seconds)
+    return stream.readline().decode() if ready else ""
+
+
+@pytest.mark.slow
+def test_a_tailing_consume_says_when_its_broker_goes_and_comes_back(broker):
+    b = ("--bootstrap", broker.bootstrap)
+    ok(tslog("topics", "create", "events", *b))
+    tail = subprocess.Popen([sys.executable, "-m", "tslog.client.cli", "consume", "events",
+                             "--format", "value", *b],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ok(tslog("produce", "events", *b, stdin=b"before\n"))
+        assert read_line_within(tail.stdout, 30) == "before\n"
+        started = time.monotonic()
+        broker.kill()
+        gone = read_line_within(tail.stderr, 10)
+        assert gone.startswith("tslog: warning: broker 127.0.0.1:") and "unreachable" in gone
+        assert time.monotonic() - started < 10
+        broker.start()
+        back = read_line_within(tail.stderr, 15)
+        assert back.startswith("tslog: warning: broker 127.0.0.1:") and back.endswith(
+            "is reachable again\n")
+        ok(tslog("produce", "events", *b, stdin=b"after\n"))
+        assert read_line_within(tail.stdout, 30) == "after\n"
+    finally:
+        tail.kill()
+        tail.wait()
