@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.broker_process import BrokerProcess
+from tslog.client import Admin
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -67,3 +70,21 @@ def test_the_storage_engine_example_runs_in_a_fresh_directory_and_again(tmp_path
                                 timeout=60, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "data" / "events-0").is_dir()
+
+
+def test_the_config_file_example_sets_broker_wide_defaults(tmp_path):
+    """The TOML block of "Running the broker": its topic defaults are what a new topic gets
+    (the test's --listen flag overrides the file's address, as flags do)."""
+    (toml,) = re.findall(r"```toml\n(.*?)```", README, re.S)
+    config = tmp_path / "broker.toml"
+    config.write_text(toml)
+    broker = BrokerProcess(tmp_path / "data", args=["--config", str(config)]).start()
+    try:
+        with Admin(broker.bootstrap) as admin:
+            admin.create_topic("events", partitions=-1)
+            assert len(admin.describe_topic("events").partitions) == 3
+            configs = admin.describe_configs("events")
+            assert configs["retention.ms"].value == "86400000"
+            assert configs["segment.bytes"].value == "268435456"
+    finally:
+        broker.stop()
