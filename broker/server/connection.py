@@ -304,7 +304,6 @@ class BrokerConnection(asyncio.BufferedProtocol):
         try:
             wire = self._wire
             while True:
-                handled = False
                 while not self._blocked():
                     try:
                         event = wire.next_event()
@@ -325,9 +324,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
                     self._handle(event)
                     if self._closing:
                         return
-                    handled = True
-                # Writing can lower the unsent bytes: then more requests may go on.
-                if not self._write_ready() or not handled or not wire.frames_waiting:
+                # Writing can lower the unsent bytes: then more requests may go on. Also when
+                # none was handled this round (an answer that was holding them back just came):
+                # if the socket took everything, no resume_writing will ever come to say so.
+                if not self._write_ready() or not wire.frames_waiting:
                     break
         finally:
             self._pumping = False

@@ -188,6 +188,26 @@ async def test_requests_wait_while_unsent_bytes_exceed_the_connection_cap(make_b
     assert [cid for cid, _ in transport.responses()] == [1, 2, 3, 4, 5] and transport.reading
 
 
+async def test_answers_held_behind_a_long_poll_go_out_and_reading_resumes(make_broker):
+    """A long poll, then Fetches whose answers wait behind it until they reach the cap. When
+    the long poll answers, everything goes out, and if the socket takes it all at once (no
+    pause_writing, so no resume_writing either) the requests still waiting are handled
+    anyway: nothing else would ever wake the connection."""
+    broker = make_broker(max_unsent_response_bytes=64 * 1024)
+    fill_topic(broker)
+    broker.topics.create_topic("empty", 1, 1, {})
+    connection, transport = connect(broker)
+    long_poll = {"replica_id": -1, "max_wait_ms": 200, "min_bytes": 1, "max_bytes": 1000,
+                 "topics": [{"topic": "empty", "partitions": [
+                     {"partition": 0, "fetch_offset": 0, "max_bytes": 1000}]}]}
+    connection.data_received(request(ApiKey.FETCH, long_poll, 1)
+                             + b"".join(data_fetch(i) for i in range(2, 8)))
+    assert transport.responses() == [] and not transport.reading  # held behind the poll
+    await asyncio.sleep(0.4)  # the poll times out; the socket (unsent = 0) takes everything
+    assert [cid for cid, _ in transport.responses()] == list(range(1, 8))
+    assert transport.reading
+
+
 async def test_at_the_broker_wide_cap_only_connections_holding_nothing_read(make_broker):
     """Over the broker-wide total, a connection whose socket holds bytes waits; one whose
     socket drained is still served; the first goes on once the total drops."""
