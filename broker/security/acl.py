@@ -17,7 +17,8 @@ The rules, in order (Kafka's):
 Why an index: a check runs per request and topic, on the event loop; it must not scan every
 ACL. Bindings are kept per resource type, literal ones by name and prefixed ones by prefix,
 so a check reads the bindings of the name, of ``*`` and of each prefix of the name that
-some binding uses: O(bindings of the resource + distinct prefix lengths).
+some binding uses: O(bindings of the resource + distinct prefix lengths). Answers are also
+remembered until the ACLs change (a client asks about the same topics again and again).
 """
 
 from __future__ import annotations
@@ -25,23 +26,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
+from tslog.protocol.acl_schemas import OPERATIONS, PATTERN_TYPES, PERMISSIONS, RESOURCE_TYPES
+
 from . import ANONYMOUS
 
-OPERATIONS = ("Read", "Write", "Create", "Delete", "Describe", "Alter", "DescribeConfigs",
-              "AlterConfigs", "ClusterAction", "All")
-RESOURCE_TYPES = ("topic", "group", "cluster")
-PATTERN_TYPES = ("literal", "prefixed")
-PERMISSIONS = ("allow", "deny")
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_RESOURCE = "*"
 CLUSTER_NAME = "kafka-cluster"  # the one cluster resource's name, as Kafka names it
+
+_DECIDED_MAX = 100_000  # remembered answers; forgotten all at once beyond this
 
 # operation asked -> the allowed operations that grant it (Kafka's implications).
 _GRANTED_BY = {op: frozenset((op, "All")) for op in OPERATIONS}
 _GRANTED_BY["Describe"] = frozenset(("Describe", "Read", "Write", "Delete", "Alter", "All"))
 _GRANTED_BY["DescribeConfigs"] = frozenset(("DescribeConfigs", "AlterConfigs", "All"))
 
-__all__ = ["ANONYMOUS", "AclBinding", "AclFilter", "Authorizer", "binding_problem",
+__all__ = ["ANONYMOUS", "OPERATIONS", "PATTERN_TYPES", "PERMISSIONS", "RESOURCE_TYPES", "AclBinding", "AclFilter", "Authorizer", "binding_problem",
            "parse_super_users"]
 
 
@@ -161,10 +161,23 @@ class Authorizer:
         for entry in index.values():
             entry.prefix_lengths = tuple(sorted({len(p) for p in entry.prefixed}))
         self.bindings, self._index = bindings, index
+        self._decided: dict[tuple[str, str, str, str], bool] = {}
 
     def authorize(self, principal: str, operation: str, resource_type: str,
                   name: str) -> bool:
-        """May ``principal`` do ``operation`` on the resource? (The rules in the docstring.)"""
+        """May ``principal`` do ``operation`` on the resource? (The rules in the docstring.)
+        Answers are remembered until the ACLs change: a client asks about the same few
+        topics request after request, and a remembered answer is one dict lookup."""
+        key = (principal, operation, resource_type, name)
+        decided = self._decided.get(key)
+        if decided is None:
+            decided = self._decide(principal, operation, resource_type, name)
+            if len(self._decided) >= _DECIDED_MAX:
+                self._decided.clear()
+            self._decided[key] = decided
+        return decided
+
+    def _decide(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
         if principal in self.super_users:
             return True
         matching = self._index[resource_type].matching(name)
