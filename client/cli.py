@@ -26,9 +26,9 @@ import sys
 
 from . import Admin, Consumer, ConsumerRebalanceListener, TopicPartition
 from . import cli_offsets, cli_produce, cli_topics
-from .cli_acls import add_acls_commands
 from .cli_common import EXPECTED_ERRORS, CommandError, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
+from .cli_acls import add_acls_commands
 from .errors import TslogError
 from .times import format_time_ms, parse_time_ms
 
