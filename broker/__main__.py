@@ -31,6 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--listen", help="HOST:PORT for clients (127.0.0.1:9092)")
     parser.add_argument("--metrics-listen", dest="metrics_listen", help="HOST:PORT serving Prometheus /metrics (off unless given)")
     parser.add_argument("--node-id", dest="node_id", help="this broker's node id (0)")
+    parser.add_argument("--authorizer-enabled", dest="authorizer_enabled", nargs="?",
+                        const="true", help="check every request against the ACLs (false)")
+    parser.add_argument("--super-users", dest="super_users",
+                        help='principals allowed everything, "User:admin;User:CN=broker0"')
+    parser.add_argument("--allow-everyone-if-no-acl-found",
+                        dest="allow_everyone_if_no_acl_found", nargs="?", const="true",
+                        help="a resource no ACL names is open to everyone (false)")
     parser.add_argument("--log-level", dest="log_level", default="INFO",
                         help="logging level (INFO)")
     return parser

@@ -74,6 +74,10 @@ class BrokerConfig:
     group_rebalance_timeout_ms: int = 300_000  # to give partitions up before being removed
     group_assignor: str = "uniform"  # "uniform" (sticky, balanced) or "range" (Kafka's)
     group_max_size: int = 1_000  # members per group; a join beyond is refused
+    # Authorization (docs/security.md): every request is checked against the ACLs.
+    authorizer_enabled: bool = False
+    super_users: str = ""  # "User:admin;User:CN=broker0": principals allowed everything
+    allow_everyone_if_no_acl_found: bool = False  # a resource no ACL names: allowed to all
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:

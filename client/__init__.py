@@ -9,6 +9,8 @@ without ``close()``.
 """
 
 from ._types import (
+    AclBinding,
+    AclBindingFilter,
     ColumnBatch,
     ConfigEntry,
     ConsumerRecord,
@@ -28,6 +30,8 @@ from ._membership import ConsumerRebalanceListener
 from .sync import Admin, Consumer, Producer
 
 __all__ = [
+    "AclBinding",
+    "AclBindingFilter",
     "Admin",
     "ColumnBatch",
     "ConfigEntry",

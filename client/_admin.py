@@ -1,5 +1,6 @@
 """AsyncAdmin: create, grow, delete, list and describe topics; read and change configs;
-offsets; consumer groups (delegated to ``GroupAdmin``, see ``_group_admin.py``).
+offsets; consumer groups (delegated to ``GroupAdmin``, see ``_group_admin.py``); ACLs
+(delegated to ``AclAdmin``, ``_acl_admin.py``).
 
 Topic creation and deletion go to the controller (any broker when it is unknown), as in
 Kafka; reads go to any broker. Per-topic errors in a response become the matching
@@ -11,10 +12,13 @@ from __future__ import annotations
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
+from ._acl_admin import AclAdmin
 from ._cluster import Cluster
 from ._group_admin import GroupAdmin
 from ._offsets import list_offsets
 from ._types import (
+    AclBinding,
+    AclBindingFilter,
     ConfigEntry,
     GroupDescription,
     GroupListing,
@@ -40,6 +44,7 @@ class AsyncAdmin:
                                 request_timeout_ms=request_timeout_ms,
                                 lookup_poll_us=lookup_poll_us)
         self._groups = GroupAdmin(self._cluster)
+        self._acls = AclAdmin(self._cluster)
         self._closed = False
 
     async def start(self) -> None:
@@ -202,3 +207,22 @@ class AsyncAdmin:
     async def delete_consumer_groups(self, group_ids) -> None:
         """Delete groups without members; NonEmptyGroupError for one that has members."""
         await self._groups.delete_groups(list(group_ids))
+
+    # ------------------------------------------------------------------------------ ACLs
+
+    async def create_acls(self, bindings) -> None:
+        """Add ACLs (``AclBinding``s); one that exists already changes nothing. Needs Alter
+        on the cluster, else ClusterAuthorizationFailedError."""
+        await self._acls.create(list(bindings))
+
+    async def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter()
+                            ) -> list[AclBinding]:
+        """The ACLs the filter matches (default: all). Needs Describe on the cluster."""
+        return await self._acls.describe(acl_filter)
+
+    async def delete_acls(self, filters) -> list[AclBinding]:
+        """Delete the ACLs any of the filters (one ``AclBindingFilter`` or several) matches;
+        return them. Needs Alter on the cluster."""
+        if isinstance(filters, AclBindingFilter):
+            filters = [filters]
+        return await self._acls.delete(list(filters))

@@ -126,3 +126,29 @@ class GroupDescription(NamedTuple):
     assignment_epoch: int
     assignor: str
     members: list  # of MemberDescription
+
+
+class AclBinding(NamedTuple):
+    """One ACL (docs/security.md): ``principal`` ("User:alice", "User:*") is allowed or
+    denied ``operation`` on resources of ``resource_type`` ("topic", "group", "cluster")
+    named ``resource_name`` ("*" = all) literally or, with ``pattern_type`` "prefixed", by
+    prefix. The cluster resource is named "kafka-cluster"."""
+
+    principal: str
+    resource_type: str
+    resource_name: str
+    operation: str
+    permission: str = "allow"
+    pattern_type: str = "literal"
+
+
+class AclBindingFilter(NamedTuple):
+    """Which ACLs to list or delete: None matches anything. ``pattern_type`` "match"
+    selects every ACL that applies to ``resource_name`` (its literal, "*", its prefixes)."""
+
+    principal: str | None = None
+    resource_type: str | None = None
+    resource_name: str | None = None
+    operation: str | None = None
+    permission: str | None = None
+    pattern_type: str | None = None

@@ -10,6 +10,8 @@ from ._membership import ConsumerRebalanceListener
 from ._producer import AsyncProducer
 from ._accumulator import RecordFuture
 from ._types import (
+    AclBinding,
+    AclBindingFilter,
     ColumnBatch,
     ConfigEntry,
     ConsumerRecord,
@@ -21,6 +23,8 @@ from ._types import (
 )
 
 __all__ = [
+    "AclBinding",
+    "AclBindingFilter",
     "AsyncAdmin",
     "AsyncConsumer",
     "AsyncProducer",

@@ -19,6 +19,7 @@ from ._admin import AsyncAdmin
 from ._consumer import AsyncConsumer
 from ._direct import DirectLookups
 from ._producer import AsyncProducer
+from ._types import AclBindingFilter
 from .errors import ClientClosedError
 
 
@@ -202,6 +203,15 @@ class Admin(_Facade):
 
     def delete_consumer_groups(self, group_ids) -> None:
         return self._run(self._core.delete_consumer_groups(group_ids))
+
+    def create_acls(self, bindings) -> None:
+        return self._run(self._core.create_acls(bindings))
+
+    def describe_acls(self, acl_filter=AclBindingFilter()):
+        return self._run(self._core.describe_acls(acl_filter))
+
+    def delete_acls(self, filters):
+        return self._run(self._core.delete_acls(filters))
 
 
 class Producer(_Facade):

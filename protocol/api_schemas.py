@@ -2,14 +2,15 @@
 versions this side speaks, and the declarative schemas ``messages.py`` checks bodies against.
 
 A table of its own (not part of the envelope codec in ``messages.py``) because it is what
-grows with every new API; the consumer-group and CreatePartitions schemas come from
-``group_schemas.py`` and ``partition_schemas.py``.
+grows with every new API; the consumer-group, CreatePartitions and ACL schemas come from
+``group_schemas.py``, ``partition_schemas.py`` and ``acl_schemas.py``.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
+from .acl_schemas import ACL_REQUEST_SCHEMAS, ACL_RESPONSE_SCHEMAS
 from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
 from .partition_schemas import PARTITION_REQUEST_SCHEMAS, PARTITION_RESPONSE_SCHEMAS
 from .schema import (
@@ -48,6 +49,9 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
@@ -189,3 +193,5 @@ REQUEST_SCHEMAS.update(GROUP_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(GROUP_RESPONSE_SCHEMAS)
 REQUEST_SCHEMAS.update(PARTITION_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(PARTITION_RESPONSE_SCHEMAS)
+REQUEST_SCHEMAS.update(ACL_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(ACL_RESPONSE_SCHEMAS)

@@ -25,6 +25,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from ..cluster.acl_store import EtcdAclStore
 from ..cluster.etcd_view import EtcdClusterView
 from ..cluster.group_state_store import EtcdGroupStateStore
 from ..cluster.group_store import EtcdGroupOffsetStore
@@ -63,6 +64,15 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
         await asyncio.to_thread(broker.close)
         await view.close()
         raise
+    try:  # ACLs too: every broker follows them, so one added anywhere applies everywhere
+        acls = EtcdAclStore(view.etcd, config.cluster_name, broker.acls.authorizer)
+        await acls.start()
+    except BaseException:
+        await groups.close()
+        await asyncio.to_thread(broker.close)
+        await view.close()
+        raise
+    broker.acls.store = acls  # closed by the listener before the view
     broker.use_group_store(groups)
     view.group_store = groups  # closed with the view
     sync.attach(broker.topics, broker.notifier.notify)

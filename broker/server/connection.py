@@ -54,9 +54,10 @@ from tslog.protocol.messages import (
     UnknownApiKeyError,
 )
 
-from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
 from ..config import BrokerConfig
+from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
 from ..metrics.observe import finish_request
+from ..security.request_gate import ANONYMOUS, RequestGate
 from .dispatch import Dispatch
 from .foreign_clients import ForeignClientNotes
 from .idle_poll import IdlePoller
@@ -150,10 +151,7 @@ class _Running:
     __slots__ = ("api", "chunked", "started", "task")
 
     def __init__(self, task: asyncio.Task, api, started: float, chunked: bool) -> None:
-        self.task = task
-        self.api = api
-        self.started = started
-        self.chunked = chunked
+        self.task, self.api, self.started, self.chunked = task, api, started, chunked
 
 
 class BrokerConnection(asyncio.BufferedProtocol):
@@ -165,11 +163,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
         config: the connection limits (frame size, requests in flight, unsent bytes, idle).
         idle_poller: the broker's one poller, told when each read was handled.
         registry: every live connection, for the broker-wide limits.
+        gate: None (authorizer off), or every handler asks it first for ``principal``.
     """
 
     def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
-                 registry: ConnectionRegistry) -> None:
-        self.dispatch = dispatch
+                 registry: ConnectionRegistry, gate: RequestGate | None = None) -> None:
+        self.principal = ANONYMOUS
+        self.dispatch = dispatch if gate is None else gate.bind(dispatch, self)
         self.idle_poller = idle_poller
         self.registry = registry
         self.max_in_flight = config.max_in_flight_requests

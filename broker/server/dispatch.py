@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from tslog.protocol.messages import ApiKey
 
+from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
 from .group_handlers import (
     handle_consumer_group_describe,
@@ -40,7 +41,7 @@ from .handlers import (
     handle_offset_fetch,
 )
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
-from .services import AdminApis, DataPath, GroupApis, ReplicationApis
+from .services import AclApis, AdminApis, DataPath, GroupApis, ReplicationApis
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
@@ -72,14 +73,21 @@ GROUP_HANDLERS = {
     ApiKey.DELETE_GROUPS: handle_delete_groups,
 }
 
+ACL_HANDLERS = {
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
+}
+
 
 def bind_handlers(data_path: DataPath, replication: ReplicationApis, admin: AdminApis,
-                  groups: GroupApis) -> Dispatch:
+                  groups: GroupApis, acls: AclApis) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_PATH_HANDLERS, data_path),
                                (REPLICATION_HANDLERS, replication),
-                               (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups)):
+                               (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
+                               (ACL_HANDLERS, acls)):
         for api_key, handler in handlers.items():
             dispatch[api_key] = MethodType(handler, services)
     return dispatch

@@ -141,6 +141,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             if view is not None and view.failed.done():
                 raise DuplicateBrokerError(view.failed.result())
         finally:
+            await broker.acls.close()  # a cluster's watch of etcd's ACLs
             if view is not None:  # leave the cluster first: others take over at once
                 await view.close()
             if metrics is not None:
@@ -169,10 +170,10 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     loop = asyncio.get_running_loop()
     registry = ConnectionRegistry(config.max_connections, config.max_total_unsent_response_bytes)
     host, port = config.listen_address
-    dispatch, idle_poller = broker.dispatch, broker.idle_poller
+    dispatch, idle_poller, gate = broker.dispatch, broker.idle_poller, broker.gate
     try:
         server = await loop.create_server(
-            lambda: BrokerConnection(dispatch, config, idle_poller, registry), host, port,
+            lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate), host, port,
             reuse_address=True, backlog=1024)
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None

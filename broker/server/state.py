@@ -26,6 +26,9 @@ from ..group_state import GroupStateStore
 from ..metadata import LocalMetadataStore, MetadataStore
 from ..metrics.sources import ScrapeSources
 from ..replication.manager import ReplicaManager
+from ..security.acl import Authorizer, parse_super_users
+from ..security.acl_store import AclService, LocalAclStore
+from ..security.request_gate import RequestGate
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
@@ -34,6 +37,7 @@ from .dispatch import Dispatch, bind_handlers
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
 from .services import (
+    AclServices,
     AdminServices,
     DataPathServices,
     GroupServices,
@@ -85,12 +89,21 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+        # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
+        # ``cluster_sync.open_clustered``). ``gate`` is None when the authorizer is off:
+        # connections then call the handlers directly and pay nothing for it.
+        authorizer = Authorizer(parse_super_users(config.super_users),
+                                config.allow_everyone_if_no_acl_found)
+        self.acls = AclService(authorizer, None if config.clustered
+                               else LocalAclStore(Path(config.data_dir), authorizer))
+        self.gate = RequestGate(authorizer) if config.authorizer_enabled else None
         self.dispatch: Dispatch = bind_handlers(
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config),
-            GroupServices(topics, self.offsets, self.groups, self.cluster))
+            GroupServices(topics, self.offsets, self.groups, self.cluster),
+            AclServices(self.acls))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)

@@ -1,0 +1,361 @@
+"""What every API needs from the ACLs, and the verdict for one request (Kafka's mapping).
+
+A rule per api key reads the request body and the connection's principal and returns one of:
+
+- ``None``: allowed, run the handler on the body as it is;
+- a dict: the whole request is denied; this is its answer and the handler never runs
+  (cluster-level APIs: CLUSTER_AUTHORIZATION_FAILED; a group a member may not read);
+- a ``Partial``: some topics, partitions or groups are denied. The handler runs on a body
+  without them (or not at all when nothing is left) and the denied entries are merged into
+  its response, with TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED, in the shape
+  the response schema requires. So a denied part of a request changes nothing.
+
+Metadata and ListGroups hide what may not be described (listing everything), and answer
+TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
+the topic exists.
+
+Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
+either way; with the authorizer off it gets the plain table and pays nothing at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from tslog.protocol.errors import ErrorCode
+
+from . import ANONYMOUS
+from .acl import CLUSTER_NAME, Authorizer
+
+__all__ = ["ANONYMOUS", "RULES", "RequestGate", "decide"]
+
+TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+
+class Partial:
+    """Run the handler on ``body`` (None: do not run it, start from ``empty``), then
+    ``merge`` the denied entries into its response."""
+
+    __slots__ = ("body", "merge", "empty")
+
+    def __init__(self, body: dict | None, merge: Callable[[dict], dict], empty: dict) -> None:
+        self.body = body
+        self.merge = merge
+        self.empty = empty
+
+
+Rule = Callable[[Authorizer, str, dict], Any]
+
+
+def _cluster_denied(principal: str, operation: str) -> dict:
+    return {"error_code": CLUSTER_DENIED,
+            "error_message": f"{principal} is not allowed to {operation} the cluster"}
+
+
+def _appending(key: str, entries: list) -> Callable[[dict], dict]:
+    def merge(response: dict) -> dict:
+        if response is None or key not in response:  # acks = 0, or a bare error body
+            return response
+        return {**response, key: response[key] + entries}
+    return merge
+
+
+def _keeping(key: str, name_of: Callable[[dict], str],
+             allowed: Callable[[str], bool]) -> Callable[[dict], dict]:
+    def merge(response: dict) -> dict:
+        if response is None or key not in response:
+            return response
+        return {**response, key: [entry for entry in response[key]
+                                  if allowed(name_of(entry))]}
+    return merge
+
+
+def _split(items: list, name_of, allowed) -> tuple[list, list]:
+    kept, denied = [], []
+    for item in items:
+        (kept if allowed(name_of(item)) else denied).append(item)
+    return kept, denied
+
+
+def _topic_partitions(operation: str, denied_partition: Callable[[Any], dict],
+                      list_key: str = "topics") -> Rule:
+    """A per-partition API (``[{"topic", "partitions": [...]}]``)."""
+    def rule(authz: Authorizer, principal: str, body: dict):
+        authorize = authz.authorize
+        for topic in body[list_key]:  # the common case first: every topic allowed
+            if not authorize(principal, operation, "topic", topic["topic"]):
+                break
+        else:
+            return None
+        kept, denied = _split(body[list_key], lambda t: t["topic"],
+                              lambda name: authz.authorize(principal, operation, "topic", name))
+        if not denied:
+            return None
+        entries = [{"topic": t["topic"], "partitions": [denied_partition(p)
+                                                        for p in t["partitions"]]}
+                   for t in denied]
+        return Partial({**body, list_key: kept} if kept else None,
+                       _appending("topics", entries), {"topics": []})
+    return rule
+
+
+def _named(operation: str, resource_type: str, request_key: str, response_key: str,
+           denied_entry: Callable[[str, str], dict], name_of=lambda item: item) -> Rule:
+    """An API over a list of named topics or groups, one result entry per name."""
+    def rule(authz: Authorizer, principal: str, body: dict):
+        kept, denied = _split(body[request_key], name_of, lambda name: authz.authorize(
+            principal, operation, resource_type, name))
+        if not denied:
+            return None
+        entries = [denied_entry(principal, item) for item in denied]
+        return Partial({**body, request_key: kept} if kept else None,
+                       _appending(response_key, entries), {response_key: []})
+    return rule
+
+
+def _message(principal: str, operation: str, kind: str, name: str) -> str:
+    return f"{principal} is not allowed to {operation} {kind} {name!r}"
+
+
+def _cluster(operation: str) -> Rule:
+    def rule(authz: Authorizer, principal: str, body: dict):
+        if authz.authorize(principal, operation, "cluster", CLUSTER_NAME):
+            return None
+        return _cluster_denied(principal, operation)
+    return rule
+
+
+def _nothing(authz: Authorizer, principal: str, body: dict):
+    return None
+
+
+def _replica_or(client_rule: Rule) -> Rule:
+    """A follower's request (``replica_id`` >= 0) needs ClusterAction; a client's, the rule."""
+    follower = _cluster("ClusterAction")
+
+    def rule(authz: Authorizer, principal: str, body: dict):
+        if body["replica_id"] >= 0:
+            return follower(authz, principal, body)
+        return client_rule(authz, principal, body)
+    return rule
+
+
+# -- the per-API rules -------------------------------------------------------------------
+
+_produce = _topic_partitions("Write", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED, "base_offset": -1,
+    "log_append_time": -1, "log_start_offset": -1})
+_fetch = _topic_partitions("Read", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED, "high_watermark": -1,
+    "log_start_offset": -1, "records": b""})
+_list_offsets = _topic_partitions("Describe", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED, "offset": -1, "timestamp": -1})
+_leader_epochs = _topic_partitions("Describe", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED, "leader_epoch": -1,
+    "end_offset": -1})
+_commit_topics = _topic_partitions("Read", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED})
+_fetch_offset_topics = _topic_partitions("Describe", lambda p: {
+    "partition": p, "offset": -1, "metadata": "", "error_code": TOPIC_DENIED})
+
+
+def _metadata(authz: Authorizer, principal: str, body: dict):
+    def describable(name: str) -> bool:
+        return authz.authorize(principal, "Describe", "topic", name)
+    if body["topics"] is None:  # every topic: hide the ones not describable
+        return Partial(body, _keeping("topics", lambda t: t["topic"], describable), {})
+    kept, denied = _split(body["topics"], lambda name: name, describable)
+    if not denied:
+        return None
+    entries = [{"topic": name, "error_code": TOPIC_DENIED, "partitions": []} for name in denied]
+    return Partial({**body, "topics": kept}, _appending("topics", entries), {})
+
+
+def _topic_result(operation: str) -> Callable[[str, dict], dict]:
+    return lambda principal, t: {"topic": t["topic"], "error_code": TOPIC_DENIED,
+                                 "error_message": _message(principal, operation, "topic",
+                                                           t["topic"])}
+
+
+_create_topics_each = _named("Create", "topic", "topics", "topics", _topic_result("Create"),
+                             lambda t: t["topic"])
+
+
+def _create_topics(authz: Authorizer, principal: str, body: dict):
+    if authz.authorize(principal, "Create", "cluster", CLUSTER_NAME):
+        return None
+    return _create_topics_each(authz, principal, body)
+
+
+_delete_topics = _named("Delete", "topic", "topics", "topics",
+                        lambda principal, name: {"topic": name, "error_code": TOPIC_DENIED})
+_create_partitions = _named("Alter", "topic", "topics", "topics", _topic_result("Alter"),
+                            lambda t: t["topic"])
+
+
+def _config_rule(operation: str, describe: bool) -> Rule:
+    """Describe/AlterConfigs: a topic needs the operation on it; a broker, on the cluster."""
+    def rule(authz: Authorizer, principal: str, body: dict):
+        def allowed(resource: dict) -> bool:
+            if resource["type"] == "topic":
+                return authz.authorize(principal, operation, "topic", resource["name"])
+            return authz.authorize(principal, operation, "cluster", CLUSTER_NAME)
+        kept, denied = _split(body["resources"], lambda r: r, allowed)
+        if not denied:
+            return None
+        entries = []
+        for r in denied:
+            topic = r["type"] == "topic"
+            entry = {"type": r["type"], "name": r["name"],
+                     "error_code": TOPIC_DENIED if topic else CLUSTER_DENIED,
+                     "error_message": _message(principal, operation,
+                                               "topic" if topic else "broker", r["name"])}
+            if describe:
+                entry["configs"] = []
+            entries.append(entry)
+        return Partial({**body, "resources": kept} if kept else None,
+                       _appending("resources", entries), {"resources": []})
+    return rule
+
+
+def _offset_commit(authz: Authorizer, principal: str, body: dict):
+    if not authz.authorize(principal, "Read", "group", body["group_id"]):
+        return {"topics": [{"topic": t["topic"], "partitions": [
+            {"partition": p["partition"], "error_code": GROUP_DENIED}
+            for p in t["partitions"]]} for t in body["topics"]]}
+    return _commit_topics(authz, principal, body)
+
+
+def _offset_fetch(authz: Authorizer, principal: str, body: dict):
+    if not authz.authorize(principal, "Describe", "group", body["group_id"]):
+        return {"error_code": GROUP_DENIED,
+                "error_message": _message(principal, "Describe", "group", body["group_id"])}
+    if body["topics"] is None:  # every committed offset: hide topics not describable
+        return Partial(body, _keeping("topics", lambda t: t["topic"], lambda name:
+                                      authz.authorize(principal, "Describe", "topic", name)),
+                       {})
+    return _fetch_offset_topics(authz, principal, body)
+
+
+_find_coordinator = _named("Describe", "group", "keys", "coordinators",
+                           lambda principal, key: {"key": key, "node_id": -1, "host": "",
+                                                   "port": 0, "error_code": GROUP_DENIED})
+
+
+def _list_groups(authz: Authorizer, principal: str, body: dict):
+    if authz.authorize(principal, "Describe", "cluster", CLUSTER_NAME):
+        return None
+    return Partial(body, _keeping("groups", lambda g: g["group_id"], lambda name:
+                                  authz.authorize(principal, "Describe", "group", name)), {})
+
+
+_delete_groups = _named("Delete", "group", "groups", "results",
+                        lambda principal, group: {"group_id": group, "error_code": GROUP_DENIED})
+_describe_groups = _named("Describe", "group", "groups", "groups",
+                          lambda principal, group: {
+                              "group_id": group, "error_code": GROUP_DENIED, "state": "",
+                              "group_epoch": -1, "assignment_epoch": -1, "assignor": "",
+                              "members": []})
+
+
+def _heartbeat(authz: Authorizer, principal: str, body: dict):
+    """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848 check)."""
+    code = 0
+    if not authz.authorize(principal, "Read", "group", body["group_id"]):
+        code = GROUP_DENIED
+    elif any(not authz.authorize(principal, "Describe", "topic", name)
+             for name in body["subscribed_topics"] or ()):
+        code = TOPIC_DENIED
+    if not code:
+        return None
+    return {"error_code": code, "member_id": body["member_id"],
+            "member_epoch": body["member_epoch"], "heartbeat_interval_ms": 0,
+            "assignment": None}
+
+
+def _init_producer_id(authz: Authorizer, principal: str, body: dict):
+    if (authz.authorize_any(principal, "Write", "topic")
+            or authz.authorize(principal, "ClusterAction", "cluster", CLUSTER_NAME)):
+        return None
+    return {"error_code": CLUSTER_DENIED, "producer_id": -1, "producer_epoch": -1}
+
+
+# api key (a number: some APIs are added by other parts of the product) -> its rule.
+RULES: dict[int, Rule] = {
+    0: _produce,                                    # Produce: Write topic
+    1: _replica_or(_fetch),                         # Fetch: Read topic / ClusterAction
+    2: _list_offsets,                               # ListOffsets: Describe topic
+    3: _metadata,                                   # Metadata: Describe topic (hides)
+    8: _offset_commit,                              # OffsetCommit: Read group + Read topic
+    9: _offset_fetch,                               # OffsetFetch: Describe group + topic
+    10: _find_coordinator,                          # FindCoordinator: Describe group
+    16: _list_groups,                               # ListGroups: Describe group (hides)
+    17: _nothing,                                   # SaslHandshake
+    18: _nothing,                                   # ApiVersions
+    19: _create_topics,                             # CreateTopics: Create cluster or topic
+    20: _delete_topics,                             # DeleteTopics: Delete topic
+    22: _init_producer_id,                          # InitProducerId: Write any topic
+    23: _replica_or(_leader_epochs),                # OffsetForLeaderEpoch
+    29: _cluster("Describe"),                       # DescribeAcls
+    30: _cluster("Alter"),                          # CreateAcls
+    31: _cluster("Alter"),                          # DeleteAcls
+    32: _config_rule("DescribeConfigs", True),      # DescribeConfigs
+    33: _config_rule("AlterConfigs", False),        # AlterConfigs
+    36: _nothing,                                   # SaslAuthenticate
+    37: _create_partitions,                         # CreatePartitions: Alter topic
+    42: _delete_groups,                             # DeleteGroups: Delete group
+    50: _cluster("Describe"),                       # DescribeUserScramCredentials
+    51: _cluster("Alter"),                          # AlterUserScramCredentials
+    68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
+    69: _describe_groups,                           # ConsumerGroupDescribe: Describe group
+}
+
+
+def decide(authz: Authorizer, api_key: int, principal: str, body: dict,
+           handler: Callable[[dict], Any]):
+    """The request's answer: the handler's (maybe awaitable), merged with what was denied."""
+    verdict = RULES[api_key](authz, principal, body)
+    if verdict is None:
+        return handler(body)
+    if type(verdict) is dict:
+        return verdict
+    if verdict.body is None:
+        return verdict.merge(verdict.empty)
+    result = handler(verdict.body)
+    if result is None or type(result) is dict:
+        return verdict.merge(result)
+    return _merged_later(result, verdict.merge)
+
+
+async def _merged_later(awaitable, merge: Callable[[dict], dict]) -> dict:
+    return merge(await awaitable)
+
+
+class _Gated:
+    """One api key's handler behind the gate, for one connection."""
+
+    __slots__ = ("authz", "api_key", "handler", "connection")
+
+    def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
+        self.authz = authz
+        self.api_key = api_key
+        self.handler = handler
+        self.connection = connection
+
+    def __call__(self, body: dict):
+        return decide(self.authz, self.api_key, self.connection.principal, body, self.handler)
+
+
+class RequestGate:
+    """The broker's authorizer, put in front of a connection's handlers."""
+
+    def __init__(self, authorizer: Authorizer) -> None:
+        self.authorizer = authorizer
+
+    def bind(self, dispatch: dict, connection) -> dict:
+        """``dispatch`` with every handler asking first, for ``connection.principal`` as it
+        is at each request (authentication may change it after the connection opened)."""
+        return {key: _Gated(self.authorizer, int(key), handler, connection)
+                for key, handler in dispatch.items()}

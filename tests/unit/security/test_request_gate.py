@@ -1,0 +1,280 @@
+"""The request gate, API by API: what each needs, and what a denied principal is answered.
+
+Every answer is checked against the API's response schema (what a client decodes), and a
+handler that must not run is one that fails the test when called."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tslog.broker.security.acl import AclBinding, Authorizer
+from tslog.broker.security.request_gate import RULES, RequestGate, decide
+from tslog.protocol.messages import ApiKey, check_response_body
+
+ALICE = "User:alice"
+CLUSTER = ("cluster", "kafka-cluster")
+
+
+def allow(operation, kind, name, pattern="literal", principal=ALICE):
+    return AclBinding(principal, kind, pattern, name, operation, "allow")
+
+
+def tp(topic, partition):
+    return {"topic": topic, "partitions": [partition]}
+
+
+# api key -> (request body, response the handler gives for that body)
+SAMPLES = {
+    ApiKey.PRODUCE: ({"acks": 1, "timeout_ms": 1, "topics": [
+        tp("a1", {"partition": 0, "records": b"x"}), tp("b1", {"partition": 0, "records": b"y"})]},
+        lambda body: {"topics": [tp(t["topic"], {
+            "partition": 0, "error_code": 0, "base_offset": 5, "log_append_time": -1,
+            "log_start_offset": 0}) for t in body["topics"]]}),
+    ApiKey.FETCH: ({"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1,
+                    "topics": [tp("a1", {"partition": 0, "fetch_offset": 0, "max_bytes": 1}),
+                               tp("b1", {"partition": 0, "fetch_offset": 0, "max_bytes": 1})]},
+                   lambda body: {"topics": [tp(t["topic"], {
+                       "partition": 0, "error_code": 0, "high_watermark": 1,
+                       "log_start_offset": 0, "records": b"r"}) for t in body["topics"]]}),
+    ApiKey.LIST_OFFSETS: ({"replica_id": -1, "timestamp_type": "append", "topics": [
+        tp("a1", {"partition": 0, "timestamp": -1}), tp("b1", {"partition": 0, "timestamp": -1})]},
+        lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0, "offset": 1,
+                                                 "timestamp": -1}) for t in body["topics"]]}),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ({"replica_id": -1, "topics": [
+        tp("a1", {"partition": 0, "leader_epoch": 0}), tp("b1", {"partition": 0, "leader_epoch": 0})]},
+        lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0,
+                                                 "leader_epoch": 0, "end_offset": 1})
+                                 for t in body["topics"]]}),
+}
+
+
+def run(authz, api, body, handler, principal=ALICE):
+    result = decide(authz, int(api), principal, body, handler)
+    if asyncio.iscoroutine(result):
+        result = asyncio.run(result)
+    return result
+
+
+def never(body):
+    raise AssertionError("the handler ran for a denied request")
+
+
+def test_every_api_key_is_mapped():
+    assert sorted(int(k) for k in ApiKey if int(k) not in RULES) == []
+    # the SCRAM APIs, mapped by number before they exist here
+    assert {17, 36, 50, 51} <= set(RULES)
+
+
+@pytest.mark.parametrize("api", sorted(SAMPLES))
+def test_per_partition_apis_serve_the_allowed_topics_and_deny_the_rest(api):
+    body, handler = SAMPLES[api]
+    operation = {ApiKey.PRODUCE: "Write", ApiKey.FETCH: "Read"}.get(api, "Describe")
+    authz = Authorizer(bindings=[allow(operation, "topic", "a", "prefixed")])
+    seen = []
+    response = run(authz, api, body, lambda b: seen.append(b) or handler(b))
+    assert [t["topic"] for t in seen[0]["topics"]] == ["a1"]
+    codes = {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]}
+    assert codes == {"a1": 0, "b1": 29}
+    check_response_body(int(api), 0, response)
+    # nothing allowed: the handler never runs
+    response = run(Authorizer(), api, body, never)
+    assert {t["partitions"][0]["error_code"] for t in response["topics"]} == {29}
+    check_response_body(int(api), 0, response)
+
+
+@pytest.mark.parametrize("api", [ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH])
+def test_a_followers_request_needs_cluster_action(api):
+    body = {**SAMPLES[api][0], "replica_id": 1}
+    response = run(Authorizer(bindings=[allow("Read", "topic", "*")]), api, body, never)
+    assert response["error_code"] == 31
+    authz = Authorizer(bindings=[allow("ClusterAction", *CLUSTER)])
+    assert run(authz, api, body, lambda b: {"ok": b is body}) == {"ok": True}
+
+
+def metadata_handler(body):
+    names = body["topics"] if body["topics"] is not None else ["a1", "b1"]
+    return {"brokers": [], "controller_id": 0,
+            "topics": [{"topic": n, "error_code": 0, "partitions": []} for n in names]}
+
+
+def test_metadata_hides_what_may_not_be_described_and_refuses_it_by_name():
+    authz = Authorizer(bindings=[allow("Read", "topic", "a", "prefixed")])
+    every = run(authz, ApiKey.METADATA, {"topics": None}, metadata_handler)
+    assert [t["topic"] for t in every["topics"]] == ["a1"]
+    named = run(authz, ApiKey.METADATA, {"topics": ["a1", "b1", "nope"]}, metadata_handler)
+    assert {t["topic"]: t["error_code"] for t in named["topics"]} == {
+        "a1": 0, "b1": 29, "nope": 29}
+    check_response_body(3, 0, named)
+
+
+def test_create_topics_needs_create_on_the_cluster_or_the_topic():
+    body = {"topics": [{"topic": t, "partitions": 1, "replication_factor": 1, "configs": {}}
+                       for t in ("a1", "b1")], "timeout_ms": 1}
+
+    async def handler(b):
+        return {"topics": [{"topic": t["topic"], "error_code": 0, "error_message": None}
+                           for t in b["topics"]]}
+    response = run(Authorizer(bindings=[allow("Create", "topic", "a1")]),
+                   ApiKey.CREATE_TOPICS, body, handler)
+    assert {t["topic"]: t["error_code"] for t in response["topics"]} == {"a1": 0, "b1": 29}
+    check_response_body(19, 0, response)
+    everything = run(Authorizer(bindings=[allow("Create", *CLUSTER)]), ApiKey.CREATE_TOPICS,
+                     body, handler)
+    assert {t["error_code"] for t in everything["topics"]} == {0}
+
+
+@pytest.mark.parametrize("api,operation,body,response_key", [
+    (ApiKey.DELETE_TOPICS, "Delete", {"topics": ["a1", "b1"], "timeout_ms": 1}, "topics"),
+    (ApiKey.CREATE_PARTITIONS, "Alter", {"topics": [{"topic": "a1", "count": 2},
+                                                    {"topic": "b1", "count": 2}],
+                                         "timeout_ms": 1, "validate_only": False}, "topics"),
+])
+def test_topic_admin_apis_deny_per_topic(api, operation, body, response_key):
+    def handler(b):
+        entries = [{"topic": t if isinstance(t, str) else t["topic"], "error_code": 0}
+                   for t in b["topics"]]
+        if api == ApiKey.CREATE_PARTITIONS:
+            entries = [{**e, "error_message": None} for e in entries]
+        return {"topics": entries}
+    response = run(Authorizer(bindings=[allow(operation, "topic", "a1")]), api, body, handler)
+    assert {t["topic"]: t["error_code"] for t in response["topics"]} == {"a1": 0, "b1": 29}
+    check_response_body(int(api), 0, response)
+
+
+@pytest.mark.parametrize("api,operation", [(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs"),
+                                           (ApiKey.ALTER_CONFIGS, "AlterConfigs")])
+def test_configs_need_their_operation_on_the_topic_or_the_cluster(api, operation):
+    if api == ApiKey.DESCRIBE_CONFIGS:
+        body = {"resources": [{"type": "topic", "name": "a1"}, {"type": "topic", "name": "b1"},
+                              {"type": "broker", "name": "0"}]}
+    else:
+        body = {"resources": [{"type": "topic", "name": n, "configs": {}} for n in ("a1", "b1")],
+                "validate_only": False}
+
+    def handler(b):
+        extra = {"configs": []} if api == ApiKey.DESCRIBE_CONFIGS else {}
+        return {"resources": [{"type": r["type"], "name": r["name"], "error_code": 0,
+                               "error_message": None, **extra} for r in b["resources"]]}
+    # AlterConfigs implies DescribeConfigs
+    response = run(Authorizer(bindings=[allow("AlterConfigs", "topic", "a1")]), api, body,
+                   handler)
+    codes = {r["name"]: r["error_code"] for r in response["resources"]}
+    assert codes["a1"] == 0 and codes["b1"] == 29 and codes.get("0", 31) == 31
+    check_response_body(int(api), 0, response)
+
+
+def test_offset_commit_needs_read_on_the_group_and_the_topic():
+    body = {"group_id": "g", "member_id": "", "member_epoch": -1, "topics": [
+        tp("a1", {"partition": 0, "offset": 1, "metadata": ""}),
+        tp("b1", {"partition": 0, "offset": 1, "metadata": ""})]}
+
+    def handler(b):
+        return {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0})
+                           for t in b["topics"]]}
+    no_group = run(Authorizer(bindings=[allow("Read", "topic", "*")]), ApiKey.OFFSET_COMMIT,
+                   body, never)
+    assert {t["partitions"][0]["error_code"] for t in no_group["topics"]} == {30}
+    authz = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
+    response = run(authz, ApiKey.OFFSET_COMMIT, body, handler)
+    assert {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]} == {
+        "a1": 0, "b1": 29}
+    check_response_body(8, 1, response)
+
+
+def test_offset_fetch_needs_describe_on_the_group_and_hides_topics():
+    def handler(b):
+        names = ["a1", "b1"] if b["topics"] is None else [t["topic"] for t in b["topics"]]
+        return {"topics": [tp(n, {"partition": 0, "offset": 3, "metadata": "",
+                                  "error_code": 0}) for n in names]}
+    assert run(Authorizer(), ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None},
+               never)["error_code"] == 30
+    authz = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
+    every = run(authz, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None}, handler)
+    assert [t["topic"] for t in every["topics"]] == ["a1"]
+    named = run(authz, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": [tp("a1", 0),
+                                                                        tp("b1", 0)]}, handler)
+    assert {t["topic"]: t["partitions"][0]["error_code"] for t in named["topics"]} == {
+        "a1": 0, "b1": 29}
+    check_response_body(9, 0, named)
+
+
+def test_group_apis_deny_per_group():
+    authz = Authorizer(bindings=[allow("Read", "group", "g")])  # Read implies Describe
+    found = run(authz, ApiKey.FIND_COORDINATOR, {"key_type": "group", "keys": ["g", "h"]},
+                lambda b: {"coordinators": [{"key": k, "node_id": 0, "host": "x", "port": 1,
+                                             "error_code": 0} for k in b["keys"]]})
+    assert {c["key"]: c["error_code"] for c in found["coordinators"]} == {"g": 0, "h": 30}
+    check_response_body(10, 0, found)
+    deleted = run(Authorizer(bindings=[allow("Delete", "group", "g")]), ApiKey.DELETE_GROUPS,
+                  {"groups": ["g", "h"]}, lambda b: {"results": [
+                      {"group_id": g, "error_code": 0} for g in b["groups"]]})
+    assert {r["group_id"]: r["error_code"] for r in deleted["results"]} == {"g": 0, "h": 30}
+    described = run(authz, ApiKey.CONSUMER_GROUP_DESCRIBE, {"groups": ["h"]}, never)
+    assert described["groups"][0]["error_code"] == 30
+    check_response_body(69, 0, described)
+    listed = run(authz, ApiKey.LIST_GROUPS, {"states": None}, lambda b: {
+        "error_code": 0, "groups": [{"group_id": g, "state": "EMPTY", "members": 0}
+                                    for g in ("g", "h")]})
+    assert [g["group_id"] for g in listed["groups"]] == ["g"]
+    whole = Authorizer(bindings=[allow("Describe", *CLUSTER)])
+    assert run(whole, ApiKey.LIST_GROUPS, {"states": None}, lambda b: "all") == "all"
+
+
+def test_heartbeat_needs_read_on_the_group_and_describe_on_its_topics():
+    body = {"group_id": "g", "member_id": "m", "member_epoch": 0,
+            "subscribed_topics": ["a1"], "owned": None}
+    assert run(Authorizer(), ApiKey.CONSUMER_GROUP_HEARTBEAT, body, never)["error_code"] == 30
+    only_group = Authorizer(bindings=[allow("Read", "group", "g")])
+    denied = run(only_group, ApiKey.CONSUMER_GROUP_HEARTBEAT, body, never)
+    assert denied["error_code"] == 29
+    check_response_body(68, 0, denied)
+    both = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
+    assert run(both, ApiKey.CONSUMER_GROUP_HEARTBEAT, body, lambda b: "ran") == "ran"
+
+
+def test_init_producer_id_needs_write_on_some_topic_or_cluster_action():
+    denied = run(Authorizer(bindings=[allow("Read", "topic", "a1")]), ApiKey.INIT_PRODUCER_ID,
+                 {}, never)
+    assert denied["error_code"] == 31
+    check_response_body(22, 0, denied)
+    for binding in (allow("Write", "topic", "a", "prefixed"), allow("ClusterAction", *CLUSTER)):
+        assert run(Authorizer(bindings=[binding]), ApiKey.INIT_PRODUCER_ID, {},
+                   lambda b: "ran") == "ran"
+
+
+@pytest.mark.parametrize("api,operation", [(29, "Describe"), (30, "Alter"), (31, "Alter"),
+                                           (50, "Describe"), (51, "Alter")])
+def test_acl_and_credential_management_needs_the_cluster(api, operation):
+    denied = run(Authorizer(bindings=[allow("All", "topic", "*")]), api, {}, never)
+    assert denied["error_code"] == 31
+    authz = Authorizer(bindings=[allow(operation, *CLUSTER)])
+    assert run(authz, api, {}, lambda b: "ran") == "ran"
+
+
+@pytest.mark.parametrize("api", [17, 18, 36])
+def test_handshake_apis_need_nothing(api):
+    assert run(Authorizer(), api, {}, lambda b: "ran") == "ran"
+
+
+def test_super_users_and_deny_wins():
+    body, handler = SAMPLES[ApiKey.PRODUCE]
+    authz = Authorizer(["User:root"], bindings=[
+        allow("Write", "topic", "*", principal="User:*"),
+        AclBinding(ALICE, "topic", "literal", "a1", "Write", "deny")])
+    response = run(authz, ApiKey.PRODUCE, body, handler)
+    assert {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]} == {
+        "a1": 29, "b1": 0}
+    assert run(authz, ApiKey.PRODUCE, body, handler, "User:root") == handler(body)
+
+
+def test_bound_dispatch_reads_the_principal_at_each_request():
+    class Conn:
+        principal = ALICE
+    conn = Conn()
+    gate = RequestGate(Authorizer(bindings=[allow("Alter", *CLUSTER, principal="User:bob")]))
+    dispatch = gate.bind({ApiKey.CREATE_ACLS: lambda b: "ran"}, conn)
+    assert dispatch[ApiKey.CREATE_ACLS]({})["error_code"] == 31
+    conn.principal = "User:bob"  # authenticated after the connection opened
+    assert dispatch[ApiKey.CREATE_ACLS]({}) == "ran"
