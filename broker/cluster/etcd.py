@@ -20,6 +20,7 @@ import aetcd
 from aetcd import utils as aetcd_utils
 
 from .errors import EtcdError
+from .etcd_tls import EtcdTls, TlsClient
 
 log = logging.getLogger("tslog.broker.cluster.etcd")
 
@@ -66,11 +67,14 @@ def _target(addresses: list[tuple[str, int]]) -> tuple[str, int]:
 class Etcd:
     """One connection (gRPC channel) to an etcd cluster."""
 
-    def __init__(self, addresses: list[tuple[str, int]], timeout_s: float = 5.0) -> None:
+    def __init__(self, addresses: list[tuple[str, int]], timeout_s: float = 5.0,
+                 tls: EtcdTls | None = None) -> None:
+        """``tls``: talk to etcd over TLS (``etcd_tls.py``); raises EtcdError if its files
+        cannot be read."""
         host, port = _target(addresses)
         self.addresses = addresses
-        self._client = aetcd.Client(host=host, port=port, timeout=timeout_s,
-                                    options=_CHANNEL_OPTIONS)
+        kwargs = dict(host=host, port=port, timeout=timeout_s, options=_CHANNEL_OPTIONS)
+        self._client = aetcd.Client(**kwargs) if tls is None else TlsClient(tls, **kwargs)
         self._tx = self._client.transactions
 
     async def connect(self) -> None:
