@@ -12,10 +12,12 @@ import http.client
 import socket
 import ssl
 import time
+from pathlib import Path
 
 import bcrypt
 import pytest
 import trustme
+import yaml
 
 from tests.helpers.broker_process import BrokerProcess, free_port
 from tests.helpers.prometheus import PrometheusProcess
@@ -23,6 +25,7 @@ from tests.helpers.prometheus import PrometheusProcess
 pytestmark = pytest.mark.timeout(90)
 
 USER, PASSWORD = "prometheus", "scrape-secret-4e1f"
+DEPLOYED_JOB = Path(__file__).parents[2] / "deploy" / "prometheus" / "prometheus-secured.yml"
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +68,19 @@ def _basic(user: str, password: str) -> str:
 
 
 def test_prometheus_scrapes_over_tls_with_basic_auth(secured):
-    (secured.directory / "password").write_text(PASSWORD + "\n")
+    """With the secured job of deploy/prometheus/prometheus-secured.yml, as written: its
+    relative secret paths are filled in beside the test's Prometheus config."""
+    (job,) = yaml.safe_load(DEPLOYED_JOB.read_text())["scrape_configs"]
+    directory = secured.directory / "prometheus"
+    ca_file = directory / job["tls_config"]["ca_file"]
+    password_file = directory / job["basic_auth"]["password_file"]
+    ca_file.parent.mkdir(parents=True, exist_ok=True)
+    ca_file.write_bytes((secured.directory / "ca.pem").read_bytes())
+    password_file.write_text(PASSWORD + "\n")
+    assert job["basic_auth"]["username"] == USER
     prometheus = PrometheusProcess(
-        secured.directory / "prometheus", [f"127.0.0.1:{secured.metrics_port}"],
-        scrape={"scheme": "https", "tls_config": {"ca_file": str(secured.directory / "ca.pem")},
-                "basic_auth": {"username": USER,
-                               "password_file": str(secured.directory / "password")}})
+        directory, [f"127.0.0.1:{secured.metrics_port}"],
+        scrape={key: job[key] for key in ("scheme", "tls_config", "basic_auth")})
     prometheus.start()
     try:
         deadline = time.monotonic() + 20
