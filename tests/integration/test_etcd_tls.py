@@ -6,6 +6,10 @@ certificate, does not start and says in one line that etcd is the problem."""
 
 from __future__ import annotations
 
+import re
+import shutil
+from pathlib import Path
+
 import pytest
 import trustme
 
@@ -14,6 +18,7 @@ from tests.helpers.etcd_process import EtcdProcess
 from tests.helpers.wire import Wire, batch, split_values
 
 pytestmark = pytest.mark.timeout(90)
+DOC = Path(__file__).parents[2] / "docs" / "security.md"
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +49,21 @@ def _broker(tmp_path, etcd, **settings) -> BrokerProcess:
 
 
 def test_a_broker_joins_etcd_over_tls_and_serves(tmp_path, tls_etcd):
-    files = tls_etcd.files
-    broker = _broker(tmp_path, tls_etcd, etcd_ca_file=files["ca.pem"],
-                     etcd_cert_file=files["broker.pem"], etcd_key_file=files["broker.key"])
+    """With the TOML example of docs/security.md ("etcd"), its paths and endpoints made
+    this test's."""
+    text = DOC.read_text()
+    section = text[text.index("\n## etcd\n"):]
+    (example,) = re.findall(r"```toml\n(.*?)```", section, re.S)
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    for documented, made in (("etcd-ca.pem", "ca.pem"), ("etcd-client.pem", "broker.pem"),
+                             ("etcd-client.key", "broker.key")):
+        shutil.copy(tls_etcd.files[made], etc / documented)
+    example = re.sub(r'etcd_endpoints = "[^"]*"', f'etcd_endpoints = "{tls_etcd.endpoint}"',
+                     example).replace("/etc/tslog/", f"{etc}/")
+    (etc / "broker.toml").write_text(example)
+    broker = _broker(tmp_path, tls_etcd)
+    broker.args = ["--config", str(etc / "broker.toml")]
     broker.start()
     try:
         with Wire(broker.host, broker.port) as wire:
