@@ -20,7 +20,7 @@ from tslog.broker.__main__ import parse_flags
 from tslog.broker.config import load_config
 from tslog.broker.metrics.web_config import load_web_config
 
-DOC = Path(__file__).parents[2] / "docs" / "security.md"
+DOC = Path(__file__).parents[3] / "docs" / "security.md"
 
 
 def section(title: str) -> str:
