@@ -74,7 +74,8 @@ class Etcd:
         host, port = _target(addresses)
         self.addresses = addresses
         kwargs = dict(host=host, port=port, timeout=timeout_s, options=_CHANNEL_OPTIONS)
-        self._client = aetcd.Client(**kwargs) if tls is None else TlsClient(tls, **kwargs)
+        self._client = (aetcd.Client(**kwargs) if tls is None
+                        else TlsClient(tls, server_name=addresses[0][0], **kwargs))
         self._tx = self._client.transactions
 
     async def connect(self) -> None:

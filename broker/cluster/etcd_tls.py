@@ -50,9 +50,14 @@ def _read(path: str | None, setting: str) -> bytes | None:
 class TlsClient(aetcd.Client):
     """``aetcd.Client`` over a TLS channel."""
 
-    def __init__(self, tls: EtcdTls, **kwargs) -> None:
+    def __init__(self, tls: EtcdTls, *, server_name: str, **kwargs) -> None:
+        """``server_name``: the name (or IP) every member's certificate is checked against.
+        With several endpoints the target is one ``ipv4:a,b,c`` URI, whose default authority
+        is no host at all, so it is given explicitly: the first endpoint's host."""
         self._credentials = tls.credentials()
-        super().__init__(**kwargs)
+        options = dict(kwargs.pop("options", None) or {})
+        options["grpc.ssl_target_name_override"] = server_name
+        super().__init__(options=options, **kwargs)
 
     @_handle_errors
     async def connect(self) -> None:

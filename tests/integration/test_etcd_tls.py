@@ -59,11 +59,14 @@ def test_a_broker_joins_etcd_over_tls_and_serves(tmp_path, tls_etcd):
     for documented, made in (("etcd-ca.pem", "ca.pem"), ("etcd-client.pem", "broker.pem"),
                              ("etcd-client.key", "broker.key")):
         shutil.copy(tls_etcd.files[made], etc / documented)
-    example = re.sub(r'etcd_endpoints = "[^"]*"', f'etcd_endpoints = "{tls_etcd.endpoint}"',
+    # Two endpoints (the one member twice): the several-endpoint gRPC target, whose
+    # certificate check needs the explicit server name etcd_tls.py gives it.
+    endpoints = f"{tls_etcd.endpoint},{tls_etcd.endpoint}"
+    example = re.sub(r'etcd_endpoints = "[^"]*"', f'etcd_endpoints = "{endpoints}"',
                      example).replace("/etc/tslog/", f"{etc}/")
     (etc / "broker.toml").write_text(example)
-    broker = _broker(tmp_path, tls_etcd)
-    broker.args = ["--config", str(etc / "broker.toml")]
+    broker = BrokerProcess(tmp_path / "broker", args=["--config", str(etc / "broker.toml")],
+                           config={"broker_session_timeout_ms": 2000})
     broker.start()
     try:
         with Wire(broker.host, broker.port) as wire:
