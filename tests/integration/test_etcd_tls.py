@@ -45,7 +45,7 @@ def tls_etcd(tmp_path_factory):
 def _broker(tmp_path, etcd, **settings) -> BrokerProcess:
     return BrokerProcess(tmp_path / "broker", config={
         "etcd_endpoints": etcd.endpoint, "broker_session_timeout_ms": 2000,
-        "request_timeout_ms": 3000, **settings})
+        "request_timeout_ms": 1000, **settings})
 
 
 def test_a_broker_joins_etcd_over_tls_and_serves(tmp_path, tls_etcd):
