@@ -7,7 +7,8 @@ exceptions in here means a change of client library touches one file, and every 
 reach etcd surfaces as one exception type, ``EtcdError``.
 
 Transactions are built from the helpers below: compares (``absent``, ``exists``, ``mod_is``,
-``created_at``) and operations (``put``, ``delete``, ``delete_prefix``).
+``created_at``) and operations (``put``, ``delete``, ``delete_prefix``). TLS to etcd is the
+one thing aetcd lacks; ``etcd_tls.py`` (used only from here) adds it.
 """
 
 from __future__ import annotations
