@@ -32,8 +32,8 @@ from tslog.protocol.messages import compile_schemas
 from ..cluster.errors import DuplicateBrokerError
 from ..config import BrokerConfig, ConfigError, parse_host_port
 from ..metrics import MetricsServer
-from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..metrics.observe import record_recovery
+from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from .connection import BrokerConnection, ConnectionRegistry
 from .state import Broker
 
