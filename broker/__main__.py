@@ -30,6 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", dest="data_dir", help="data directory (./tslog-data)")
     parser.add_argument("--listen", help="HOST:PORT for clients (127.0.0.1:9092)")
     parser.add_argument("--metrics-listen", dest="metrics_listen", help="HOST:PORT serving Prometheus /metrics (off unless given)")
+    parser.add_argument("--metrics-web-config", dest="metrics_web_config_file",
+                        help="Prometheus web config YAML: TLS and basic auth for /metrics")
+    parser.add_argument("--etcd-ca-file", dest="etcd_ca_file",
+                        help="PEM CA file to verify etcd with (TLS to etcd)")
+    parser.add_argument("--etcd-cert-file", dest="etcd_cert_file",
+                        help="PEM client certificate presented to etcd")
+    parser.add_argument("--etcd-key-file", dest="etcd_key_file",
+                        help="private key of --etcd-cert-file")
     parser.add_argument("--node-id", dest="node_id", help="this broker's node id (0)")
     parser.add_argument("--authorizer-enabled", dest="authorizer_enabled", nargs="?",
                         const="true", help="check every request against the ACLs (false)")
@@ -72,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(config))
+    except ConfigError as exc:  # files the settings name, read at start (web config)
+        print(f"tslog-broker: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         log.error("tslog-broker could not start: %s", exc)
         return 1

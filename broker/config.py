@@ -44,6 +44,8 @@ class BrokerConfig:
     listen: str = "127.0.0.1:9092"  # HOST:PORT to accept clients on (port 0 = any free port)
     advertised_listen: str | None = None  # HOST:PORT put in Metadata; None = the bound address
     metrics_listen: str | None = None  # HOST:PORT serving /metrics to Prometheus; None = off
+    # Prometheus exporter-toolkit web config (YAML): TLS and basic auth for /metrics
+    metrics_web_config_file: str | None = None
     node_id: int = 0  # this broker's id in Metadata
     max_frame_bytes: int = 16 * _MIB  # largest request frame body accepted
     max_connections: int = 1000  # further connections are closed at once
@@ -64,6 +66,10 @@ class BrokerConfig:
     test_clock_offset_ms: int = 0  # TESTS ONLY: shift the broker's wall clock by this (ms)
     num_partitions: int = 1  # partitions of a topic created with partitions = -1
     etcd_endpoints: str = ""  # "host:port,host:port" of etcd; empty = single node, no etcd
+    # TLS to etcd: on when any of the three is set (no CA file = the system's CAs)
+    etcd_ca_file: str | None = None  # PEM CAs to verify etcd with
+    etcd_cert_file: str | None = None  # PEM client certificate for etcd's --client-cert-auth
+    etcd_key_file: str | None = None  # its private key (with etcd_cert_file)
     cluster_name: str = "tslog"  # the cluster's key prefix in etcd (/<cluster_name>/...)
     broker_session_timeout_ms: int = 10_000  # etcd lease TTL: how long a dead broker stays
     replica_fetch_wait_max_ms: int = 500  # a follower's long poll at its leader (ms)
@@ -110,6 +116,11 @@ class BrokerConfig:
     def etcd_addresses(self) -> list[tuple[str, int]]:
         """``etcd_endpoints`` parsed; empty in single-node mode."""
         return [parse_host_port(e.strip()) for e in self.etcd_endpoints.split(",") if e.strip()]
+
+    @property
+    def etcd_tls(self) -> bool:
+        return any(f is not None for f in (self.etcd_ca_file, self.etcd_cert_file,
+                                           self.etcd_key_file))
 
     @property
     def clustered(self) -> bool:
@@ -191,6 +202,9 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         problems.append("shutdown_grace_ms must be >= 0")
     if not 0 <= config.idle_poll_us <= 10_000:
         problems.append("idle_poll_us must be 0 (off) to 10000")
+    if config.metrics_web_config_file is not None and config.metrics_listen is None:
+        problems.append("metrics_web_config_file needs metrics_listen (there is no "
+                        "metrics endpoint to secure)")
     for name in ("listen", "advertised_listen", "metrics_listen"):
         value = getattr(config, name)
         if value is not None:
@@ -229,6 +243,8 @@ def _cluster_problems(config: BrokerConfig) -> list[str]:
     except ValueError as exc:
         problems.append(f"etcd_endpoints: {exc}")
         addresses = []
+    if (config.etcd_cert_file is None) != (config.etcd_key_file is None):
+        problems.append("etcd_cert_file and etcd_key_file go together: set both or neither")
     if len(addresses) > 1 and not all(_is_ip(host) for host, _ in addresses):
         problems.append("etcd_endpoints: with several endpoints each host must be an IP address")
     if addresses and not config.advertised_listen and config.listen.endswith(":0"):

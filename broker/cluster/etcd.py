@@ -7,7 +7,8 @@ exceptions in here means a change of client library touches one file, and every 
 reach etcd surfaces as one exception type, ``EtcdError``.
 
 Transactions are built from the helpers below: compares (``absent``, ``exists``, ``mod_is``,
-``created_at``) and operations (``put``, ``delete``, ``delete_prefix``).
+``created_at``) and operations (``put``, ``delete``, ``delete_prefix``). TLS to etcd is the
+one thing aetcd lacks; ``etcd_tls.py`` (used only from here) adds it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import aetcd
 from aetcd import utils as aetcd_utils
 
 from .errors import EtcdError
+from .etcd_tls import EtcdTls, TlsClient
 
 log = logging.getLogger("tslog.broker.cluster.etcd")
 
@@ -66,11 +68,15 @@ def _target(addresses: list[tuple[str, int]]) -> tuple[str, int]:
 class Etcd:
     """One connection (gRPC channel) to an etcd cluster."""
 
-    def __init__(self, addresses: list[tuple[str, int]], timeout_s: float = 5.0) -> None:
+    def __init__(self, addresses: list[tuple[str, int]], timeout_s: float = 5.0,
+                 tls: EtcdTls | None = None) -> None:
+        """``tls``: talk to etcd over TLS (``etcd_tls.py``); raises EtcdError if its files
+        cannot be read."""
         host, port = _target(addresses)
         self.addresses = addresses
-        self._client = aetcd.Client(host=host, port=port, timeout=timeout_s,
-                                    options=_CHANNEL_OPTIONS)
+        kwargs = dict(host=host, port=port, timeout=timeout_s, options=_CHANNEL_OPTIONS)
+        self._client = (aetcd.Client(**kwargs) if tls is None
+                        else TlsClient(tls, server_name=addresses[0][0], **kwargs))
         self._tx = self._client.transactions
 
     async def connect(self) -> None:

@@ -35,6 +35,7 @@ from ..config import BrokerConfig
 from .controller import Controller
 from .errors import DuplicateBrokerError, EtcdError
 from .etcd import Etcd, WatchEvent, follow_prefix
+from .etcd_tls import etcd_tls
 from .records import Changes, ClusterCache, ClusterKeys, TopicRecord, encode, encode_state
 from .view import NO_LEADER, PartitionState, StaleStateError, StateListener
 
@@ -78,7 +79,7 @@ class EtcdClusterView:
         """Connect, load, watch, register and campaign. Raises DuplicateBrokerError, EtcdError."""
         # An etcd call must fail well within a session, or a hung call outlives our lease.
         timeout_s = min(5.0, max(2.0, config.broker_session_timeout_ms / 2000))
-        etcd = Etcd(config.etcd_addresses, timeout_s=timeout_s)
+        etcd = Etcd(config.etcd_addresses, timeout_s=timeout_s, tls=etcd_tls(config))
         view = cls(config, address, etcd)
         view.failed = asyncio.get_running_loop().create_future()
         view.started_at = asyncio.get_running_loop().time()

@@ -30,9 +30,10 @@ from typing import Awaitable, Callable
 from tslog.protocol.messages import compile_schemas
 
 from ..cluster.errors import DuplicateBrokerError
-from ..config import BrokerConfig, parse_host_port
+from ..config import BrokerConfig, ConfigError, parse_host_port
 from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
+from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from .connection import BrokerConnection, ConnectionRegistry
 from .state import Broker
 
@@ -112,6 +113,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
     try:
+        web = _web_config(config)  # before recovery: a bad file stops the start at once
         view = None
         if config.clustered:  # imported here: a single node never loads the etcd client
             from .cluster_sync import open_clustered
@@ -125,7 +127,8 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             if config.metrics_listen is not None:
                 metrics_address = parse_host_port(config.metrics_listen)
                 try:
-                    metrics = MetricsServer(broker.scrape_sources, loop, *metrics_address)
+                    metrics = MetricsServer(broker.scrape_sources, loop, *metrics_address,
+                                            web=web)
                 except OSError as exc:
                     raise ListenError("--metrics-listen", *metrics_address, exc) from None
             trigger = stop.wait() if shutdown_trigger is None else shutdown_trigger
@@ -152,6 +155,16 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+
+
+def _web_config(config: BrokerConfig) -> WebConfig | None:
+    """The /metrics web config, read and checked; raises ConfigError naming the file."""
+    if config.metrics_web_config_file is None:
+        return None
+    try:
+        return load_web_config(config.metrics_web_config_file)
+    except WebConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 async def _first(*awaitables: Awaitable) -> None:

@@ -25,7 +25,8 @@ def promtool(*args: str) -> str:
     return output
 
 
-@pytest.mark.parametrize("config", ["prometheus.yml", "../cluster/prometheus.yml"])
+@pytest.mark.parametrize("config", ["prometheus.yml", "prometheus-secured.yml",
+                                    "../cluster/prometheus.yml"])
 def test_scrape_configs_are_valid_and_load_the_alert_rules(config):
     output = promtool("check", "config", config)
     assert "SUCCESS: 1 rule files found" in output and "SUCCESS: 4 rules found" in output

@@ -70,6 +70,12 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
     return "other", "other"
 
 
+# Settings that are checked together with another: that one is set too.
+NEEDS = {"metrics_web_config_file": {"TSLOG_METRICS_LISTEN": "127.0.0.1:7"},
+         "etcd_cert_file": {"TSLOG_ETCD_KEY_FILE": "k.pem"},
+         "etcd_key_file": {"TSLOG_ETCD_CERT_FILE": "c.pem"}}
+
+
 def test_documented_environment_variables_are_the_ones_the_broker_reads():
     for key, (_, environment) in config_rows().items():
         if key == "[log]":
@@ -77,7 +83,7 @@ def test_documented_environment_variables_are_the_ones_the_broker_reads():
             assert environment == "TSLOG_LOG_<NAME>" and config.log["retention.ms"] == "123456"
             continue
         value, expected = sample_setting(key, defaults()[key])
-        config, ignored = load_config({}, None, {environment: value})
+        config, ignored = load_config({}, None, {environment: value, **NEEDS.get(key, {})})
         assert ignored == [] and getattr(config, key) == expected, key
 
 

@@ -26,8 +26,11 @@ STOP_TIMEOUT_S = 10.0
 class EtcdProcess:
     """One etcd member. ``endpoint`` is the ``host:port`` brokers put in ``etcd_endpoints``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, tls: tuple[str, str, str] | None = None) -> None:
+        """``tls``: (cert file, key file, CA file) = serve clients over https only and
+        require a client certificate signed by the CA (``--client-cert-auth``)."""
         self.data_dir = Path(data_dir)
+        self.tls = tls
         self.host = "127.0.0.1"
         self.client_port = free_port()
         self.peer_port = free_port()
@@ -42,7 +45,8 @@ class EtcdProcess:
         return f"{self.host}:{self.client_port}"
 
     def start(self) -> "EtcdProcess":
-        client_url = f"http://{self.host}:{self.client_port}"
+        scheme = "https" if self.tls else "http"
+        client_url = f"{scheme}://{self.host}:{self.client_port}"
         peer_url = f"http://{self.host}:{self.peer_port}"
         command = [
             ETCD_BINARY, "--name", "tslog-test", "--data-dir", str(self.data_dir),
@@ -52,6 +56,10 @@ class EtcdProcess:
             "--initial-cluster-state", "new",
             "--listen-metrics-urls", "",
         ]
+        if self.tls:
+            cert_file, key_file, ca_file = self.tls
+            command += ["--cert-file", cert_file, "--key-file", key_file,
+                        "--trusted-ca-file", ca_file, "--client-cert-auth"]
         self._log_start = len(self.log_text())  # a restart must not read the last run's lines
         log_file = open(self.log_path, "ab")
         try:

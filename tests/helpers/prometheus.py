@@ -24,12 +24,15 @@ READY_TIMEOUT_S = 30.0
 
 class PrometheusProcess:
     def __init__(self, directory: Path, targets: list[str], job: str = "tslog",
-                 rule_files: list[Path] = ()) -> None:
+                 rule_files: list[Path] = (), scrape: dict | None = None) -> None:
+        """``scrape``: more keys of the job's scrape config (``scheme``, ``tls_config``,
+        ``basic_auth``) for a secured endpoint."""
         self.directory = Path(directory)
         self.port = free_port()
         self.targets = targets
         self.job = job
         self.rule_files = [str(Path(path).resolve()) for path in rule_files]
+        self.scrape = dict(scrape or {})
         self.log_path = self.directory / "prometheus.log"
         self.process: subprocess.Popen | None = None
 
@@ -45,7 +48,8 @@ class PrometheusProcess:
                        "evaluation_interval": "1s"},
             "rule_files": self.rule_files,
             "scrape_configs": [{"job_name": self.job,
-                                "static_configs": [{"targets": self.targets}]}],
+                                "static_configs": [{"targets": self.targets}],
+                                **self.scrape}],
         }))
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
