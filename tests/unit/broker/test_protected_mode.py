@@ -59,3 +59,14 @@ def test_the_readme_example_configuration_loads():
     problems: list[str] = []
     config = build_config([layer_from_toml(example, problems)])
     assert problems == [] and config.listen == "0.0.0.0:9092" and config.allow_anonymous
+
+
+def test_security_doc_shows_the_lines_the_broker_and_the_cli_really_print():
+    from tslog.broker.server.connection_registry import Refusal
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "security.md").read_text()
+    with pytest.raises(ConfigError) as error:
+        BrokerConfig(listen="0.0.0.0:9092")
+    assert f"    tslog-broker: {error.value}\n" in doc
+    refusal = Refusal("max_connections_per_address", 500, "10.0.0.7")
+    assert f"    tslog: error: {refusal.message}\n" in doc
