@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.wire import batch
 from tslog.broker.server.connection import BrokerConnection
-from tslog.broker.server.connection_registry import ConnectionRegistry
+from tslog.broker.server.connection_registry import MAX_PENDING_REFUSALS, ConnectionRegistry
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, encode_request, split_response
@@ -132,6 +132,16 @@ async def test_a_connection_over_the_limit_is_told_why_then_closed(broker):
     assert transport.closed and len(registry.connections) == 1
     second.connection_lost(None)
     assert registry.pending_refusals == 0 and registry.unsent_bytes == 0
+
+
+async def test_in_a_flood_of_refused_connections_the_excess_is_closed_at_once(broker):
+    registry = ConnectionRegistry(1)
+    new_connection(broker, registry).connection_made(FakeTransport())
+    waiting = [FakeTransport() for _ in range(MAX_PENDING_REFUSALS + 5)]
+    for transport in waiting:
+        new_connection(broker, registry).connection_made(transport)
+    assert registry.pending_refusals == MAX_PENDING_REFUSALS  # each holds a socket <= 1 s
+    assert [t.aborted for t in waiting[-6:]] == [False] + [True] * 5
 
 
 async def test_a_refused_connection_that_says_nothing_is_closed_soon(broker, monkeypatch):
