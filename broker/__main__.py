@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "environment < these flags.")
     parser.add_argument("--config", help="TOML config file")
     parser.add_argument("--data-dir", dest="data_dir", help="data directory (./tslog-data)")
+    parser.add_argument("--allow-anonymous", dest="allow_anonymous", action="store_true",
+                        help="accept unauthenticated clients on a non-loopback --listen "
+                             "(protected mode refuses to start otherwise)")
     parser.add_argument("--listen", help="HOST:PORT for clients (127.0.0.1:9092)")
     parser.add_argument("--metrics-listen", dest="metrics_listen", help="HOST:PORT serving Prometheus /metrics (off unless given)")
     parser.add_argument("--metrics-web-config", dest="metrics_web_config_file",

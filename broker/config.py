@@ -48,7 +48,24 @@ class BrokerConfig:
     metrics_web_config_file: str | None = None
     node_id: int = 0  # this broker's id in Metadata
     max_frame_bytes: int = 16 * _MIB  # largest request frame body accepted
-    max_connections: int = 1000  # further connections are closed at once
+    max_connections: int = 1000  # further connections are refused (TOO_MANY_CONNECTIONS)
+    # Connection limits (docs/security.md), so one client cannot take every slot; 0 = off.
+    # Per client IP: half of max_connections, so one host (a leaking client, a loop of
+    # reconnects) always leaves the other half to everyone else, while a busy host (hundreds
+    # of producers and consumers, each with a few connections per broker) still fits.
+    max_connections_per_address: int = 500
+    # Per authenticated principal (mutual TLS or SCRAM; User:ANONYMOUS is never counted):
+    # half too, for the same reason, one user among many services.
+    max_connections_per_principal: int = 500
+    # Connections still in their SASL handshake (only with sasl_mechanisms): each lasts at
+    # most sasl_authentication_timeout_ms, and a real login takes milliseconds, so a
+    # quarter of max_connections rides out a reconnect storm, yet a flood of idle
+    # handshakes leaves three quarters to the clients that log in.
+    max_unauthenticated_connections: int = 250
+    # Protected mode (Redis'): with no client authentication (no sasl_mechanisms, and
+    # tls_client_auth not "required"), a listen address other than loopback refuses to start
+    # unless this is true: anyone reaching the port could read, write and delete every topic.
+    allow_anonymous: bool = False
     max_in_flight_requests: int = 128  # per connection; reading pauses beyond this
     # Responses answered but not yet taken by the client's socket (bytes): per connection,
     # reading its requests pauses at this until the socket drains ...
@@ -216,7 +233,50 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         LogConfig.from_mapping(config.log)
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
-    return problems + _cluster_problems(config) + _group_problems(config)
+    for name in ("max_connections_per_address", "max_connections_per_principal",
+                 "max_unauthenticated_connections"):
+        if getattr(config, name) < 0:
+            problems.append(f"{name} must be >= 0 (0 = no limit)")
+    return (problems + _cluster_problems(config) + _group_problems(config)
+            + _protected_mode_problems(config))
+
+
+def _protected_mode_problems(config: BrokerConfig) -> list[str]:
+    """Redis' protected mode: an open broker reachable beyond this host needs a yes.
+
+    The authentication settings belong to the TLS and SCRAM parts; read with defaults so
+    this check stands on its own."""
+    if config.allow_anonymous or client_authentication(config):
+        return []
+    try:
+        host, port = parse_host_port(config.listen)
+    except ValueError:
+        return []  # reported above
+    if is_loopback(host):
+        return []
+    return [f"protected mode: listen = {config.listen} accepts clients from other hosts, and "
+            f"no client authentication is configured (sasl_mechanisms, or tls_client_auth = "
+            f"\"required\"), so anyone who can reach port {port} could read, write and delete "
+            f"every topic; configure authentication (docs/security.md), listen on 127.0.0.1, "
+            f"or set allow_anonymous = true (--allow-anonymous, TSLOG_ALLOW_ANONYMOUS=true) "
+            f"to accept unauthenticated clients"]
+
+
+def client_authentication(config: BrokerConfig) -> bool:
+    """True when every client must authenticate: SASL on, or mutual TLS required."""
+    return bool(getattr(config, "sasl_mechanisms", "").strip()
+                or getattr(config, "tls_client_auth", "none") == "required")
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and ``localhost`` are loopback; any other name or address is not
+    (0.0.0.0 and :: are every address; a host name may resolve anywhere)."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _group_problems(config: BrokerConfig) -> list[str]:

@@ -25,9 +25,11 @@ import socket
 import time
 
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
-from tslog.protocol.errors import RemoteProtocolError
+from tslog.protocol.errors import ErrorCode, RemoteProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import InvalidResponseError
+
+from .errors import TooManyConnectionsError
 
 
 class BrokerSocket:
@@ -87,6 +89,8 @@ class BrokerSocket:
                 connection is closed (the stream cannot be resynchronised).
             InvalidResponseError: the response does not fit its API's schema.
             ConnectionError: the broker closed the connection, or answered out of order.
+            TooManyConnectionsError: a connection limit of the broker refused this connection
+                (the message names it); the broker closes it, and so does this.
         """
         connection = self._connection
         try:
@@ -109,7 +113,12 @@ class BrokerSocket:
         except RemoteProtocolError as exc:
             self.close()
             raise ConnectionError(str(exc)) from None
-        return event.body
+        body = event.body
+        if body.get("error_code") == ErrorCode.TOO_MANY_CONNECTIONS:
+            self.close()
+            raise TooManyConnectionsError(f"broker {self.address[0]}:{self.address[1]}: "
+                                          f"{body.get('error_message')}")
+        return body
 
     def request(self, api_key: int, body: dict, poll_s: float = 0.0) -> dict:
         self.send(api_key, body)

@@ -75,6 +75,10 @@ NotLeaderOrFollowerError: type[TslogError] = _BY_CODE[ErrorCode.NOT_LEADER_OR_FO
 OffsetOutOfRangeError: type[TslogError] = _BY_CODE[ErrorCode.OFFSET_OUT_OF_RANGE]
 TopicAlreadyExistsError: type[TslogError] = _BY_CODE[ErrorCode.TOPIC_ALREADY_EXISTS]
 InvalidRequestError: type[TslogError] = _BY_CODE[ErrorCode.INVALID_REQUEST]
+# A broker connection limit refused the connection; the message names the limit. Not
+# retriable: raised to the caller (``Consumer.poll``, a send's future, Admin calls, the CLI)
+# at once rather than retried in silence.
+TooManyConnectionsError: type[TslogError] = _BY_CODE[ErrorCode.TOO_MANY_CONNECTIONS]
 
 
 class ClientClosedError(TslogError):

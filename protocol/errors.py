@@ -100,6 +100,10 @@ class ErrorCode(IntEnum):
     FENCED_MEMBER_EPOCH = 110, False, "The member epoch is fenced; rejoin the group with epoch 0."
     STALE_MEMBER_EPOCH = 113, False, "The member epoch is not the current one; heartbeat first."
     UNKNOWN_API_KEY = 1000, False, "The broker does not know this API key."
+    # Not retriable: a connection limit (the message names it and its value) is the
+    # operator's decision and rarely lifts within a retry's backoff; the caller hears of it
+    # at once instead of after silent retries. The broker closes the connection after it.
+    TOO_MANY_CONNECTIONS = 1001, False, "The broker refused this connection: a connection limit is reached."
 
     @classmethod
     def from_wire(cls, value: int) -> ErrorCode:

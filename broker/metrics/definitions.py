@@ -103,7 +103,9 @@ RECOVERY_TRUNCATED_BYTES = Gauge(
 OPEN_CONNECTIONS = Gauge("tslog_open_connections", "Client connections open now.",
                          registry=REGISTRY)
 REFUSAL_REASONS = ("bad_frame", "oversize_frame", "unknown_api", "unsupported_version",
-                   "invalid_request", "too_many_connections", "idle_timeout")
+                   "invalid_request", "too_many_connections", "idle_timeout",
+                   "connections_per_address", "connections_per_principal",
+                   "unauthenticated_connections")
 REFUSED = {reason: REFUSED_REQUESTS.labels(reason) for reason in REFUSAL_REASONS}
 
 

@@ -13,7 +13,9 @@ however the handlers finish (pipelining).
 Limits: the frame cap (a bigger length prefix closes the connection before any of the body is
 read), at most ``max_in_flight_requests`` unanswered requests, and an idle timer. Bad input
 costs the client its request or its connection, and the broker one log line; never a
-traceback on the wire.
+traceback on the wire. The connection limits (``connection_registry.py``) are checked when a
+connection is made: one over a limit answers its first request with TOO_MANY_CONNECTIONS and
+closes (``refuse``).
 
 Unsent bytes (a client that never reads must not grow our memory): a connection's *unsent*
 bytes are its answered responses not yet written (``_wire.held_bytes``: waiting behind an
@@ -52,14 +54,16 @@ from tslog.protocol.messages import (
     MalformedRequestError,
     RequestError,
     UnknownApiKeyError,
+    error_response_body,
 )
 
 from ..config import BrokerConfig
-from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
+from ..metrics.definitions import REFUSED, api_metrics
 from ..metrics.observe import finish_request
-from ..security.request_gate import ANONYMOUS, RequestGate
+from ..security import ANONYMOUS
+from ..security.request_gate import RequestGate
+from .connection_registry import MAX_PENDING_REFUSALS, REFUSAL_WAIT_S, ConnectionRegistry, Refusal
 from .dispatch import Dispatch
-from .foreign_clients import ForeignClientNotes
 from .idle_poll import IdlePoller
 
 log = logging.getLogger("tslog.broker.connection")
@@ -86,65 +90,6 @@ def _refusal_reason(exc: RequestError) -> str:
     return "unsupported_version"
 
 
-class ConnectionRegistry:
-    """The live connections: enforces ``max_connections``, sums their unsent response bytes
-    against ``max_unsent_bytes`` (see the module docstring), and drains them at shutdown."""
-
-    def __init__(self, max_connections: int, max_unsent_bytes: int = 1 << 62) -> None:
-        self.max_connections = max_connections
-        self.connections: set[BrokerConnection] = set()
-        self.refused = 0
-        self.max_unsent_bytes = max_unsent_bytes
-        self.unsent_bytes = 0  # every connection's held + buffered response bytes
-        self.waiting: set[BrokerConnection] = set()  # held back by the broker-wide cap
-        self._wake_scheduled = False
-        self.foreign_clients = ForeignClientNotes()
-
-    def admit(self, connection: BrokerConnection) -> bool:
-        if len(self.connections) >= self.max_connections:
-            self.refused += 1
-            REFUSED["too_many_connections"].inc()
-            return False
-        self.connections.add(connection)
-        OPEN_CONNECTIONS.inc()
-        return True
-
-    def release(self, connection: BrokerConnection) -> None:
-        self.waiting.discard(connection)
-        if connection in self.connections:
-            self.connections.remove(connection)
-            OPEN_CONNECTIONS.dec()
-
-    def wake(self) -> None:
-        """The total went down: soon, let the connections it held back try again (each
-        re-checks, and waits again if the ones before it took the room). Called from deep
-        inside other connections' writes, so it only schedules."""
-        if not self._wake_scheduled and self.unsent_bytes < self.max_unsent_bytes:
-            self._wake_scheduled = True
-            asyncio.get_running_loop().call_soon(self._wake_now)
-
-    def _wake_now(self) -> None:
-        self._wake_scheduled = False
-        waiting = list(self.waiting)
-        self.waiting.clear()
-        for connection in waiting:
-            connection.pump()
-
-    async def drain(self, grace_s: float) -> None:
-        """Stop reading everywhere, let in-flight requests finish for ``grace_s``, then close."""
-        connections = list(self.connections)
-        for connection in connections:
-            connection.begin_shutdown()
-        waits = [connection.closed for connection in connections]
-        if waits:
-            await asyncio.wait(waits, timeout=grace_s)
-            for connection in connections:
-                if not connection.closed.done():
-                    log.warning("%s: in-flight requests still running after the grace "
-                                "period; closing", connection.peer)
-                    connection.abort()
-
-
 class _Running:
     """A request whose handler runs as a task: what its answer and its metrics need."""
 
@@ -168,7 +113,6 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
                  registry: ConnectionRegistry, gate: RequestGate | None = None) -> None:
-        self.principal = ANONYMOUS
         self.dispatch = dispatch if gate is None else gate.bind(dispatch, self)
         self.idle_poller = idle_poller
         self.registry = registry
@@ -185,6 +129,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future = self._loop.create_future()
         self.peer = "?"
+        # Who the client is (``tslog.broker.security``): set by mutual TLS or SCRAM through
+        # ``registry.principal_set``; authenticated at once unless SASL is on.
+        self.principal = ANONYMOUS
+        self.authenticated = not getattr(config, "sasl_mechanisms", "")
+        self._refusal: Refusal | None = None  # over a connection limit: answer, then close
+        self._refusal_handle: asyncio.TimerHandle | None = None
         self._closing = False
         self._shutting_down = False  # the broker stops: no new requests, close when answered
         self._eof = False  # the client half-closed: answer what it sent, then close
@@ -206,11 +156,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        if not self.registry.admit(self):
-            log.warning("%s: refused, %d connections already open", self.peer,
-                        self.registry.max_connections)
-            self._closing = True
-            transport.abort()
+        refusal = self.registry.admit(self)
+        if refusal is not None:
+            self.refuse(refusal)
             return
         # Below the cap, so a connection the cap holds back is paused for writing and hears
         # of the drain (see the module docstring).
@@ -269,6 +217,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
             log.warning("%s: disconnected inside a frame; dropped %d bytes of it", self.peer,
                         unfinished)
         self._cancel_running()
+        if self._refusal_handle is not None:
+            self._refusal_handle.cancel()
+            self._refusal_handle = None
+            registry.pending_refusals -= 1
         if not self.closed.done():
             self.closed.set_result(None)
         if registry.waiting:
@@ -347,6 +299,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return True
 
     def _handle(self, event) -> None:
+        if self._refusal is not None:
+            self._answer_refusal(event)
+            return
         if type(event) is Refused:  # answered by the protocol core with its typed error
             exc = event.error
             REFUSED[_refusal_reason(exc)].inc()
@@ -435,6 +390,38 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._transport.resume_reading()
 
     # -- closing ---------------------------------------------------------------------------
+
+    def refuse(self, refusal: Refusal) -> None:
+        """Over a connection limit (``connection_registry``): answer the client's next
+        request with TOO_MANY_CONNECTIONS, naming the limit, and close; close unanswered if
+        none comes within ``REFUSAL_WAIT_S`` (the socket is not held longer), or at once
+        when ``MAX_PENDING_REFUSALS`` refused connections are already waiting (a flood)."""
+        if self._closing or self._refusal is not None:
+            return
+        registry = self.registry
+        if registry.pending_refusals >= MAX_PENDING_REFUSALS:
+            self.abort()
+            return
+        self._refusal = refusal
+        registry.pending_refusals += 1
+        self._refusal_handle = self._loop.call_later(REFUSAL_WAIT_S, self._close)
+
+    def refusal_response(self, api_key: int) -> dict | None:
+        """The answer a handler gives instead of its own once the connection was refused
+        (e.g. SCRAM's last step after ``registry.principal_set`` said no); None if not."""
+        if self._refusal is None:
+            return None
+        return error_response_body(api_key, self._refusal.code, self._refusal.message)
+
+    def _answer_refusal(self, event) -> None:
+        """The refused connection's request: the typed error (a request owed no answer, or
+        one the core already refused, gets none), then the close."""
+        if type(event) is not Refused and event.sequence is not None:
+            self._answer(event.sequence, self.refusal_response(event.header.api_key), False)
+        else:
+            self._count_held()
+        self._write_ready()
+        self._close()
 
     def _check_idle(self) -> None:
         if self._closing:

@@ -34,7 +34,8 @@ from ..config import BrokerConfig, ConfigError, parse_host_port
 from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
-from .connection import BrokerConnection, ConnectionRegistry
+from .connection import BrokerConnection
+from .connection_registry import ConnectionRegistry
 from .state import Broker
 
 log = logging.getLogger("tslog.broker")
@@ -181,7 +182,7 @@ async def _first(*awaitables: Awaitable) -> None:
 async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,
                         ready: Callable[[str, int], None] | None) -> None:
     loop = asyncio.get_running_loop()
-    registry = ConnectionRegistry(config.max_connections, config.max_total_unsent_response_bytes)
+    registry = ConnectionRegistry.from_config(config)
     host, port = config.listen_address
     dispatch, idle_poller, gate = broker.dispatch, broker.idle_poller, broker.gate
     try:

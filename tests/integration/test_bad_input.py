@@ -211,8 +211,10 @@ def test_connections_over_the_limit_are_closed_and_others_served(broker_factory)
     with Wire(broker.host, broker.port) as first, Wire(broker.host, broker.port) as second:
         assert first.api_versions()["error_code"] == 0
         assert second.api_versions()["error_code"] == 0
-        with Wire(broker.host, broker.port) as third:
-            third.send(ApiKey.API_VERSIONS, {})
+        with Wire(broker.host, broker.port) as third:  # told why, then closed
+            refusal = third.api_versions()
+            assert refusal["error_code"] == ErrorCode.TOO_MANY_CONNECTIONS
+            assert "max_connections = 2" in refusal["error_message"]
             assert third.is_closed_by_peer()
         assert first.api_versions()["error_code"] == 0  # the admitted ones carry on
     time.sleep(0.2)

@@ -19,6 +19,7 @@ import pytest
 from tests.helpers.broker_process import free_port
 from tests.helpers.prometheus import parse_samples
 from tests.helpers.wire import Wire, batch, raw_frame
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 pytestmark = pytest.mark.timeout(60)
@@ -156,7 +157,10 @@ def test_connection_limit_and_idle_timeout_refusals_are_counted(broker_factory):
     with Wire(broker.host, broker.port) as first, Wire(broker.host, broker.port) as second:
         assert first.api_versions()["error_code"] == 0
         assert second.api_versions()["error_code"] == 0
-        with Wire(broker.host, broker.port) as third:
+        with Wire(broker.host, broker.port) as third:  # told why, then closed
+            refusal = third.api_versions()
+            assert refusal["error_code"] == ErrorCode.TOO_MANY_CONNECTIONS
+            assert "max_connections = 2" in refusal["error_message"]
             assert third.is_closed_by_peer()
         assert scrape(port)[refused % "too_many_connections"] == 1
         assert first.is_closed_by_peer() and second.is_closed_by_peer()  # idle for 300 ms

@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.wire import batch
-from tslog.broker.server.connection import BrokerConnection, ConnectionRegistry
+from tslog.broker.server.connection import BrokerConnection
+from tslog.broker.server.connection_registry import MAX_PENDING_REFUSALS, ConnectionRegistry
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, encode_request, split_response
 
@@ -116,13 +118,40 @@ async def test_frames_split_byte_by_byte_still_parse(broker):
     assert [cid for cid, _ in transport.responses()] == [7, 7]
 
 
-async def test_connections_over_the_limit_are_closed(broker):
+async def test_a_connection_over_the_limit_is_told_why_then_closed(broker):
     registry = ConnectionRegistry(1)
     first, second = new_connection(broker, registry), new_connection(broker, registry)
     first.connection_made(FakeTransport())
     transport = FakeTransport()
     second.connection_made(transport)
-    assert transport.closed and registry.refused == 1
+    assert registry.refused == 1 and not transport.closed  # waiting for its first request
+    second.data_received(request(ApiKey.METADATA, {"topics": None}, 9))
+    [(correlation_id, body)] = transport.responses()
+    assert correlation_id == 9 and body["error_code"] == ErrorCode.TOO_MANY_CONNECTIONS
+    assert "max_connections = 1" in body["error_message"]
+    assert transport.closed and len(registry.connections) == 1
+    second.connection_lost(None)
+    assert registry.pending_refusals == 0 and registry.unsent_bytes == 0
+
+
+async def test_in_a_flood_of_refused_connections_the_excess_is_closed_at_once(broker):
+    registry = ConnectionRegistry(1)
+    new_connection(broker, registry).connection_made(FakeTransport())
+    waiting = [FakeTransport() for _ in range(MAX_PENDING_REFUSALS + 5)]
+    for transport in waiting:
+        new_connection(broker, registry).connection_made(transport)
+    assert registry.pending_refusals == MAX_PENDING_REFUSALS  # each holds a socket <= 1 s
+    assert [t.aborted for t in waiting[-6:]] == [False] + [True] * 5
+
+
+async def test_a_refused_connection_that_says_nothing_is_closed_soon(broker, monkeypatch):
+    monkeypatch.setattr("tslog.broker.server.connection.REFUSAL_WAIT_S", 0.05)
+    registry = ConnectionRegistry(10, max_per_address=1)
+    new_connection(broker, registry).connection_made(FakeTransport())
+    transport = FakeTransport()
+    new_connection(broker, registry).connection_made(transport)
+    await asyncio.sleep(0.2)
+    assert transport.closed and transport.responses() == []
 
 
 async def test_idle_connection_is_closed(make_broker):

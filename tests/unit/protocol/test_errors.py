@@ -45,6 +45,7 @@ FROZEN_NUMBERS = {
     "FENCED_MEMBER_EPOCH": 110,
     "STALE_MEMBER_EPOCH": 113,
     "UNKNOWN_API_KEY": 1000,
+    "TOO_MANY_CONNECTIONS": 1001,
 }
 
 
@@ -67,7 +68,8 @@ def test_retriable_matches_what_a_client_should_do():
                       "NOT_ENOUGH_REPLICAS", "UNKNOWN_TOPIC_OR_PARTITION", "KAFKA_STORAGE_ERROR"):
         assert ErrorCode[transient].retriable, transient
     for permanent in ("NONE", "UNKNOWN_SERVER_ERROR", "OFFSET_OUT_OF_RANGE", "MESSAGE_TOO_LARGE",
-                      "INVALID_TIMESTAMP", "TOPIC_ALREADY_EXISTS", "INVALID_REQUEST"):
+                      "INVALID_TIMESTAMP", "TOPIC_ALREADY_EXISTS", "INVALID_REQUEST",
+                      "TOO_MANY_CONNECTIONS"):
         assert not ErrorCode[permanent].retriable, permanent
 
 
