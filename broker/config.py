@@ -74,6 +74,12 @@ class BrokerConfig:
     group_rebalance_timeout_ms: int = 300_000  # to give partitions up before being removed
     group_assignor: str = "uniform"  # "uniform" (sticky, balanced) or "range" (Kafka's)
     group_max_size: int = 1_000  # members per group; a join beyond is refused
+    # Authentication (docs/security.md): "SCRAM-SHA-256,SCRAM-SHA-512"; "" = no SASL
+    sasl_mechanisms: str = ""
+    sasl_authentication_timeout_ms: int = 10_000  # not logged in by then: closed
+    sasl_bootstrap_users_file: str | None = None  # NAME:PASSWORD lines, created at start
+    inter_broker_sasl_username: str | None = None  # this broker's SCRAM login to its peers
+    inter_broker_sasl_password_file: str | None = None  # ... and the file of its password
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -97,6 +103,11 @@ class BrokerConfig:
             heartbeat_interval_ms=self.group_heartbeat_interval_ms,
             rebalance_timeout_ms=self.group_rebalance_timeout_ms,
             assignor=self.group_assignor, group_size_max=self.group_max_size)
+
+    @property
+    def sasl_mechanism_list(self) -> tuple[str, ...]:
+        """``sasl_mechanisms`` parsed (validated at construction); () = SASL is off."""
+        return tuple(m.strip() for m in self.sasl_mechanisms.split(",") if m.strip())
 
     @property
     def listen_address(self) -> tuple[str, int]:
@@ -159,7 +170,7 @@ _POSITIVE = {
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
     "replica_fetch_wait_max_ms", "max_unsent_response_bytes", "max_total_unsent_response_bytes",
     "group_session_timeout_ms", "group_heartbeat_interval_ms", "group_rebalance_timeout_ms",
-    "group_max_size",
+    "group_max_size", "sasl_authentication_timeout_ms",
 }
 
 
@@ -198,7 +209,20 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         LogConfig.from_mapping(config.log)
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
-    return problems + _cluster_problems(config) + _group_problems(config)
+    return problems + _cluster_problems(config) + _group_problems(config) + _sasl_problems(config)
+
+
+def _sasl_problems(config: BrokerConfig) -> list[str]:
+    """An unknown mechanism, or a replication login half given, would fail later and
+    quietly (every client, or every follower, refused): stop startup instead."""
+    problems = [f"sasl_mechanisms: unknown mechanism {name!r} (SCRAM-SHA-256, SCRAM-SHA-512)"
+                for name in config.sasl_mechanism_list
+                if name not in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    if (config.inter_broker_sasl_username is None) != (
+            config.inter_broker_sasl_password_file is None):
+        problems.append("inter_broker_sasl_username and inter_broker_sasl_password_file "
+                        "go together")
+    return problems
 
 
 def _group_problems(config: BrokerConfig) -> list[str]:

@@ -3,7 +3,8 @@ versions this side speaks, and the declarative schemas ``messages.py`` checks bo
 
 A table of its own (not part of the envelope codec in ``messages.py``) because it is what
 grows with every new API; the consumer-group and CreatePartitions schemas come from
-``group_schemas.py`` and ``partition_schemas.py``.
+``group_schemas.py`` and ``partition_schemas.py``, authentication's from
+``sasl_schemas.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from enum import IntEnum
 
 from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
 from .partition_schemas import PARTITION_REQUEST_SCHEMAS, PARTITION_RESPONSE_SCHEMAS
+from .sasl_schemas import SASL_REQUEST_SCHEMAS, SASL_RESPONSE_SCHEMAS
 from .schema import (
     BIN,
     BOOL,
@@ -43,6 +45,7 @@ class ApiKey(IntEnum):
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -50,8 +53,11 @@ class ApiKey(IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
@@ -189,3 +195,5 @@ REQUEST_SCHEMAS.update(GROUP_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(GROUP_RESPONSE_SCHEMAS)
 REQUEST_SCHEMAS.update(PARTITION_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(PARTITION_RESPONSE_SCHEMAS)
+REQUEST_SCHEMAS.update(SASL_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(SASL_RESPONSE_SCHEMAS)

@@ -33,6 +33,7 @@ from ..cluster.topic_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
+from ..security.etcd_credentials import EtcdCredentialStore
 from ..storage.files import remove_retired, write_atomically
 from ..topics import TopicManager
 from .group_service import GroupService
@@ -64,6 +65,14 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
         await view.close()
         raise
     broker.use_group_store(groups)
+    try:  # SCRAM users: every broker follows the cluster's, so a login works anywhere
+        credentials = EtcdCredentialStore(view.etcd, view.keys.prefix)
+        await credentials.start()
+    except BaseException:
+        await asyncio.to_thread(broker.close)
+        await view.close()
+        raise
+    broker.use_credential_store(credentials)
     view.group_store = groups  # closed with the view
     sync.attach(broker.topics, broker.notifier.notify)
     sync.reconcile()  # whatever changed while the logs were opening

@@ -57,6 +57,7 @@ from tslog.protocol.messages import (
 from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
 from ..config import BrokerConfig
 from ..metrics.observe import finish_request
+from ..security.sasl_session import SASL_APIS, SaslSession
 from .dispatch import Dispatch
 from .foreign_clients import ForeignClientNotes
 from .idle_poll import IdlePoller
@@ -78,11 +79,8 @@ _WRITE_HIGH_BYTES = 64 * 1024
 
 
 def _refusal_reason(exc: RequestError) -> str:
-    if isinstance(exc, UnknownApiKeyError):
-        return "unknown_api"
-    if isinstance(exc, InvalidRequestError):
-        return "invalid_request"
-    return "unsupported_version"
+    return ("unknown_api" if isinstance(exc, UnknownApiKeyError) else "invalid_request"
+            if isinstance(exc, InvalidRequestError) else "unsupported_version")
 
 
 class ConnectionRegistry:
@@ -150,10 +148,7 @@ class _Running:
     __slots__ = ("api", "chunked", "started", "task")
 
     def __init__(self, task: asyncio.Task, api, started: float, chunked: bool) -> None:
-        self.task = task
-        self.api = api
-        self.started = started
-        self.chunked = chunked
+        self.task, self.api, self.started, self.chunked = task, api, started, chunked
 
 
 class BrokerConnection(asyncio.BufferedProtocol):
@@ -165,10 +160,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         config: the connection limits (frame size, requests in flight, unsent bytes, idle).
         idle_poller: the broker's one poller, told when each read was handled.
         registry: every live connection, for the broker-wide limits.
+        authenticator: SASL's (``security/scram.py``); its login state is ``_sasl``.
     """
 
     def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
-                 registry: ConnectionRegistry) -> None:
+                 registry: ConnectionRegistry, authenticator=None) -> None:
         self.dispatch = dispatch
         self.idle_poller = idle_poller
         self.registry = registry
@@ -193,6 +189,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._last_activity = 0.0
         self._idle_handle: asyncio.TimerHandle | None = None
+        self._sasl = SaslSession(authenticator, self)  # sets .principal, .authenticated
 
     def _count_held(self) -> None:
         """Bring the registry's total up to date with the answers the core holds."""
@@ -217,6 +214,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=min(_WRITE_HIGH_BYTES, self.max_unsent // 2))
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
+        self._sasl.start(self._loop)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._closing:
@@ -264,6 +262,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._held = self._buffered = 0
         if self._idle_handle is not None:
             self._idle_handle.cancel()
+        self._sasl.stop()
         unfinished = self._wire.receiver.buffered_bytes
         if unfinished:
             log.warning("%s: disconnected inside a frame; dropped %d bytes of it", self.peer,
@@ -356,7 +355,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         header, body = event.header, event.body
         started = time.perf_counter()
         try:
-            result = self.dispatch[header.api_key](body)
+            if self.authenticated and header.api_key not in SASL_APIS:
+                result = self.dispatch[header.api_key](body)
+            elif (result := self._sasl.handle(header.api_key, body)) is None:
+                return self._close()  # a request before authentication: logged, refused
         except Exception:
             log.exception("%s: %s handler failed", self.peer, header.api_key.name)
             result = _SERVER_ERROR

@@ -40,7 +40,11 @@ from .handlers import (
     handle_offset_fetch,
 )
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
-from .services import AdminApis, DataPath, GroupApis, ReplicationApis
+from .sasl_handlers import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
+from .services import AdminApis, DataPath, GroupApis, ReplicationApis, SecurityApis
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
@@ -72,14 +76,21 @@ GROUP_HANDLERS = {
     ApiKey.DELETE_GROUPS: handle_delete_groups,
 }
 
+# SaslHandshake and SaslAuthenticate are not here: the connection answers them itself.
+SECURITY_HANDLERS = {
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
+}
+
 
 def bind_handlers(data_path: DataPath, replication: ReplicationApis, admin: AdminApis,
-                  groups: GroupApis) -> Dispatch:
+                  groups: GroupApis, security: SecurityApis) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_PATH_HANDLERS, data_path),
                                (REPLICATION_HANDLERS, replication),
-                               (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups)):
+                               (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
+                               (SECURITY_HANDLERS, security)):
         for api_key, handler in handlers.items():
             dispatch[api_key] = MethodType(handler, services)
     return dispatch

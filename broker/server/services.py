@@ -22,6 +22,8 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   the topic catalog, the topic service (single node or cluster, picked at open), the
   cluster view, and the broker's settings (its node id).
 - ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
+- ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
+  holds the SCRAM credentials (the login itself is the connection's, not a handler's).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..cluster.view import ClusterView
 from ..config import BrokerConfig
 from ..metadata import TopicMetadata
 from ..replication.manager import ReplicaManager
+from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets
@@ -86,6 +89,10 @@ class GroupApis(Protocol):
     cluster: ClusterView  # where the coordinator is
 
 
+class SecurityApis(Protocol):
+    authenticator: Authenticator  # its .store: the SCRAM credentials
+
+
 # The concrete holders the broker builds, one per protocol above, with exactly its attributes
 # (tests/unit/broker/test_services.py checks they match). Frozen: chosen once at start.
 
@@ -122,6 +129,11 @@ class GroupServices:
     offsets: CommittedOffsets
     groups: GroupService
     cluster: ClusterView
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityServices:
+    authenticator: Authenticator
 
 
 def missing_code(known: TopicManager, topic: str, partition: int) -> ErrorCode:

@@ -26,6 +26,8 @@ from ..group_state import GroupStateStore
 from ..metadata import LocalMetadataStore, MetadataStore
 from ..metrics.sources import ScrapeSources
 from ..replication.manager import ReplicaManager
+from ..security.credentials import CredentialStore, LocalCredentialStore
+from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
@@ -39,6 +41,7 @@ from .services import (
     GroupServices,
     Lifecycle,
     ReplicationServices,
+    SecurityServices,
 )
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
@@ -85,12 +88,19 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+        # SCRAM logins and users: the data directory's credentials on a single node; a
+        # cluster's come from etcd (``use_credential_store``, before it serves).
+        self.authenticator = Authenticator(
+            config.sasl_mechanism_list,
+            None if config.clustered else LocalCredentialStore(Path(config.data_dir)),
+            config.sasl_authentication_timeout_ms)
         self.dispatch: Dispatch = bind_handlers(
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config),
-            GroupServices(topics, self.offsets, self.groups, self.cluster))
+            GroupServices(topics, self.offsets, self.groups, self.cluster),
+            SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)
@@ -118,6 +128,10 @@ class Broker:
         """Keep committed offsets in ``store`` from now on (a clustered broker's etcd store,
         started once the logs are open); call it before the broker serves."""
         self.offsets.store = store
+
+    def use_credential_store(self, store: CredentialStore) -> None:
+        """Check logins and keep users in ``store`` (a cluster's, in etcd) from now on."""
+        self.authenticator.store = store
 
     def set_bound_port(self, port: int) -> None:
         """Advertise the port actually bound (``listen`` may say port 0)."""
