@@ -29,6 +29,9 @@ from tslog.protocol.errors import RemoteProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import InvalidResponseError
 
+from ._login import login_blocking
+from .security import Security
+
 
 class BrokerSocket:
     """One blocking connection; responses are read in request order (as the broker sends).
@@ -46,12 +49,14 @@ class BrokerSocket:
         allocate: ``allocate(size)`` makes those buffers (writable, contiguous), e.g. from a
             memory pool that keeps freed pages; by default unzeroed numpy memory with
             ``record_views`` (the socket writes every byte anyway), else ``bytearray``.
+        security: the client's ``Security``; with SASL the socket logs in here (raising
+            ``SaslAuthenticationFailedError`` and the like if refused).
     """
 
     def __init__(self, host: str, port: int, timeout_s: float,
                  client_id: str | None = "tslog-python", *,
                  max_frame_bytes: int = MAX_FRAME_BYTES, record_views: bool = False,
-                 allocate=None) -> None:
+                 allocate=None, security: Security | None = None) -> None:
         self.address = (host, port)
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
@@ -63,6 +68,7 @@ class BrokerSocket:
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._poller: select.poll | None = None  # made on first use of answer polling
+        login_blocking(self, security)  # SCRAM, when ``security`` says SASL
 
     def send(self, api_key: int, body: dict) -> None:
         # Built here, from checked arguments: no schema walk on the way out.

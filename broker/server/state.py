@@ -18,6 +18,9 @@ event loop unless the handler awaits.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
+
+from tslog.protocol.sasl import ScramLogin
 
 from ..cluster.view import ClusterView, LocalClusterView
 from ..config import BrokerConfig, parse_host_port
@@ -46,6 +49,19 @@ from .services import (
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
 __all__ = ["Broker", "BrokerClock"]
+
+
+def inter_broker_login(config: BrokerConfig) -> Callable[[], ScramLogin] | None:
+    """The followers' SCRAM login at their leaders when SASL is on: the broker's own user
+    (``inter_broker_sasl_username``, its password read once from
+    ``inter_broker_sasl_password_file``), with the strongest mechanism the brokers accept."""
+    mechanisms = config.sasl_mechanism_list
+    if not mechanisms or config.inter_broker_sasl_username is None:
+        return None
+    password = Path(config.inter_broker_sasl_password_file).read_text().rstrip("\r\n")
+    mechanism = "SCRAM-SHA-512" if "SCRAM-SHA-512" in mechanisms else mechanisms[0]
+    username = config.inter_broker_sasl_username
+    return lambda: ScramLogin(mechanism, username, password)
 
 
 class Broker:
@@ -87,7 +103,8 @@ class Broker:
             Path(config.data_dir)), topics, clock, config.coordinator_config)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
-            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
+            login=inter_broker_login(config))
         # SCRAM logins and users: the data directory's credentials on a single node; a
         # cluster's come from etcd (``use_credential_store``, before it serves).
         self.authenticator = Authenticator(
