@@ -6,6 +6,7 @@
     tslog consume TOPIC --group G             # share the partitions, resume where G committed
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
+    tslog users create|delete|list ...                    # see cli_users.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
 or 127.0.0.1:9092). Errors print one line on stderr and exit 1 (2 for a bad command line).
@@ -27,6 +28,7 @@ from . import Admin, Consumer, ConsumerRebalanceListener, TopicPartition
 from . import cli_offsets, cli_produce, cli_topics
 from .cli_common import EXPECTED_ERRORS, CommandError, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
+from .cli_users import add_users_commands
 from .errors import TslogError
 from .times import format_time_ms, parse_time_ms
 
@@ -107,6 +109,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     cli_offsets.register(commands, common)
     add_groups_commands(commands, common)
+    add_users_commands(commands, common)
     return parser
 
 
