@@ -127,8 +127,19 @@ class SaslSession:
         connection.principal = principal
         connection.authenticated = True
         log.info("%s authenticated as %s", connection.peer, principal)
-        # The connection limits (per principal) count it from here, where the registry
-        # has that hook (``ConnectionRegistry.principal_set``).
-        principal_set = getattr(connection.registry, "principal_set", None)
-        if principal_set is not None and not principal_set(connection, principal):
-            connection.begin_shutdown()
+        _tell_registry(connection, principal)
+
+
+def _tell_registry(connection, principal: str) -> None:
+    """The one call site of the connection limits' hooks (``ConnectionRegistry``, the
+    LIMITS part): the connection no longer counts as unauthenticated
+    (``authenticated(connection)``), and it counts against its principal's cap
+    (``principal_set(connection, principal)``, False = over the cap: close it). A registry
+    without those limits has neither hook."""
+    registry = connection.registry
+    authenticated = getattr(registry, "authenticated", None)
+    if authenticated is not None:
+        authenticated(connection)
+    principal_set = getattr(registry, "principal_set", None)
+    if principal_set is not None and not principal_set(connection, principal):
+        connection.begin_shutdown()
