@@ -213,11 +213,15 @@ def _value_problems(config: BrokerConfig) -> list[str]:
 
 
 def _sasl_problems(config: BrokerConfig) -> list[str]:
-    """An unknown mechanism would refuse every client later, quietly: stop startup instead.
-    (A replication login without its password file stops it too: ``state.inter_broker_login``.)"""
-    return [f"sasl_mechanisms: unknown mechanism {name!r} (SCRAM-SHA-256, SCRAM-SHA-512)"
-            for name in config.sasl_mechanism_list
-            if name not in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    """An unknown mechanism, or a replication login without its password, would fail
+    later and quietly (every client, or every follower, refused): stop startup instead."""
+    problems = [f"sasl_mechanisms: unknown mechanism {name!r} (SCRAM-SHA-256, SCRAM-SHA-512)"
+                for name in config.sasl_mechanism_list
+                if name not in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    if (config.sasl_mechanism_list and config.inter_broker_sasl_username is not None
+            and config.inter_broker_sasl_password_file is None):
+        problems.append("inter_broker_sasl_username needs inter_broker_sasl_password_file")
+    return problems
 
 
 def _group_problems(config: BrokerConfig) -> list[str]:

@@ -146,9 +146,14 @@ class CredentialStore(abc.ABC):
         return created
 
 
+class UsersFileError(OSError):
+    """The bootstrap users file cannot be used: the broker does not start (one line, which
+    names the file and the line number, never a line's content: it holds a password)."""
+
+
 def read_users_file(path: str) -> list[tuple[str, str]]:
     """The ``name:password`` lines of a bootstrap users file (blank lines and ``#`` comments
-    skipped). Raises ValueError naming the line number of a bad line, never its content."""
+    skipped). Raises OSError (``UsersFileError`` for a bad line)."""
     users = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -157,7 +162,8 @@ def read_users_file(path: str) -> list[tuple[str, str]]:
                 continue
             name, sep, password = line.partition(":")
             if not sep or not name.strip() or not password:
-                raise ValueError(f"{path}, line {number}: expected NAME:PASSWORD")
+                raise UsersFileError(f"sasl_bootstrap_users_file {path}, line {number}: "
+                                     "expected NAME:PASSWORD")
             users.append((name.strip(), password))
     return users
 

@@ -23,7 +23,7 @@ from typing import Callable
 from tslog.protocol.sasl import ScramLogin
 
 from ..cluster.view import ClusterView, LocalClusterView
-from ..config import BrokerConfig, ConfigError, parse_host_port
+from ..config import BrokerConfig, parse_host_port
 from ..group_offsets import GroupOffsetStore
 from ..group_state import GroupStateStore
 from ..metadata import LocalMetadataStore, MetadataStore
@@ -57,10 +57,7 @@ def inter_broker_login(config: BrokerConfig) -> Callable[[], ScramLogin] | None:
     ``inter_broker_sasl_password_file``), with the strongest mechanism the brokers accept."""
     mechanisms = config.sasl_mechanism_list
     if not mechanisms or config.inter_broker_sasl_username is None:
-        return None
-    if config.inter_broker_sasl_password_file is None:
-        raise ConfigError(["inter_broker_sasl_username needs inter_broker_sasl_password_file"],
-                          "broker configuration")
+        return None  # (with a username, the password file is required: config.py checks)
     password = Path(config.inter_broker_sasl_password_file).read_text().rstrip("\r\n")
     mechanism = "SCRAM-SHA-512" if "SCRAM-SHA-512" in mechanisms else mechanisms[0]
     username = config.inter_broker_sasl_username

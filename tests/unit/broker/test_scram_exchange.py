@@ -149,5 +149,5 @@ def test_the_bootstrap_file_creates_missing_users_only(tmp_path):
     session = SaslSession(Authenticator(("SCRAM-SHA-512",), store, 10_000), FakeConnection())
     run(session, ScramLogin("SCRAM-SHA-512", "bob", "bob:with:colons"))
     path.write_text("broken line without a colon\n")
-    with pytest.raises(ValueError, match="line 1"):
+    with pytest.raises(OSError, match="line 1: expected NAME:PASSWORD"):
         asyncio.run(store.bootstrap(str(path)))
