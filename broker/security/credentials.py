@@ -16,8 +16,10 @@ Every broker answers logins from an in-memory map ``users`` (name -> mechanism -
   log in at every broker as soon as its watch delivers the change (a write also updates the
   writing broker's map at once).
 
-Changes are ``apply(deletions, upsertions)`` coroutines (the single node writes its file in a
-worker thread); lookups are plain reads of the map, on the event loop.
+Changes are ``apply(deletions, upsertions)`` coroutines, one at a time (a lock: two
+concurrent changes each computed from the map before the other would lose one), persisted by
+the store's ``_store`` (the single node writes its file in a worker thread); lookups are plain
+reads of the map, on the event loop.
 """
 
 from __future__ import annotations
@@ -116,15 +118,24 @@ class CredentialStore(abc.ABC):
 
     def __init__(self) -> None:
         self.users: Users = {}
+        self._changing = asyncio.Lock()
 
     def lookup(self, name: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(name, {}).get(mechanism)
 
-    @abc.abstractmethod
     async def apply(self, deletions: list[tuple[str, str]],
                     upsertions: list[tuple[str, str, ScramCredential]]) -> None:
         """Persist the changes, then make them the map every login reads. Raises OSError
-        (the single node's disk) or EtcdError (the cluster's store)."""
+        (the single node's disk) or EtcdError (the cluster's store); then nothing changed."""
+        async with self._changing:
+            users = changed(self.users, deletions, upsertions)
+            names = {name for name, _ in deletions} | {name for name, _, _ in upsertions}
+            await self._store(users, names)
+            self.users = users
+
+    @abc.abstractmethod
+    async def _store(self, users: Users, names: set[str]) -> None:
+        """Persist ``users``, the new map, in which the users ``names`` changed."""
 
     async def close(self) -> None:
         """Stop following the store's changes (a single node has none to follow)."""
@@ -178,12 +189,10 @@ class LocalCredentialStore(CredentialStore):
             data = json.loads(self.path.read_text())
             self.users = {name: _decode_user(value) for name, value in data.items()}
 
-    async def apply(self, deletions, upsertions) -> None:
-        users = changed(self.users, deletions, upsertions)
+    async def _store(self, users: Users, names: set[str]) -> None:
         data = json.dumps({name: _encode_user(value) for name, value in users.items()},
                           sort_keys=True).encode()
         await asyncio.to_thread(self._write, data)
-        self.users = users
 
     def _write(self, data: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import json
 import logging
 
 from ..cluster.etcd import Etcd, WatchEvent, follow_prefix
-from .credentials import CredentialStore, ScramCredential, _decode_user, _encode_user, changed
+from .credentials import CredentialStore, ScramCredential, _decode_user, _encode_user
 
 log = logging.getLogger("tslog.broker.security")
 
@@ -66,9 +66,7 @@ class EtcdCredentialStore(CredentialStore):
             users.pop(name, None)
         self.users = users
 
-    async def apply(self, deletions, upsertions) -> None:
-        users = changed(self.users, deletions, upsertions)
-        names = {name for name, _ in deletions} | {name for name, _, _ in upsertions}
+    async def _store(self, users, names) -> None:
         operations = []
         for name in sorted(names):
             key = self.prefix + name
@@ -78,4 +76,3 @@ class EtcdCredentialStore(CredentialStore):
             else:
                 operations.append(self.etcd.delete(key))
         await self.etcd.txn([], operations)
-        self.users = users

@@ -27,9 +27,8 @@ from tslog.protocol.sasl import SaslFailure, ScramLogin, salted_password
 
 
 class MemoryStore(CredentialStore):
-    async def apply(self, deletions, upsertions) -> None:
-        for name, mechanism, credential in upsertions:
-            self.users.setdefault(name, {})[mechanism] = credential
+    async def _store(self, users, names) -> None:
+        pass  # kept in memory only
 
 
 class FakeConnection:
@@ -151,3 +150,19 @@ def test_the_bootstrap_file_creates_missing_users_only(tmp_path):
     path.write_text("broken line without a colon\n")
     with pytest.raises(OSError, match="line 1: expected NAME:PASSWORD"):
         asyncio.run(store.bootstrap(str(path)))
+
+
+def test_concurrent_changes_are_all_kept_and_survive_reopening(tmp_path):
+    from tslog.broker.security.credentials import LocalCredentialStore
+
+    credential = ScramCredential(b"salt", b"stored", b"server", 4096)
+
+    async def create_many(store) -> None:
+        await asyncio.gather(*(store.apply([], [(f"user{i}", "SCRAM-SHA-256", credential)])
+                               for i in range(8)))
+        await store.apply([("user3", "SCRAM-SHA-256")], [])
+
+    asyncio.run(create_many(LocalCredentialStore(tmp_path)))
+    reopened = LocalCredentialStore(tmp_path)
+    assert sorted(reopened.users) == [f"user{i}" for i in range(8) if i != 3]
+    assert reopened.lookup("user5", "SCRAM-SHA-256") == credential
