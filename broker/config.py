@@ -101,6 +101,12 @@ class BrokerConfig:
     authorizer_enabled: bool = False
     super_users: str = ""  # "User:admin;User:CN=broker0": principals allowed everything
     allow_everyone_if_no_acl_found: bool = False  # a resource no ACL names: allowed to all
+    # Authentication (docs/security.md): "SCRAM-SHA-256,SCRAM-SHA-512"; "" = no SASL
+    sasl_mechanisms: str = ""
+    sasl_authentication_timeout_ms: int = 10_000  # not logged in by then: closed
+    sasl_bootstrap_users_file: str | None = None  # NAME:PASSWORD lines, created at start
+    inter_broker_sasl_username: str | None = None  # this broker's SCRAM login to its peers
+    inter_broker_sasl_password_file: str | None = None  # ... and the file of its password
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -124,6 +130,11 @@ class BrokerConfig:
             heartbeat_interval_ms=self.group_heartbeat_interval_ms,
             rebalance_timeout_ms=self.group_rebalance_timeout_ms,
             assignor=self.group_assignor, group_size_max=self.group_max_size)
+
+    @property
+    def sasl_mechanism_list(self) -> tuple[str, ...]:
+        """``sasl_mechanisms`` parsed (validated at construction); () = SASL is off."""
+        return tuple(m.strip() for m in self.sasl_mechanisms.split(",") if m.strip())
 
     @property
     def listen_address(self) -> tuple[str, int]:
@@ -191,7 +202,7 @@ _POSITIVE = {
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
     "replica_fetch_wait_max_ms", "max_unsent_response_bytes", "max_total_unsent_response_bytes",
     "group_session_timeout_ms", "group_heartbeat_interval_ms", "group_rebalance_timeout_ms",
-    "group_max_size",
+    "group_max_size", "sasl_authentication_timeout_ms",
 }
 
 
@@ -238,7 +249,7 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
     return (problems + _cluster_problems(config) + _group_problems(config)
-            + _protected_mode_problems(config))
+            + _protected_mode_problems(config) + _sasl_problems(config))
 
 
 def _protected_mode_problems(config: BrokerConfig) -> list[str]:
@@ -277,6 +288,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _sasl_problems(config: BrokerConfig) -> list[str]:
+    """An unknown mechanism, or a replication login without its password, would fail
+    later and quietly (every client, or every follower, refused): stop startup instead."""
+    problems = [f"sasl_mechanisms: unknown mechanism {name!r} (SCRAM-SHA-256, SCRAM-SHA-512)"
+                for name in config.sasl_mechanism_list
+                if name not in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    if (config.sasl_mechanism_list and config.inter_broker_sasl_username is not None
+            and config.inter_broker_sasl_password_file is None):
+        problems.append("inter_broker_sasl_username needs inter_broker_sasl_password_file")
+    return problems
 
 
 def _group_problems(config: BrokerConfig) -> list[str]:

@@ -28,6 +28,8 @@ from ._types import (
     TopicPartition,
 )
 from .errors import UnknownTopicOrPartitionError, error_for
+from ._user_admin import ScramCredentialInfo, UserAdmin
+from .security import Security
 
 
 class AsyncAdmin:
@@ -35,16 +37,18 @@ class AsyncAdmin:
 
     def __init__(self, bootstrap, *, request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, client_id: str = "tslog-admin",
-                 lookup_poll_us: int = 100) -> None:
+                 lookup_poll_us: int = 100, security: Security | None = None) -> None:
         """``lookup_poll_us``: ``list_offsets`` polls for its answer this long at most
-        (as ``AsyncConsumer``'s); 0 turns it off."""
+        (as ``AsyncConsumer``'s); 0 turns it off. ``security``: TLS and SASL/SCRAM
+        (``tslog.client.security.Security``); None = plain."""
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                lookup_poll_us=lookup_poll_us)
+                                lookup_poll_us=lookup_poll_us, security=security)
         self._groups = GroupAdmin(self._cluster)
         self._acls = AclAdmin(self._cluster)
+        self._users = UserAdmin(self._cluster)
         self._closed = False
 
     async def start(self) -> None:
@@ -226,3 +230,26 @@ class AsyncAdmin:
         if isinstance(filters, AclBindingFilter):
             filters = [filters]
         return await self._acls.delete(list(filters))
+
+    # ----------------------------------------------------------------------------- users
+
+    async def create_user(self, name: str, password: str, mechanism: str = "SCRAM-SHA-512",
+                          iterations: int = 8192) -> None:
+        """Create SCRAM user ``name``, or give it a new password (an upsert: rotation).
+        The password is salted and hashed here; only that reaches the broker. Raises
+        UnacceptableCredentialError (iterations outside 4096..16384, an empty name)."""
+        await self._users.create_user(name, password, mechanism, iterations)
+
+    async def delete_user(self, name: str, mechanism: str | None = None) -> None:
+        """Delete the user's credential of ``mechanism`` (None: all of them); its
+        connections already open stay, new logins fail. ResourceNotFoundError if none."""
+        await self._users.delete_user(name, mechanism)
+
+    async def list_users(self) -> list[str]:
+        """The names of every SCRAM user, sorted."""
+        return sorted(await self._users.describe_users(None))
+
+    async def describe_users(self, names=None) -> dict[str, list[ScramCredentialInfo]]:
+        """{name: [ScramCredentialInfo(mechanism, iterations)]} of ``names`` (None: every
+        user); ResourceNotFoundError for a named user without credentials."""
+        return await self._users.describe_users(None if names is None else list(names))

@@ -22,6 +22,7 @@ from tslog.protocol.messages import ApiKey
 
 from ._connection import Connection
 from ._types import PartitionInfo, TopicPartition
+from .security import Security
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -58,7 +59,8 @@ class Cluster:
                  request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000,
                  metadata_max_age_ms: int = 300_000, max_in_flight: int = 5,
-                 connect_timeout_ms: int = 10_000, lookup_poll_us: int = 0) -> None:
+                 connect_timeout_ms: int = 10_000, lookup_poll_us: int = 0,
+                 security: Security | None = None) -> None:
         if not isinstance(lookup_poll_us, int) or not 0 <= lookup_poll_us <= 10_000:
             raise ValueError("lookup_poll_us must be an int from 0 (off) to 10000")
         self.bootstrap = parse_bootstrap(bootstrap)
@@ -70,6 +72,7 @@ class Cluster:
         self.metadata_max_age_ms = metadata_max_age_ms
         self.max_in_flight = max_in_flight
         self.connect_timeout_ms = connect_timeout_ms
+        self.security = security  # TLS / SASL of every connection this cluster opens
         # How long a time lookup polls for its answer before sleeping (_connection's doc).
         self.lookup_poll_s = lookup_poll_us / 1e6
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -185,7 +188,7 @@ class Cluster:
         if task is None:
             task = asyncio.ensure_future(Connection.open(
                 *address, client_id=self.client_id, max_in_flight=self.max_in_flight,
-                timeout_ms=self.connect_timeout_ms))
+                timeout_ms=self.connect_timeout_ms, security=self.security))
             self._connecting[key] = task
             task.add_done_callback(lambda _: self._connecting.pop(key, None))
         try:

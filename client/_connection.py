@@ -43,7 +43,9 @@ from tslog.protocol.connection import Role
 from tslog.protocol.errors import ProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES
 
+from ._login import login
 from .errors import ConnectionLostError, InvalidResponseError, RequestTimedOutError, error_for
+from .security import Security
 
 log = logging.getLogger(__name__)
 _DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the connection failed
@@ -76,8 +78,10 @@ class Connection(asyncio.BufferedProtocol):
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str | None = None,
                    max_in_flight: int = 5, max_frame_bytes: int = MAX_FRAME_BYTES,
-                   timeout_ms: int = 10_000) -> Connection:
-        """Connect; raises ``ConnectionLostError`` if the broker cannot be reached in time."""
+                   timeout_ms: int = 10_000, security: Security | None = None) -> Connection:
+        """Connect, and log in when ``security`` says SASL; raises ``ConnectionLostError``
+        if the broker cannot be reached in time, ``SaslAuthenticationFailedError`` (and the
+        other login errors) if it refuses the login."""
         loop = asyncio.get_running_loop()
         try:
             _, protocol = await asyncio.wait_for(
@@ -88,6 +92,7 @@ class Connection(asyncio.BufferedProtocol):
                 timeout_ms / 1000)
         except (OSError, asyncio.TimeoutError) as exc:
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {exc!r}") from exc
+        await login(protocol, security, timeout_ms)
         return protocol
 
     # ------------------------------------------------------------------ asyncio callbacks

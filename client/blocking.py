@@ -30,6 +30,8 @@ from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError, unzeroed_
 from tslog.protocol.messages import InvalidResponseError
 
 from .errors import TooManyConnectionsError
+from ._login import login_blocking
+from .security import Security
 
 
 class BrokerSocket:
@@ -48,12 +50,14 @@ class BrokerSocket:
         allocate: ``allocate(size)`` makes those buffers (writable, contiguous), e.g. from a
             memory pool that keeps freed pages; by default unzeroed numpy memory with
             ``record_views`` (the socket writes every byte anyway), else ``bytearray``.
+        security: the client's ``Security``; with SASL the socket logs in here (raising
+            ``SaslAuthenticationFailedError`` and the like if refused).
     """
 
     def __init__(self, host: str, port: int, timeout_s: float,
                  client_id: str | None = "tslog-python", *,
                  max_frame_bytes: int = MAX_FRAME_BYTES, record_views: bool = False,
-                 allocate=None) -> None:
+                 allocate=None, security: Security | None = None) -> None:
         self.address = (host, port)
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
@@ -65,6 +69,7 @@ class BrokerSocket:
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._poller: select.poll | None = None  # made on first use of answer polling
+        login_blocking(self, security)  # SCRAM, when ``security`` says SASL
 
     def send(self, api_key: int, body: dict) -> None:
         # Built here, from checked arguments: no schema walk on the way out.

@@ -7,6 +7,7 @@
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
     tslog acls add|remove|list ...            # see cli_acls.py
+    tslog users create|delete|list ...                    # see cli_users.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
 or 127.0.0.1:9092). Errors print one line on stderr and exit 1 (2 for a bad command line).
@@ -25,6 +26,7 @@ from . import cli_consume, cli_offsets, cli_produce, cli_topics
 from .cli_common import EXPECTED_ERRORS, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .cli_acls import add_acls_commands
+from .cli_users import add_users_commands
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -86,6 +88,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cli_offsets.register(commands, common)
     add_groups_commands(commands, common)
     add_acls_commands(commands, common)
+    add_users_commands(commands, common)
     return parser
 
 

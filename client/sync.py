@@ -213,6 +213,18 @@ class Admin(_Facade):
     def delete_acls(self, filters):
         return self._run(self._core.delete_acls(filters))
 
+    def create_user(self, name, password, mechanism="SCRAM-SHA-512", iterations=8192) -> None:
+        return self._run(self._core.create_user(name, password, mechanism, iterations))
+
+    def delete_user(self, name, mechanism=None) -> None:
+        return self._run(self._core.delete_user(name, mechanism))
+
+    def list_users(self):
+        return self._run(self._core.list_users())
+
+    def describe_users(self, names=None):
+        return self._run(self._core.describe_users(names))
+
 
 class Producer(_Facade):
     """Blocking ``AsyncProducer``. ``send`` returns a future with ``get(timeout)``."""

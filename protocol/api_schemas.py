@@ -2,8 +2,9 @@
 versions this side speaks, and the declarative schemas ``messages.py`` checks bodies against.
 
 A table of its own (not part of the envelope codec in ``messages.py``) because it is what
-grows with every new API; the consumer-group, CreatePartitions and ACL schemas come from
-``group_schemas.py``, ``partition_schemas.py`` and ``acl_schemas.py``.
+grows with every new API; the consumer-group, CreatePartitions, ACL and authentication
+schemas come from ``group_schemas.py``, ``partition_schemas.py``, ``acl_schemas.py`` and
+``sasl_schemas.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from enum import IntEnum
 from .acl_schemas import ACL_REQUEST_SCHEMAS, ACL_RESPONSE_SCHEMAS
 from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
 from .partition_schemas import PARTITION_REQUEST_SCHEMAS, PARTITION_RESPONSE_SCHEMAS
+from .sasl_schemas import SASL_REQUEST_SCHEMAS, SASL_RESPONSE_SCHEMAS
 from .schema import (
     BIN,
     BOOL,
@@ -44,6 +46,7 @@ class ApiKey(IntEnum):
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -54,8 +57,11 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
@@ -195,3 +201,5 @@ REQUEST_SCHEMAS.update(PARTITION_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(PARTITION_RESPONSE_SCHEMAS)
 REQUEST_SCHEMAS.update(ACL_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(ACL_RESPONSE_SCHEMAS)
+REQUEST_SCHEMAS.update(SASL_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(SASL_RESPONSE_SCHEMAS)

@@ -8,15 +8,21 @@ buffers of the sans-I/O ``tslog.protocol.connection.Connection`` (a large frame 
 exactly its length), which also does the framing, the cap and the correlation check, as it
 does for every other connection. The broker never imports the client, so the follower has
 this small shell of its own.
+
+With SASL on, a new connection first logs in (``login``: a factory of the sans-I/O
+``tslog.protocol.sasl.ScramLogin`` with the broker's ``inter_broker_sasl_*`` credentials);
+a refused login is a ``ConnectionError`` the fetcher retries after its backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Callable
 
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
 from tslog.protocol.errors import ProtocolError
 from tslog.protocol.messages import ApiKey
+from tslog.protocol.sasl import SaslFailure, ScramLogin
 
 
 _DISCARD = bytearray(64 * 1024)
@@ -71,9 +77,11 @@ class _LeaderProtocol(asyncio.BufferedProtocol):
 class LeaderChannel:
     """One connection to a leader: request, then await its response (no pipelining)."""
 
-    def __init__(self, host: str, port: int, client_id: str, max_frame_bytes: int) -> None:
+    def __init__(self, host: str, port: int, client_id: str, max_frame_bytes: int,
+                 login: Callable[[], ScramLogin] | None = None) -> None:
         self.host, self.port, self.client_id = host, port, client_id
         self.max_frame_bytes = max_frame_bytes
+        self.login = login
         self._protocol: _LeaderProtocol | None = None
 
     async def connect(self, timeout_s: float) -> _LeaderProtocol:
@@ -85,8 +93,32 @@ class LeaderChannel:
                     lambda: _LeaderProtocol(self.client_id, self.max_frame_bytes),
                     self.host, self.port),
                 timeout_s)
+            if self.login is not None:
+                await self._log_in(protocol, self.login(), timeout_s)
             self._protocol = protocol
         return protocol
+
+    async def _log_in(self, protocol: _LeaderProtocol, login: ScramLogin,
+                      timeout_s: float) -> None:
+        """The SCRAM exchange, one request at a time; ConnectionError if refused."""
+        try:
+            api_key, body = login.first()
+            while api_key is not None:
+                protocol.waiter = waiter = asyncio.get_running_loop().create_future()
+                _, frame = protocol.wire.send_request(api_key, body)
+                protocol.transport.writelines(frame)
+                async with asyncio.timeout(timeout_s):
+                    event = await waiter
+                if type(event) is BadResponse:
+                    raise event.error
+                api_key, body = login.answer(event.body)
+        except SaslFailure as failure:
+            protocol.transport.close()
+            raise ConnectionError(f"login at the leader {self.host}:{self.port} refused: "
+                                  f"{failure}") from None
+        except BaseException:
+            protocol.transport.close()
+            raise
 
     async def request(self, api_key: ApiKey, body: dict, timeout_s: float) -> dict:
         """Send, then await the response. With a live connection the request is written

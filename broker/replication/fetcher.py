@@ -39,6 +39,7 @@ from typing import Callable
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, ApiKey
 from tslog.protocol.records import split_batches
+from tslog.protocol.sasl import ScramLogin
 
 from ..metrics import replication as replication_metrics
 from ..storage import NonContiguousOffsetError
@@ -64,6 +65,8 @@ class LeaderFetcher:
             asked before every connection, so a leader that moved is followed.
         is_current: False once a partition's log was deleted or replaced here (dropped).
         fetch_wait_max_ms: how long one Fetch long-polls the leader.
+        login: makes the SCRAM login of a new connection (``inter_broker_sasl_*``); None
+            without SASL.
 
     The manager that owns it passes these rather than itself, so this module needs nothing
     of the manager (the two imported each other before).
@@ -71,12 +74,14 @@ class LeaderFetcher:
 
     def __init__(self, leader_id: int, node_id: int,
                  address_of: Callable[[int], tuple[str, int] | None],
-                 is_current: Callable[[Partition], bool], fetch_wait_max_ms: int) -> None:
+                 is_current: Callable[[Partition], bool], fetch_wait_max_ms: int,
+                 login: Callable[[], ScramLogin] | None = None) -> None:
         self.leader_id = leader_id
         self.node_id = node_id
         self.address_of = address_of
         self.is_current = is_current
         self.fetch_wait_max_ms = fetch_wait_max_ms
+        self.login = login  # the inter-broker SCRAM login of each new connection, if SASL
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.unsure: set[tuple[str, int]] = set()  # must truncate before fetching
         self.behind: set[tuple[str, int]] = set()  # fetch offset out of the leader's range
@@ -118,7 +123,7 @@ class LeaderFetcher:
                     if self.channel is not None:
                         self.channel.close()
                     self.channel = LeaderChannel(*address, f"replica-{self.node_id}",
-                                                 _MAX_FRAME_BYTES)
+                                                 _MAX_FRAME_BYTES, self.login)
                 self._added = False  # a partition added from here on ends the next poll
                 if self.behind:
                     await self._check_log_start()

@@ -24,6 +24,8 @@ import asyncio
 import logging
 from typing import Callable, Protocol
 
+from tslog.protocol.sasl import ScramLogin
+
 from ..cluster.view import ClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
 from ..storage import PartitionLog
@@ -52,16 +54,18 @@ class ReplicaManager:
             ``PartitionLog`` (consumers, when the high watermark moves).
         fetch_wait_max_ms: how long a follower's Fetch long-polls its leader.
         clustered: report replication events to metrics (a single node has none to report).
+        login: makes a follower connection's SCRAM login (``inter_broker_sasl_*``).
     """
 
     def __init__(self, hosted: HostedLogs, view: ClusterView, *, now_ms: Callable[[], int],
                  notify: Callable[[object], None], fetch_wait_max_ms: int,
-                 clustered: bool) -> None:
+                 clustered: bool, login: Callable[[], ScramLogin] | None = None) -> None:
         self.hosted = hosted
         self.view = view
         self.now_ms = now_ms
         self.notify = notify
         self.fetch_wait_max_ms = fetch_wait_max_ms
+        self.login = login  # followers' SCRAM login at their leaders (None: no SASL)
         self.node_id = view.node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetchers: dict[int, LeaderFetcher] = {}
@@ -228,7 +232,7 @@ class ReplicaManager:
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = LeaderFetcher(
                 leader_id, self.node_id, self.broker_address, self.is_current,
-                self.fetch_wait_max_ms)
+                self.fetch_wait_max_ms, self.login)
         return fetcher
 
     # -- ISR -------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ..cluster.topic_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
+from ..security.etcd_credentials import EtcdCredentialStore
 from ..storage.files import remove_retired, write_atomically
 from ..topics import TopicManager
 from .group_service import GroupService
@@ -74,6 +75,14 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
         raise
     broker.acls.store = acls  # closed by the listener before the view
     broker.use_group_store(groups)
+    try:  # SCRAM users: every broker follows the cluster's, so a login works anywhere
+        credentials = EtcdCredentialStore(view.etcd, view.keys.prefix)
+        await credentials.start()
+    except BaseException:
+        await asyncio.to_thread(broker.close)
+        await view.close()
+        raise
+    broker.use_credential_store(credentials)
     view.group_store = groups  # closed with the view
     sync.attach(broker.topics, broker.notifier.notify)
     sync.reconcile()  # whatever changed while the logs were opening

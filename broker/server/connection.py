@@ -60,9 +60,9 @@ from tslog.protocol.messages import (
 from ..config import BrokerConfig
 from ..metrics.definitions import REFUSED, api_metrics
 from ..metrics.observe import finish_request
-from ..security import ANONYMOUS
 from ..security.request_gate import RequestGate
 from .connection_registry import MAX_PENDING_REFUSALS, REFUSAL_WAIT_S, ConnectionRegistry, Refusal
+from ..security.sasl_session import SASL_APIS, SaslSession
 from .dispatch import Dispatch
 from .idle_poll import IdlePoller
 
@@ -83,11 +83,8 @@ _WRITE_HIGH_BYTES = 64 * 1024
 
 
 def _refusal_reason(exc: RequestError) -> str:
-    if isinstance(exc, UnknownApiKeyError):
-        return "unknown_api"
-    if isinstance(exc, InvalidRequestError):
-        return "invalid_request"
-    return "unsupported_version"
+    return ("unknown_api" if isinstance(exc, UnknownApiKeyError) else "invalid_request"
+            if isinstance(exc, InvalidRequestError) else "unsupported_version")
 
 
 class _Running:
@@ -109,10 +106,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
         idle_poller: the broker's one poller, told when each read was handled.
         registry: every live connection, for the broker-wide limits.
         gate: None (authorizer off), or every handler asks it first for ``principal``.
+        authenticator: SASL's (``security/scram.py``); its login state is ``_sasl``.
     """
 
     def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
-                 registry: ConnectionRegistry, gate: RequestGate | None = None) -> None:
+                 registry: ConnectionRegistry, gate: RequestGate | None = None,
+                 authenticator=None) -> None:
         self.dispatch = dispatch if gate is None else gate.bind(dispatch, self)
         self.idle_poller = idle_poller
         self.registry = registry
@@ -129,10 +128,6 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future = self._loop.create_future()
         self.peer = "?"
-        # Who the client is (``tslog.broker.security``): set by mutual TLS or SCRAM through
-        # ``registry.principal_set``; authenticated at once unless SASL is on.
-        self.principal = ANONYMOUS
-        self.authenticated = not getattr(config, "sasl_mechanisms", "")
         self._refusal: Refusal | None = None  # over a connection limit: answer, then close
         self._refusal_handle: asyncio.TimerHandle | None = None
         self._closing = False
@@ -143,6 +138,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._last_activity = 0.0
         self._idle_handle: asyncio.TimerHandle | None = None
+        # Who the client is (``tslog.broker.security``): ``principal`` and ``authenticated``
+        # start as SaslSession says (anonymous; authenticated at once unless SASL is on), and
+        # change through ``registry.principal_set`` (mutual TLS, SCRAM).
+        self._sasl = SaslSession(authenticator, self)
 
     def _count_held(self) -> None:
         """Bring the registry's total up to date with the answers the core holds."""
@@ -165,6 +164,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=min(_WRITE_HIGH_BYTES, self.max_unsent // 2))
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
+        self._sasl.start(self._loop)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._closing:
@@ -212,6 +212,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._held = self._buffered = 0
         if self._idle_handle is not None:
             self._idle_handle.cancel()
+        self._sasl.stop()
         unfinished = self._wire.receiver.buffered_bytes
         if unfinished:
             log.warning("%s: disconnected inside a frame; dropped %d bytes of it", self.peer,
@@ -311,7 +312,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         header, body = event.header, event.body
         started = time.perf_counter()
         try:
-            result = self.dispatch[header.api_key](body)
+            if self.authenticated and header.api_key not in SASL_APIS:
+                result = self.dispatch[header.api_key](body)
+            elif (result := self._sasl.handle(header.api_key, body)) is None:
+                return self._close()  # a request before authentication: logged, refused
         except Exception:
             log.exception("%s: %s handler failed", self.peer, header.api_key.name)
             result = _SERVER_ERROR

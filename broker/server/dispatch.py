@@ -41,7 +41,11 @@ from .handlers import (
     handle_offset_fetch,
 )
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
-from .services import AclApis, AdminApis, DataPath, GroupApis, ReplicationApis
+from .sasl_handlers import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
+from .services import AclApis, AdminApis, DataPath, GroupApis, ReplicationApis, SecurityApis
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
@@ -78,16 +82,21 @@ ACL_HANDLERS = {
     ApiKey.CREATE_ACLS: handle_create_acls,
     ApiKey.DELETE_ACLS: handle_delete_acls,
 }
+# SaslHandshake and SaslAuthenticate are not here: the connection answers them itself.
+SECURITY_HANDLERS = {
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
+}
 
 
 def bind_handlers(data_path: DataPath, replication: ReplicationApis, admin: AdminApis,
-                  groups: GroupApis, acls: AclApis) -> Dispatch:
+                  groups: GroupApis, acls: AclApis, security: SecurityApis) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_PATH_HANDLERS, data_path),
                                (REPLICATION_HANDLERS, replication),
                                (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
-                               (ACL_HANDLERS, acls)):
+                               (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):
         for api_key, handler in handlers.items():
             dispatch[api_key] = MethodType(handler, services)
     return dispatch

@@ -147,6 +147,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
         finally:
             await broker.acls.close()  # a cluster's watch of etcd's ACLs
             if view is not None:  # leave the cluster first: others take over at once
+                await broker.authenticator.store.close()  # its etcd watch, before the client
                 await view.close()
             if metrics is not None:
                 await asyncio.to_thread(metrics.stop)
@@ -185,9 +186,16 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     registry = ConnectionRegistry.from_config(config)
     host, port = config.listen_address
     dispatch, idle_poller, gate = broker.dispatch, broker.idle_poller, broker.gate
+    authenticator = broker.authenticator
+    if config.sasl_bootstrap_users_file:  # before the first client can try to log in
+        created = await authenticator.store.bootstrap(config.sasl_bootstrap_users_file)
+        log.info("sasl_bootstrap_users_file: %d new users (%s); existing users unchanged",
+                 len(created), ", ".join(created) or "none")
     try:
         server = await loop.create_server(
-            lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate), host, port,
+            lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate,
+                                     authenticator),
+            host, port,
             reuse_address=True, backlog=1024)
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None

@@ -23,6 +23,8 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   cluster view, and the broker's settings (its node id).
 - ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
+- ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
+  holds the SCRAM credentials (the login itself is the connection's, not a handler's).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..config import BrokerConfig
 from ..metadata import TopicMetadata
 from ..replication.manager import ReplicaManager
 from ..security.acl_store import AclService
+from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets
@@ -92,6 +95,10 @@ class AclApis(Protocol):
     acls: AclService
 
 
+class SecurityApis(Protocol):
+    authenticator: Authenticator  # its .store: the SCRAM credentials
+
+
 # The concrete holders the broker builds, one per protocol above, with exactly its attributes
 # (tests/unit/broker/test_services.py checks they match). Frozen: chosen once at start.
 
@@ -133,6 +140,11 @@ class GroupServices:
 @dataclass(frozen=True, slots=True)
 class AclServices:
     acls: AclService
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityServices:
+    authenticator: Authenticator
 
 
 def missing_code(known: TopicManager, topic: str, partition: int) -> ErrorCode:

@@ -18,6 +18,9 @@ event loop unless the handler awaits.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
+
+from tslog.protocol.sasl import ScramLogin
 
 from ..cluster.view import ClusterView, LocalClusterView
 from ..config import BrokerConfig, parse_host_port
@@ -29,6 +32,8 @@ from ..replication.manager import ReplicaManager
 from ..security.acl import Authorizer, parse_super_users
 from ..security.acl_store import AclService, LocalAclStore
 from ..security.request_gate import RequestGate
+from ..security.credentials import CredentialStore, LocalCredentialStore
+from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
@@ -43,10 +48,24 @@ from .services import (
     GroupServices,
     Lifecycle,
     ReplicationServices,
+    SecurityServices,
 )
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
 __all__ = ["Broker", "BrokerClock"]
+
+
+def inter_broker_login(config: BrokerConfig) -> Callable[[], ScramLogin] | None:
+    """The followers' SCRAM login at their leaders when SASL is on: the broker's own user
+    (``inter_broker_sasl_username``, its password read once from
+    ``inter_broker_sasl_password_file``), with the strongest mechanism the brokers accept."""
+    mechanisms = config.sasl_mechanism_list
+    if not mechanisms or config.inter_broker_sasl_username is None:
+        return None  # (with a username, the password file is required: config.py checks)
+    password = Path(config.inter_broker_sasl_password_file).read_text().rstrip("\r\n")
+    mechanism = "SCRAM-SHA-512" if "SCRAM-SHA-512" in mechanisms else mechanisms[0]
+    username = config.inter_broker_sasl_username
+    return lambda: ScramLogin(mechanism, username, password)
 
 
 class Broker:
@@ -88,7 +107,8 @@ class Broker:
             Path(config.data_dir)), topics, clock, config.coordinator_config)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
-            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
+            login=inter_broker_login(config))
         # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
         # ``cluster_sync.open_clustered``). ``gate`` is None when the authorizer is off:
         # connections then call the handlers directly and pay nothing for it.
@@ -97,13 +117,19 @@ class Broker:
         self.acls = AclService(authorizer, None if config.clustered
                                else LocalAclStore(Path(config.data_dir), authorizer))
         self.gate = RequestGate(authorizer) if config.authorizer_enabled else None
+        # SCRAM logins and users: the data directory's credentials on a single node; a
+        # cluster's come from etcd (``use_credential_store``, before it serves).
+        self.authenticator = Authenticator(
+            config.sasl_mechanism_list,
+            None if config.clustered else LocalCredentialStore(Path(config.data_dir)),
+            config.sasl_authentication_timeout_ms)
         self.dispatch: Dispatch = bind_handlers(
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config),
             GroupServices(topics, self.offsets, self.groups, self.cluster),
-            AclServices(self.acls))
+            AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)
@@ -131,6 +157,10 @@ class Broker:
         """Keep committed offsets in ``store`` from now on (a clustered broker's etcd store,
         started once the logs are open); call it before the broker serves."""
         self.offsets.store = store
+
+    def use_credential_store(self, store: CredentialStore) -> None:
+        """Check logins and keep users in ``store`` (a cluster's, in etcd) from now on."""
+        self.authenticator.store = store
 
     def set_bound_port(self, port: int) -> None:
         """Advertise the port actually bound (``listen`` may say port 0)."""

@@ -61,6 +61,8 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
         return "range", "range"
     if key == "group_session_timeout_ms":  # must stay above the heartbeat interval
         return "60000", 60000
+    if key == "sasl_mechanisms":  # one of a fixed set
+        return "SCRAM-SHA-256", "SCRAM-SHA-256"
     if isinstance(default, bool):
         return ("false", False) if default else ("true", True)
     if isinstance(default, int):

@@ -1,0 +1,78 @@
+"""A cluster's SCRAM credentials in etcd, followed by every broker (see ``credentials.py``).
+
+Layout: ``/<cluster>/scram_credentials/<name>``, one JSON document per user (mechanism ->
+salt, keys, iterations), so creating, rotating or deleting a user is one etcd write. Every
+broker loads the prefix at start and follows it with a watch (``follow_prefix``, which
+re-reads the whole prefix after a broken watch), so its map is the cluster's within the
+watch's delay; the broker that wrote a change applies it to its own map at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+from ..cluster.etcd import Etcd, WatchEvent, follow_prefix
+from .credentials import CredentialStore, ScramCredential, _decode_user, _encode_user
+
+log = logging.getLogger("tslog.broker.security")
+
+
+class EtcdCredentialStore(CredentialStore):
+    def __init__(self, etcd: Etcd, cluster_prefix: str) -> None:
+        super().__init__()
+        self.etcd = etcd
+        self.prefix = cluster_prefix + "scram_credentials/"
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        """Load every user and follow changes. Raises EtcdError."""
+        revision = await self._resync()
+        self._task = asyncio.get_running_loop().create_task(
+            follow_prefix(self.etcd, self.prefix, revision, self._on_event, self._resync,
+                          "SCRAM credentials"))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _resync(self) -> int:
+        revision, kvs = await self.etcd.get_prefix(self.prefix)
+        users = {}
+        for kv in kvs:
+            name, credentials = self._decode(kv.key, kv.value)
+            if credentials:
+                users[name] = credentials
+        self.users = users
+        return revision
+
+    def _decode(self, key: str, value: bytes) -> tuple[str, dict[str, ScramCredential]]:
+        name = key[len(self.prefix):]
+        try:
+            return name, _decode_user(json.loads(value))
+        except (ValueError, KeyError, TypeError):
+            log.error("undecodable SCRAM credentials of user %r in etcd; ignored", name)
+            return name, {}
+
+    def _on_event(self, event: WatchEvent) -> None:
+        name, credentials = (event.kv.key[len(self.prefix):], {}) if event.deleted else \
+            self._decode(event.kv.key, event.kv.value)
+        users = dict(self.users)
+        if credentials:
+            users[name] = credentials
+        else:
+            users.pop(name, None)
+        self.users = users
+
+    async def _store(self, users, names) -> None:
+        operations = []
+        for name in sorted(names):
+            key = self.prefix + name
+            if name in users:
+                operations.append(self.etcd.put(key, json.dumps(_encode_user(users[name]))
+                                                .encode()))
+            else:
+                operations.append(self.etcd.delete(key))
+        await self.etcd.txn([], operations)

@@ -1,0 +1,101 @@
+"""The broker's side of a SCRAM exchange (RFC 5802/7677), made and checked by ``scramp``.
+
+``Authenticator`` is the broker-wide part: which mechanisms are on, the credential store,
+the time a connection has to log in. ``ScramExchange`` is one connection's login: the
+client-first message in, the server-first out, the client-final in (scramp checks the
+proof against the stored key), the server-final out.
+
+No user enumeration: an unknown user is given a made-up credential (a salt derived from the
+name with a per-process secret, so it is the same on every try, and keys nobody knows), so
+the exchange runs its full course and fails at the proof exactly as a wrong password does.
+The client sees one generic message either way; only the broker's log says which user
+failed (never the password or the proof: the broker never has the password).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+
+import scramp
+
+from .credentials import CredentialStore
+
+GENERIC_FAILURE = "authentication failed: unknown user or wrong password"
+_DECOY_SECRET = os.urandom(32)  # decoy salts for unknown users; never leaves the process
+
+
+class Authenticator:
+    """What every connection's login needs (see the module docstring).
+
+    Args:
+        mechanisms: the mechanisms accepted; empty = SASL is off, connections are
+            authenticated (as ``User:ANONYMOUS``) from the start.
+        store: the credentials (its ``users`` map is read at each login).
+        timeout_ms: a connection not authenticated by then is closed.
+    """
+
+    def __init__(self, mechanisms: tuple[str, ...], store: CredentialStore | None,
+                 timeout_ms: int) -> None:
+        self.mechanisms = mechanisms
+        self.store = store
+        self.timeout_ms = timeout_ms
+        self._scramp = {name: scramp.ScramMechanism(name) for name in mechanisms}
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.mechanisms)
+
+    def exchange(self, mechanism: str) -> ScramExchange:
+        return ScramExchange(self, mechanism)
+
+    def credential(self, mechanism: str, username: str) -> tuple[bytes, bytes, bytes, int]:
+        """scramp's ``auth_fn``: the user's (salt, stored key, server key, iterations), or a
+        decoy that no proof matches for a user without this mechanism's credential."""
+        found = self.store.lookup(username, mechanism) if self.store is not None else None
+        if found is not None:
+            return found.salt, found.stored_key, found.server_key, found.iterations
+        salt = hmac.digest(_DECOY_SECRET, f"{mechanism}:{username}".encode(), "sha256")[:16]
+        return salt, os.urandom(64), os.urandom(64), 4096
+
+
+class ExchangeFailed(Exception):
+    """The login failed; ``username`` is who it claimed to be (may be None: unreadable)."""
+
+    def __init__(self, username: str | None) -> None:
+        super().__init__(GENERIC_FAILURE)
+        self.username = username
+
+
+class ScramExchange:
+    """One connection's SCRAM login, one ``step`` per SaslAuthenticate."""
+
+    def __init__(self, authenticator: Authenticator, mechanism: str) -> None:
+        self.mechanism = mechanism
+        self.username: str | None = None
+        self.done = False
+
+        def auth_fn(username: str):
+            self.username = username
+            return authenticator.credential(mechanism, username)
+
+        self._server = authenticator._scramp[mechanism].make_server(auth_fn)
+        self._step = 0
+
+    def step(self, message: bytes) -> bytes:
+        """The answer to the client's next message. Raises ``ExchangeFailed`` (the login is
+        over); sets ``done`` when the client has proved it knows the password."""
+        step, self._step = self._step, self._step + 1
+        try:
+            text = bytes(message).decode("utf-8")
+            if step == 0:
+                self._server.set_client_first(text)
+                return self._server.get_server_first().encode()
+            if step == 1:
+                self._server.set_client_final(text)
+                answer = self._server.get_server_final().encode()
+                self.done = True
+                return answer
+        except Exception:  # scramp's ScramException, or whatever a hostile message trips
+            raise ExchangeFailed(self.username) from None
+        raise ExchangeFailed(self.username)
