@@ -31,12 +31,23 @@ class MemoryStore(CredentialStore):
         pass  # kept in memory only
 
 
+class OpenRegistry:
+    """A connection registry without limits: what ``SaslSession`` tells of a login."""
+
+    def authenticated(self, connection) -> None:
+        connection.authenticated = True
+
+    def principal_set(self, connection, principal: str) -> bool:
+        connection.principal = principal
+        return True
+
+
 class FakeConnection:
     """What ``SaslSession`` uses of a ``BrokerConnection``."""
 
     def __init__(self) -> None:
         self.peer = "test:1"
-        self.registry = object()
+        self.registry = OpenRegistry()
         self.dispatch = {ApiKey.API_VERSIONS: lambda body: {"error_code": 0}}
         self.shut = False
 
