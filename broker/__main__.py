@@ -31,6 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--listen", help="HOST:PORT for clients (127.0.0.1:9092)")
     parser.add_argument("--metrics-listen", dest="metrics_listen", help="HOST:PORT serving Prometheus /metrics (off unless given)")
     parser.add_argument("--node-id", dest="node_id", help="this broker's node id (0)")
+    parser.add_argument("--tls-cert-file", dest="tls_cert_file",
+                        help="PEM certificate: the listener speaks TLS (with --tls-key-file)")
+    parser.add_argument("--tls-key-file", dest="tls_key_file", help="PEM key of the certificate")
+    parser.add_argument("--tls-ca-file", dest="tls_ca_file",
+                        help="PEM CAs for client and peer-broker certificates")
+    parser.add_argument("--tls-client-auth", dest="tls_client_auth",
+                        choices=("none", "requested", "required"),
+                        help="client certificates (none; required = mutual TLS)")
     parser.add_argument("--log-level", dest="log_level", default="INFO",
                         help="logging level (INFO)")
     return parser

@@ -74,6 +74,12 @@ class BrokerConfig:
     group_rebalance_timeout_ms: int = 300_000  # to give partitions up before being removed
     group_assignor: str = "uniform"  # "uniform" (sticky, balanced) or "range" (Kafka's)
     group_max_size: int = 1_000  # members per group; a join beyond is refused
+    # TLS (docs/security.md): cert + key set = the client listener speaks TLS only, and
+    # this broker dials its peers over TLS too, presenting that certificate
+    tls_cert_file: str | None = None  # PEM certificate (chain) of this broker
+    tls_key_file: str | None = None  # PEM private key of tls_cert_file
+    tls_ca_file: str | None = None  # PEM CAs trusted for client and peer-broker certificates
+    tls_client_auth: str = "none"  # client certificates: "none", "requested" or "required"
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -198,7 +204,24 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         LogConfig.from_mapping(config.log)
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
-    return problems + _cluster_problems(config) + _group_problems(config)
+    return (problems + _cluster_problems(config) + _group_problems(config)
+            + _tls_problems(config))
+
+
+def _tls_problems(config: BrokerConfig) -> list[str]:
+    """Settings that cannot work together; whether the files load is checked at start."""
+    problems = []
+    if bool(config.tls_cert_file) != bool(config.tls_key_file):
+        problems.append("tls_cert_file and tls_key_file go together: set both or neither")
+    if config.tls_client_auth not in ("none", "requested", "required"):
+        problems.append("tls_client_auth must be none, requested or required, got "
+                        f"{config.tls_client_auth!r}")
+    elif config.tls_client_auth != "none" and not config.tls_cert_file:
+        problems.append("tls_client_auth needs TLS on the listener (tls_cert_file, tls_key_file)")
+    elif config.tls_client_auth == "required" and not config.tls_ca_file:
+        problems.append("tls_client_auth = required needs tls_ca_file (the CAs that sign "
+                        "client certificates)")
+    return problems
 
 
 def _group_problems(config: BrokerConfig) -> list[str]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Callable
 
 from tslog.protocol.errors import ErrorCode
@@ -64,6 +65,7 @@ class LeaderFetcher:
             asked before every connection, so a leader that moved is followed.
         is_current: False once a partition's log was deleted or replaced here (dropped).
         fetch_wait_max_ms: how long one Fetch long-polls the leader.
+        peer_ssl: the TLS context to dial leaders with (None: plain TCP).
 
     The manager that owns it passes these rather than itself, so this module needs nothing
     of the manager (the two imported each other before).
@@ -71,8 +73,10 @@ class LeaderFetcher:
 
     def __init__(self, leader_id: int, node_id: int,
                  address_of: Callable[[int], tuple[str, int] | None],
-                 is_current: Callable[[Partition], bool], fetch_wait_max_ms: int) -> None:
+                 is_current: Callable[[Partition], bool], fetch_wait_max_ms: int, *,
+                 peer_ssl: ssl.SSLContext | None = None) -> None:
         self.leader_id = leader_id
+        self.peer_ssl = peer_ssl
         self.node_id = node_id
         self.address_of = address_of
         self.is_current = is_current
@@ -118,7 +122,7 @@ class LeaderFetcher:
                     if self.channel is not None:
                         self.channel.close()
                     self.channel = LeaderChannel(*address, f"replica-{self.node_id}",
-                                                 _MAX_FRAME_BYTES)
+                                                 _MAX_FRAME_BYTES, ssl=self.peer_ssl)
                 self._added = False  # a partition added from here on ends the next poll
                 if self.behind:
                     await self._check_log_start()

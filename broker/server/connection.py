@@ -30,9 +30,8 @@ reading, a well-behaved consumer is still served (one request at a time, while t
 lasts), and the total stays under the cap plus one response per connection.
 
 Accounting is event-driven, no timers: ``_buffered`` is read after each write and at
-``resume_writing``. Between those the real buffer only shrinks, so the figures can be high,
-never low, and by at most the transport's high-water mark (``_WRITE_HIGH_BYTES``) for a
-connection that is not paused for writing: no limit can wait on a drain nobody reports.
+``resume_writing``; between those the real buffer only shrinks, so the figures can be high,
+never low, by at most ``_WRITE_HIGH_BYTES`` for a connection not paused for writing.
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ from tslog.protocol.messages import (
 from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED, api_metrics
 from ..config import BrokerConfig
 from ..metrics.observe import finish_request
+from ..security.tls import ANONYMOUS, certificate_principal
 from .dispatch import Dispatch
 from .foreign_clients import ForeignClientNotes
 from .idle_poll import IdlePoller
@@ -65,11 +65,9 @@ log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 _DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the stream broke
-# The receive scratch of each connection: Produce requests of 1000-record batches (~116 KB)
-# arrive about two per read; with the 64 KiB default each took two reads, and every read is a
-# pass through this shell (measured: 20 % more broker CPU per such produce). The scratch is
-# not zeroed (``frames.py``): an idle connection holds address space, and memory only for
-# the bytes it received at once.
+# The receive scratch of each connection: 1000-record Produce requests (~116 KB) arrive about
+# two per read; with 64 KiB each took two reads (measured: 20 % more broker CPU). Not zeroed
+# (``frames.py``): an idle connection holds address space, memory only for bytes received.
 RECEIVE_SCRATCH_BYTES = 256 * 1024
 # The transport's write-buffer high-water mark: past it ``pause_writing`` is called, and
 # ``resume_writing`` once it drains to a quarter. Those two calls keep the unsent figures
@@ -167,6 +165,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         registry: every live connection, for the broker-wide limits.
     """
 
+    principal = ANONYMOUS  # Kafka's "User:...": a client certificate's subject, or SASL's
+    authenticated = True  # False while a SASL exchange is due (broker/security)
+
     def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
                  registry: ConnectionRegistry) -> None:
         self.dispatch = dispatch
@@ -206,6 +207,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.principal = certificate_principal(transport, self.peer)
         if not self.registry.admit(self):
             log.warning("%s: refused, %d connections already open", self.peer,
                         self.registry.max_connections)

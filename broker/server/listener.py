@@ -33,6 +33,7 @@ from ..cluster.errors import DuplicateBrokerError
 from ..config import BrokerConfig, parse_host_port
 from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
+from ..security import tls
 from .connection import BrokerConnection, ConnectionRegistry
 from .state import Broker
 
@@ -111,6 +112,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     stop = asyncio.Event()
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
+    server_ssl = tls.server_context(config)  # before the logs open: a bad file stops at once
     try:
         view = None
         if config.clustered:  # imported here: a single node never loads the etcd client
@@ -135,7 +137,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             # that was never awaited (Python warns about those on exit).
             trigger = asyncio.ensure_future(trigger)
             try:
-                await _serve_opened(broker, config, trigger, ready)
+                await _serve_opened(broker, config, trigger, ready, server_ssl)
             finally:
                 trigger.cancel()
             if view is not None and view.failed.done():
@@ -164,8 +166,21 @@ async def _first(*awaitables: Awaitable) -> None:
                 task.cancel()
 
 
+def _reload_on_sighup(loop: asyncio.AbstractEventLoop, broker: Broker, config: BrokerConfig,
+                      server_ssl) -> bool:
+    """SIGHUP reloads the TLS files into the live contexts (``security.tls.reload``)."""
+    if server_ssl is None:
+        return False
+    contexts = [c for c in (server_ssl, broker.replicas.peer_ssl) if c is not None]
+    try:
+        loop.add_signal_handler(signal.SIGHUP, tls.reload, contexts, config)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+        return False
+    return True
+
+
 async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,
-                        ready: Callable[[str, int], None] | None) -> None:
+                        ready: Callable[[str, int], None] | None, server_ssl=None) -> None:
     loop = asyncio.get_running_loop()
     registry = ConnectionRegistry(config.max_connections, config.max_total_unsent_response_bytes)
     host, port = config.listen_address
@@ -173,9 +188,11 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     try:
         server = await loop.create_server(
             lambda: BrokerConnection(dispatch, config, idle_poller, registry), host, port,
-            reuse_address=True, backlog=1024)
+            reuse_address=True, backlog=1024, ssl=server_ssl,
+            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None
+    reloads = _reload_on_sighup(loop, broker, config, server_ssl)
     bound_port = server.sockets[0].getsockname()[1]
     broker.set_bound_port(bound_port)
     tasks = {
@@ -186,7 +203,8 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     }
     broker.replicas.start()
     broker.groups.start()
-    log.info("tslog-broker listening on %s:%d", host, bound_port)
+    log.info("tslog-broker listening on %s:%d%s", host, bound_port,
+             " (TLS)" if server_ssl is not None else "")
     if ready is not None:
         ready(host, bound_port)
     try:
@@ -203,3 +221,5 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         await broker.replicas.stop()
         await broker.groups.stop()
         await server.wait_closed()
+        if reloads:
+            loop.remove_signal_handler(signal.SIGHUP)

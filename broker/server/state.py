@@ -26,6 +26,7 @@ from ..group_state import GroupStateStore
 from ..metadata import LocalMetadataStore, MetadataStore
 from ..metrics.sources import ScrapeSources
 from ..replication.manager import ReplicaManager
+from ..security.tls import peer_context
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
@@ -84,7 +85,8 @@ class Broker:
             Path(config.data_dir)), topics, clock, config.coordinator_config)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
-            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None)
+            fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
+            peer_ssl=peer_context(config))
         self.dispatch: Dispatch = bind_handlers(
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),

@@ -59,6 +59,8 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
         return "127.0.0.1:7", "127.0.0.1:7"
     if key == "group_assignor":  # one of a fixed set
         return "range", "range"
+    if key == "tls_client_auth":
+        return "requested", "requested"
     if key == "group_session_timeout_ms":  # must stay above the heartbeat interval
         return "60000", 60000
     if isinstance(default, bool):
@@ -70,6 +72,14 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
     return "other", "other"
 
 
+# Settings valid only beside another: the other one's environment variable, set with it.
+_COMPANIONS = {
+    "tls_cert_file": {"TSLOG_TLS_KEY_FILE": "key.pem"},
+    "tls_key_file": {"TSLOG_TLS_CERT_FILE": "cert.pem"},
+    "tls_client_auth": {"TSLOG_TLS_CERT_FILE": "cert.pem", "TSLOG_TLS_KEY_FILE": "key.pem"},
+}
+
+
 def test_documented_environment_variables_are_the_ones_the_broker_reads():
     for key, (_, environment) in config_rows().items():
         if key == "[log]":
@@ -77,7 +87,8 @@ def test_documented_environment_variables_are_the_ones_the_broker_reads():
             assert environment == "TSLOG_LOG_<NAME>" and config.log["retention.ms"] == "123456"
             continue
         value, expected = sample_setting(key, defaults()[key])
-        config, ignored = load_config({}, None, {environment: value})
+        environ = {**_COMPANIONS.get(key, {}), environment: value}
+        config, ignored = load_config({}, None, environ)
         assert ignored == [] and getattr(config, key) == expected, key
 
 
