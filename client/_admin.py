@@ -24,6 +24,7 @@ from ._types import (
     TopicPartition,
 )
 from .errors import UnknownTopicOrPartitionError, error_for
+from .security import Security
 
 
 class AsyncAdmin:
@@ -31,14 +32,15 @@ class AsyncAdmin:
 
     def __init__(self, bootstrap, *, request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, client_id: str = "tslog-admin",
-                 lookup_poll_us: int = 100) -> None:
+                 lookup_poll_us: int = 100, security: Security | None = None) -> None:
         """``lookup_poll_us``: ``list_offsets`` polls for its answer this long at most
-        (as ``AsyncConsumer``'s); 0 turns it off."""
+        (as ``AsyncConsumer``'s); 0 turns it off. ``security``: TLS/SASL options for every
+        broker connection (None = plain TCP)."""
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                lookup_poll_us=lookup_poll_us)
+                                lookup_poll_us=lookup_poll_us, security=security)
         self._groups = GroupAdmin(self._cluster)
         self._closed = False
 

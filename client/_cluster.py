@@ -29,6 +29,7 @@ from .errors import (
     UnknownTopicOrPartitionError,
     error_for,
 )
+from .security import Security
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,8 @@ class Cluster:
                  request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000,
                  metadata_max_age_ms: int = 300_000, max_in_flight: int = 5,
-                 connect_timeout_ms: int = 10_000, lookup_poll_us: int = 0) -> None:
+                 connect_timeout_ms: int = 10_000, lookup_poll_us: int = 0,
+                 security: Security | None = None) -> None:
         if not isinstance(lookup_poll_us, int) or not 0 <= lookup_poll_us <= 10_000:
             raise ValueError("lookup_poll_us must be an int from 0 (off) to 10000")
         self.bootstrap = parse_bootstrap(bootstrap)
@@ -67,6 +69,10 @@ class Cluster:
         self.metadata_max_age_ms = metadata_max_age_ms
         self.max_in_flight = max_in_flight
         self.connect_timeout_ms = connect_timeout_ms
+        # One TLS context for every connection of this client (loading the files and the
+        # trust store per connection would cost milliseconds each); a bad file fails here.
+        self.security = security
+        self.ssl_context = security.ssl_context() if security is not None else None
         # How long a time lookup polls for its answer before sleeping (_connection's doc).
         self.lookup_poll_s = lookup_poll_us / 1e6
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -181,7 +187,8 @@ class Cluster:
         if task is None:
             task = asyncio.ensure_future(Connection.open(
                 *address, client_id=self.client_id, max_in_flight=self.max_in_flight,
-                timeout_ms=self.connect_timeout_ms))
+                timeout_ms=self.connect_timeout_ms, security=self.security,
+                ssl_context=self.ssl_context))
             self._connecting[key] = task
             task.add_done_callback(lambda _: self._connecting.pop(key, None))
         conn = await asyncio.shield(task)

@@ -28,6 +28,7 @@ from ._rebalancing import RebalancingMixin
 from ._offsets import group_by_topic, list_offsets
 from ._types import ColumnBatch, ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from .errors import ClientClosedError, OffsetOutOfRangeError, TslogError, error_for
+from .security import Security
 
 
 log = logging.getLogger("tslog.client.consumer")
@@ -63,6 +64,7 @@ class AsyncConsumer(RebalancingMixin):
             beginning/end offsets) polls for its answer this long at most instead of letting
             its thread sleep: on a VM about half the round trip, for at most this much CPU a
             lookup. 0 turns it off.
+        security: ``Security`` (TLS, SASL) for every broker connection; None = plain TCP.
     """
 
     def __init__(self, bootstrap, *topics: str, group_id: str | None = None,
@@ -75,7 +77,8 @@ class AsyncConsumer(RebalancingMixin):
                  enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5000,
                  max_poll_interval_ms: int = 300_000,
                  heartbeat_interval_ms: int | None = None,
-                 session_timeout_ms: int | None = None) -> None:
+                 session_timeout_ms: int | None = None,
+                 security: Security | None = None) -> None:
         if session_timeout_ms is not None:  # Kafka 4's consumer protocol refuses it too
             raise ValueError(
                 "session_timeout_ms is the broker's with KIP-848 consumer groups: set "
@@ -87,7 +90,7 @@ class AsyncConsumer(RebalancingMixin):
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                lookup_poll_us=lookup_poll_us)
+                                lookup_poll_us=lookup_poll_us, security=security)
         self._fetch_options = dict(max_wait_ms=fetch_max_wait_ms, min_bytes=fetch_min_bytes,
                                    max_bytes=fetch_max_bytes,
                                    max_partition_bytes=max_partition_fetch_bytes)

@@ -57,6 +57,7 @@ from .errors import (
     TslogError,
     UnknownTopicOrPartitionError,
 )
+from .security import Security
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             batch twice; keeps one batch in flight per partition. The default (None) turns
             it on with acks="all" and off with acks=1 or 0, as Kafka 3.0 does; True with
             acks other than "all" is refused.
+        security: ``Security`` (TLS, SASL) for every broker connection; None = plain TCP.
     """
 
     def __init__(self, bootstrap, *, acks=-1, linger_ms: float = 5,
@@ -128,7 +130,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                  max_block_ms: int = 60_000, delivery_timeout_ms: int = 120_000,
                  buffer_memory: int = 32 * 1024 * 1024,
                  client_id: str = "tslog-producer", key_serializer=None,
-                 value_serializer=None, enable_idempotence: bool | None = None) -> None:
+                 value_serializer=None, enable_idempotence: bool | None = None,
+                 security: Security | None = None) -> None:
         if acks not in _ACKS:
             raise ValueError(f"acks must be 0, 1 or 'all', not {acks!r}")
         if enable_idempotence is None:
@@ -156,7 +159,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                                 retries=5 if retries is None else retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                max_in_flight=max_in_flight)
+                                max_in_flight=max_in_flight, security=security)
         # Record bytes one batch may hold: past this its request would not fit in a frame.
         self._max_record_bytes = max_request_size - REQUEST_OVERHEAD_BYTES - RECORD_OVERHEAD_BYTES
         self._accumulator = RecordAccumulator(

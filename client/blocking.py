@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 import time
 
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
 from tslog.protocol.errors import RemoteProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES, FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import InvalidResponseError
+
+from ._tls import tls_failure_message
+from .errors import TlsError
+from .security import Security
 
 
 class BrokerSocket:
@@ -46,12 +51,20 @@ class BrokerSocket:
         allocate: ``allocate(size)`` makes those buffers (writable, contiguous), e.g. from a
             memory pool that keeps freed pages; by default unzeroed numpy memory with
             ``record_views`` (the socket writes every byte anyway), else ``bytearray``.
+        security: TLS (and SASL) options; the socket is wrapped after connecting.
+        ssl_context: that TLS context built once by the owner (a Spark task's many sockets),
+            else made here from ``security``.
+
+    Raises:
+        TlsError: the TLS handshake failed (untrusted certificate, not a TLS listener,
+            client certificate refused).
     """
 
     def __init__(self, host: str, port: int, timeout_s: float,
                  client_id: str | None = "tslog-python", *,
                  max_frame_bytes: int = MAX_FRAME_BYTES, record_views: bool = False,
-                 allocate=None) -> None:
+                 allocate=None, security: Security | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.address = (host, port)
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
@@ -62,6 +75,10 @@ class BrokerSocket:
                                       allocate=allocate)
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is None and security is not None:
+            ssl_context = security.ssl_context()
+        if ssl_context is not None:
+            self.sock = _wrap(self.sock, ssl_context, host, port)
         self._poller: select.poll | None = None  # made on first use of answer polling
 
     def send(self, api_key: int, body: dict) -> None:
@@ -87,6 +104,8 @@ class BrokerSocket:
                 connection is closed (the stream cannot be resynchronised).
             InvalidResponseError: the response does not fit its API's schema.
             ConnectionError: the broker closed the connection, or answered out of order.
+            TlsError: the broker ended the TLS session (TLS 1.3 refuses a client certificate
+                after the handshake, at the first read).
         """
         connection = self._connection
         try:
@@ -109,6 +128,9 @@ class BrokerSocket:
         except RemoteProtocolError as exc:
             self.close()
             raise ConnectionError(str(exc)) from None
+        except ssl.SSLError as exc:
+            self.close()
+            raise TlsError(tls_failure_message(*self.address, exc)) from None
         return event.body
 
     def request(self, api_key: int, body: dict, poll_s: float = 0.0) -> dict:
@@ -120,3 +142,13 @@ class BrokerSocket:
             self.sock.close()
         except OSError:
             pass
+
+
+def _wrap(sock: socket.socket, context: ssl.SSLContext, host: str, port: int) -> ssl.SSLSocket:
+    """The TLS handshake on a connected socket (within its timeout); a failure closes it and
+    raises ``TlsError`` naming the broker and the reason."""
+    try:
+        return context.wrap_socket(sock, server_hostname=host)
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError, socket.timeout) as exc:
+        sock.close()
+        raise TlsError(tls_failure_message(host, port, exc)) from None
