@@ -2,7 +2,8 @@
 
 ``make_tls_files(directory)`` writes, as PEM: a CA (``ca``), a broker certificate and key for
 127.0.0.1/localhost signed by it, two client certificates with distinct subjects
-(``alice``: ``CN=alice,OU=eng,O=acme``; ``bob``: ``CN=bob,O=acme``), and a second, unrelated
+(``alice``: ``CN=alice,OU=eng,O=acme``; ``bob``: ``CN=bob,OU=ops\\+dev,O=acme``, a
+character RFC 4514 escapes), and a second, unrelated
 CA (``other_ca``) whose broker certificate no client should trust. ``broker_config`` gives
 the broker settings for a TLS listener; ``client_context`` a client ``SSLContext`` (for the
 readiness probe and raw tests); ``security`` the client's ``Security`` options.
@@ -57,7 +58,7 @@ def _write_leaf(cert: trustme.LeafCert, directory: Path, name: str) -> tuple[str
     return str(cert_path), str(key_path)
 
 
-def _client(ca: trustme.CA, directory: Path, name: str, unit: str | None,
+def _client(ca: trustme.CA, directory: Path, name: str, unit: str,
             principal: str) -> ClientCert:
     leaf = ca.issue_cert(f"{name}@example.com", common_name=name, organization_name="acme",
                          organization_unit_name=unit)
@@ -78,6 +79,6 @@ def make_tls_files(directory: Path) -> TlsFiles:
     return TlsFiles(
         ca=str(directory / "ca.pem"), broker_cert=broker_cert, broker_key=broker_key,
         alice=_client(ca, directory, "alice", "eng", "User:CN=alice,OU=eng,O=acme"),
-        bob=_client(ca, directory, "bob", None, "User:CN=bob,O=acme"),
+        bob=_client(ca, directory, "bob", "ops+dev", "User:CN=bob,OU=ops\\+dev,O=acme"),
         other_ca=str(directory / "other-ca.pem"), other_broker_cert=other_cert,
         other_broker_key=other_key)
