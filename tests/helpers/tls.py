@@ -12,7 +12,7 @@ readiness probe and raw tests); ``security`` the client's ``Security`` options.
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trustme
@@ -37,6 +37,12 @@ class TlsFiles:
     other_ca: str
     other_broker_cert: str  # signed by other_ca, for 127.0.0.1
     other_broker_key: str
+    authority: trustme.CA = field(repr=False, compare=False)  # signs ``ca``'s certificates
+
+    def issue_broker_cert(self, name: str, common_name: str) -> tuple[str, str]:
+        """Another 127.0.0.1/localhost certificate from ``ca`` (a rotation): (cert, key)."""
+        leaf = self.authority.issue_cert("127.0.0.1", "localhost", common_name=common_name)
+        return _write_leaf(leaf, Path(self.ca).parent, name)
 
     def broker_config(self, client_auth: str = "none") -> dict:
         return {"tls_cert_file": self.broker_cert, "tls_key_file": self.broker_key,
@@ -81,4 +87,4 @@ def make_tls_files(directory: Path) -> TlsFiles:
         alice=_client(ca, directory, "alice", "eng", "User:CN=alice,OU=eng,O=acme"),
         bob=_client(ca, directory, "bob", "ops+dev", "User:CN=bob,OU=ops\\+dev,O=acme"),
         other_ca=str(directory / "other-ca.pem"), other_broker_cert=other_cert,
-        other_broker_key=other_key)
+        other_broker_key=other_key, authority=ca)
