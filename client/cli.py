@@ -8,7 +8,8 @@
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
-or 127.0.0.1:9092). Errors print one line on stderr and exit 1 (2 for a bad command line).
+or 127.0.0.1:9092), and ``--command-config FILE`` for TLS/SASL (``cli_security``). Errors
+print one line on stderr and exit 1 (2 for a bad command line).
 This module parses and dispatches; the subcommands live in ``cli_topics``, ``cli_produce``
 and ``cli_offsets`` (``consume`` is here).
 """
@@ -27,6 +28,7 @@ from . import Admin, Consumer, ConsumerRebalanceListener, TopicPartition
 from . import cli_offsets, cli_produce, cli_topics
 from .cli_common import EXPECTED_ERRORS, CommandError, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
+from .cli_security import add_security_options, security_from
 from .errors import TslogError
 from .times import format_time_ms, parse_time_ms
 
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     # running; a command reports its outcome in its own one line.
     logging.getLogger("tslog").setLevel(logging.ERROR)
     try:
+        args.security = security_from(args, os.environ)  # --command-config
         return args.handler(args) or 0
     except KeyboardInterrupt:
         return 130
@@ -83,6 +86,7 @@ def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap", default=argparse.SUPPRESS, metavar="HOST:PORT",
                         help=_BOOTSTRAP_HELP)
+    add_security_options(parser, common)
     commands = parser.add_subparsers(metavar="COMMAND")
     cli_topics.register(commands, common)
     cli_produce.register(commands, common)
@@ -147,8 +151,8 @@ def _consume(args) -> None:
     if args.group is not None:
         _consume_group(args)
         return
-    with Consumer(args.bootstrap) as consumer:
-        partitions = _partitions(args.bootstrap, args.topic, args.partition)
+    with Consumer(args.bootstrap, security=args.security) as consumer:
+        partitions = _partitions(args.bootstrap, args.topic, args.partition, args.security)
         consumer.assign(partitions)
         _resolve_start(consumer, partitions, args.from_time or "earliest", args.timestamp_type)
         ends = _end_offsets(consumer, partitions, args.to_time, args.timestamp_type) if args.to_time else None
@@ -230,9 +234,10 @@ def _consume_group(args) -> None:
     printed and on the way out (Ctrl-C included)."""
     if args.partition is not None:
         raise CommandError("--partition and --group exclude each other: the group assigns")
-    _partitions(args.bootstrap, args.topic, None)  # an unknown topic is an error, not a wait
-    with Consumer(args.bootstrap, group_id=args.group, auto_offset_reset="earliest",
-                  enable_auto_commit=False) as consumer:
+    # an unknown topic is an error, not a wait
+    _partitions(args.bootstrap, args.topic, None, args.security)
+    with Consumer(args.bootstrap, security=args.security, group_id=args.group,
+                  auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
         progress = _GroupProgress(consumer, args)
         consumer.subscribe([args.topic], listener=progress)
         remaining = args.max_messages
@@ -256,8 +261,9 @@ def _consume_group(args) -> None:
             progress.commit()
 
 
-def _partitions(bootstrap: str, topic: str, partition: int | None) -> list[TopicPartition]:
-    with Admin(bootstrap) as admin:
+def _partitions(bootstrap: str, topic: str, partition: int | None,
+                security=None) -> list[TopicPartition]:
+    with Admin(bootstrap, security=security) as admin:
         description = admin.describe_topic(topic)
     numbers = [info.partition for info in description.partitions]
     if partition is not None:

@@ -9,7 +9,10 @@ typed error naming the broker, quickly, and leave the broker serving everyone el
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -146,3 +149,32 @@ def test_a_bad_tls_file_stops_the_broker_with_one_line(tmp_path, certs, change, 
     assert len(errors) == 1 and re.search(message, errors[0]), \
         process.log_text()[-2000:]
     assert "PRIVATE KEY" not in process.log_text()
+
+
+def tslog(*args, stdin: bytes | None = None, env: dict | None = None):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "tslog.client.cli", *args], input=stdin,
+                          capture_output=True, timeout=60, env=environment)
+
+
+def test_the_cli_connects_with_a_command_config_file(tls_broker, certs, tmp_path):
+    config = tmp_path / "client.properties"
+    config.write_text("# Kafka's --command-config format\n"
+                      "security.protocol=SSL\n"
+                      f"ssl.ca.location={certs.ca}\n"
+                      f"ssl.certificate.location={certs.bob.cert}\n"
+                      f"ssl.key.location={certs.bob.key}\n")
+    where = ["--bootstrap", tls_broker.bootstrap]
+    created = tslog("topics", "create", "cli-tls", "--command-config", str(config), *where)
+    assert created.returncode == 0, created.stderr.decode()
+    produced = tslog("--command-config", str(config), "produce", "cli-tls", *where,
+                     stdin=b"one\ntwo\nthree\n")
+    assert produced.returncode == 0, produced.stderr.decode()
+    consumed = tslog("consume", "cli-tls", "--max-messages", "3", *where,
+                     env={"TSLOG_COMMAND_CONFIG": str(config)})
+    assert consumed.stdout.decode().split() == ["one", "two", "three"], consumed.stderr
+    refused = tslog("topics", "list", *where)  # no config: plain TCP to a TLS listener
+    assert refused.returncode == 1
+    assert refused.stderr.decode().startswith(f"tslog: error: {tls_broker.bootstrap} closed")
+    assert "Traceback" not in refused.stderr.decode()
