@@ -17,7 +17,7 @@ from pathlib import Path
 
 import trustme
 
-from tslog.client.security import Security
+from tslog.client.security import Security  # re-exported for tests
 
 
 @dataclass(frozen=True)
