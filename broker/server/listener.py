@@ -11,6 +11,11 @@ reading requests, give in-flight ones ``shutdown_grace_ms`` to be answered, stop
 tasks, stop the metrics endpoint, then flush and close every log in a thread, which leaves
 the clean-shutdown markers.
 
+TLS (``tls_cert_file`` set, ``security/tls.py``): the server context is built before the
+logs open, so a bad file stops the broker at once; the listener wraps every connection with
+that one context, and SIGHUP reloads the files into it (and into the context replication dials
+peers with) without touching the listener or open connections.
+
 Clustered (``etcd_endpoints`` set), opening means joining the cluster first
 (``cluster_sync.open_clustered``: register, then open the hosted partitions' logs), and
 shutting down means leaving it (revoking the lease) before the logs close; losing our
