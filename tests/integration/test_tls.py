@@ -178,3 +178,17 @@ def test_the_cli_connects_with_a_command_config_file(tls_broker, certs, tmp_path
     assert refused.returncode == 1
     assert refused.stderr.decode().startswith(f"tslog: error: {tls_broker.bootstrap} closed")
     assert "Traceback" not in refused.stderr.decode()
+
+
+def test_one_tls_context_per_client_whatever_its_connections(tls_broker, certs, monkeypatch):
+    built = []
+    original = Security.ssl_context
+    monkeypatch.setattr(Security, "ssl_context",
+                        lambda self: built.append(self) or original(self))
+    security = certs.security(certs.alice)
+    with Admin(tls_broker.bootstrap, security=security) as admin:
+        admin.create_topic("tls-one-context", partitions=3, exist_ok=True)
+    with Producer(tls_broker.bootstrap, security=security, linger_ms=0) as producer:
+        for partition in range(3):  # connections: bootstrap, leader, producer id ...
+            producer.send("tls-one-context", b"x", partition=partition).get(10)
+    assert len(built) == 2  # the admin's and the producer's
