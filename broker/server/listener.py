@@ -173,12 +173,15 @@ async def _first(*awaitables: Awaitable) -> None:
 
 def _reload_on_sighup(loop: asyncio.AbstractEventLoop, broker: Broker, config: BrokerConfig,
                       server_ssl) -> bool:
-    """SIGHUP reloads the TLS files into the live contexts (``security.tls.reload``)."""
-    if server_ssl is None:
-        return False
+    """SIGHUP reloads the TLS files into the live contexts (``security.tls.reload``); without
+    TLS it is logged and ignored, so a ``systemctl reload`` never stops a broker."""
     contexts = [c for c in (server_ssl, broker.replicas.peer_ssl) if c is not None]
     try:
-        loop.add_signal_handler(signal.SIGHUP, tls.reload, contexts, config)
+        if server_ssl is None:
+            loop.add_signal_handler(signal.SIGHUP, log.info,
+                                    "SIGHUP: no TLS configured, nothing to reload")
+        else:
+            loop.add_signal_handler(signal.SIGHUP, tls.reload, contexts, config)
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
         return False
     return True

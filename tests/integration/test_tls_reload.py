@@ -71,3 +71,11 @@ def test_sighup_rotates_the_certificate_while_clients_stay_connected(tls_broker)
     wait_for_line(broker, "TLS reload failed, still serving the previous certificate")
     assert served_certificate(broker, context)["serialNumber"] == after["serialNumber"]
     assert broker.running and "PRIVATE KEY" not in broker.log_text()
+
+
+def test_sighup_to_a_plain_broker_is_logged_and_ignored(broker):
+    broker.process.send_signal(signal.SIGHUP)
+    wait_for_line(broker, "SIGHUP: no TLS configured, nothing to reload")
+    with Admin(broker.bootstrap) as admin:
+        admin.list_topics()
+    assert broker.running
