@@ -49,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-everyone-if-no-acl-found",
                         dest="allow_everyone_if_no_acl_found", nargs="?", const="true",
                         help="a resource no ACL names is open to everyone (false)")
+    parser.add_argument("--tls-cert-file", dest="tls_cert_file",
+                        help="PEM certificate: the listener speaks TLS (with --tls-key-file)")
+    parser.add_argument("--tls-key-file", dest="tls_key_file", help="PEM key of the certificate")
+    parser.add_argument("--tls-ca-file", dest="tls_ca_file",
+                        help="PEM CAs for client and peer-broker certificates")
+    parser.add_argument("--tls-client-auth", dest="tls_client_auth",
+                        choices=("none", "requested", "required"),
+                        help="client certificates (none; required = mutual TLS)")
     parser.add_argument("--log-level", dest="log_level", default="INFO",
                         help="logging level (INFO)")
     return parser

@@ -107,6 +107,12 @@ class BrokerConfig:
     sasl_bootstrap_users_file: str | None = None  # NAME:PASSWORD lines, created at start
     inter_broker_sasl_username: str | None = None  # this broker's SCRAM login to its peers
     inter_broker_sasl_password_file: str | None = None  # ... and the file of its password
+    # TLS (docs/security.md): cert + key set = the client listener speaks TLS only, and
+    # this broker dials its peers over TLS too, presenting that certificate
+    tls_cert_file: str | None = None  # PEM certificate (chain) of this broker
+    tls_key_file: str | None = None  # PEM private key of tls_cert_file
+    tls_ca_file: str | None = None  # PEM CAs trusted for client and peer-broker certificates
+    tls_client_auth: str = "none"  # client certificates: "none", "requested" or "required"
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -249,7 +255,8 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
     return (problems + _cluster_problems(config) + _group_problems(config)
-            + _protected_mode_problems(config) + _sasl_problems(config))
+            + _protected_mode_problems(config) + _sasl_problems(config)
+            + _tls_problems(config))
 
 
 def _protected_mode_problems(config: BrokerConfig) -> list[str]:
@@ -299,6 +306,22 @@ def _sasl_problems(config: BrokerConfig) -> list[str]:
     if (config.sasl_mechanism_list and config.inter_broker_sasl_username is not None
             and config.inter_broker_sasl_password_file is None):
         problems.append("inter_broker_sasl_username needs inter_broker_sasl_password_file")
+    return problems
+
+
+def _tls_problems(config: BrokerConfig) -> list[str]:
+    """Settings that cannot work together; whether the files load is checked at start."""
+    problems = []
+    if bool(config.tls_cert_file) != bool(config.tls_key_file):
+        problems.append("tls_cert_file and tls_key_file go together: set both or neither")
+    if config.tls_client_auth not in ("none", "requested", "required"):
+        problems.append("tls_client_auth must be none, requested or required, got "
+                        f"{config.tls_client_auth!r}")
+    elif config.tls_client_auth != "none" and not config.tls_cert_file:
+        problems.append("tls_client_auth needs TLS on the listener (tls_cert_file, tls_key_file)")
+    elif config.tls_client_auth == "required" and not config.tls_ca_file:
+        problems.append("tls_client_auth = required needs tls_ca_file (the CAs that sign "
+                        "client certificates)")
     return problems
 
 

@@ -5,7 +5,7 @@
 
 The blocking classes are thin facades over the asyncio core, which they run on a private
 event loop thread; both kinds are context managers and warn (ResourceWarning) if dropped
-without ``close()``.
+without ``close()``. Each takes ``security=Security(...)`` for TLS (docs/security.md).
 """
 
 from ._types import (
@@ -25,7 +25,8 @@ from ._types import (
     TopicPartition,
 )
 from ._cluster import parse_bootstrap
-from .errors import ConnectionLostError, RequestTimedOutError, TslogError
+from .errors import ConnectionLostError, RequestTimedOutError, TlsError, TslogError
+from .security import Security
 from ._membership import ConsumerRebalanceListener
 from .sync import Admin, Consumer, Producer
 
@@ -48,6 +49,8 @@ __all__ = [
     "Producer",
     "RecordMetadata",
     "RequestTimedOutError",
+    "Security",
+    "TlsError",
     "TopicDescription",
     "TopicPartition",
     "TslogError",

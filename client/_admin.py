@@ -39,8 +39,8 @@ class AsyncAdmin:
                  retry_backoff_ms: int = 100, client_id: str = "tslog-admin",
                  lookup_poll_us: int = 100, security: Security | None = None) -> None:
         """``lookup_poll_us``: ``list_offsets`` polls for its answer this long at most
-        (as ``AsyncConsumer``'s); 0 turns it off. ``security``: TLS and SASL/SCRAM
-        (``tslog.client.security.Security``); None = plain."""
+        (as ``AsyncConsumer``'s); 0 turns it off. ``security``: TLS and SASL/SCRAM options
+        for every broker connection (``tslog.client.security.Security``); None = plain TCP."""
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,

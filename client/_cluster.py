@@ -22,7 +22,6 @@ from tslog.protocol.messages import ApiKey
 
 from ._connection import Connection
 from ._types import PartitionInfo, TopicPartition
-from .security import Security
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -30,6 +29,7 @@ from .errors import (
     UnknownTopicOrPartitionError,
     error_for,
 )
+from .security import Security
 
 log = logging.getLogger(__name__)
 # One WARNING when a broker stops answering connects and one when it answers again (not one
@@ -72,7 +72,10 @@ class Cluster:
         self.metadata_max_age_ms = metadata_max_age_ms
         self.max_in_flight = max_in_flight
         self.connect_timeout_ms = connect_timeout_ms
-        self.security = security  # TLS / SASL of every connection this cluster opens
+        # One TLS context for every connection of this client (loading the files and the
+        # trust store per connection would cost milliseconds each); a bad file fails here.
+        self.security = security
+        self.ssl_context = security.ssl_context() if security is not None else None
         # How long a time lookup polls for its answer before sleeping (_connection's doc).
         self.lookup_poll_s = lookup_poll_us / 1e6
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -188,7 +191,8 @@ class Cluster:
         if task is None:
             task = asyncio.ensure_future(Connection.open(
                 *address, client_id=self.client_id, max_in_flight=self.max_in_flight,
-                timeout_ms=self.connect_timeout_ms, security=self.security))
+                timeout_ms=self.connect_timeout_ms, security=self.security,
+                ssl_context=self.ssl_context))
             self._connecting[key] = task
             task.add_done_callback(lambda _: self._connecting.pop(key, None))
         try:

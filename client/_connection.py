@@ -35,6 +35,7 @@ import asyncio
 import collections
 import logging
 import socket
+import ssl
 import time
 
 from tslog.protocol.connection import NEED_DATA, BadResponse
@@ -44,7 +45,14 @@ from tslog.protocol.errors import ProtocolError
 from tslog.protocol.frames import MAX_FRAME_BYTES
 
 from ._login import login
-from .errors import ConnectionLostError, InvalidResponseError, RequestTimedOutError, error_for
+from .errors import (
+    ConnectionLostError,
+    InvalidResponseError,
+    RequestTimedOutError,
+    TlsError,
+    error_for,
+)
+from ._tls import closed_unanswered, is_tls_failure, tls_failure_message
 from .security import Security
 
 log = logging.getLogger(__name__)
@@ -74,23 +82,34 @@ class Connection(asyncio.BufferedProtocol):
         self.on_ready = None  # optional callback(): a slot freed or writing resumed
         self._poll_until = 0.0  # answer polling goes on until then (perf_counter seconds)
         self._polling = False
+        self.tls = False  # set by ``open``: the connection speaks TLS
+        self._answered = False  # a first answer came: a close is no longer a refusal
 
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str | None = None,
                    max_in_flight: int = 5, max_frame_bytes: int = MAX_FRAME_BYTES,
-                   timeout_ms: int = 10_000, security: Security | None = None) -> Connection:
-        """Connect, and log in when ``security`` says SASL; raises ``ConnectionLostError``
-        if the broker cannot be reached in time, ``SaslAuthenticationFailedError`` (and the
-        other login errors) if it refuses the login."""
+                   timeout_ms: int = 10_000, security: Security | None = None,
+                   ssl_context: ssl.SSLContext | None = None) -> Connection:
+        """Connect (and, with ``security``, do the TLS handshake, with ``ssl_context`` if
+        the owner built it once, else one made here, then log in when it says SASL); raises
+        ``ConnectionLostError`` if the broker cannot be reached in time, ``TlsError`` if the
+        handshake fails, ``SaslAuthenticationFailedError`` (and the other login errors) if
+        the broker refuses the login."""
         loop = asyncio.get_running_loop()
+        if ssl_context is None and security is not None:
+            ssl_context = security.ssl_context()
         try:
             _, protocol = await asyncio.wait_for(
                 loop.create_connection(
                     lambda: cls(host, port, client_id=client_id, max_in_flight=max_in_flight,
                                 max_frame_bytes=max_frame_bytes),
-                    host, port),
+                    host, port, ssl=ssl_context,
+                    server_hostname=host if ssl_context is not None else None),
                 timeout_ms / 1000)
+            protocol.tls = ssl_context is not None
         except (OSError, asyncio.TimeoutError) as exc:
+            if ssl_context is not None and is_tls_failure(exc):
+                raise TlsError(tls_failure_message(host, port, exc)) from None
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {exc!r}") from exc
         await login(protocol, security, timeout_ms)
         return protocol
@@ -125,6 +144,7 @@ class Connection(asyncio.BufferedProtocol):
             self._fail(ConnectionLostError(f"{self}: unreadable response stream: {exc}"))
 
     def _deliver(self, event) -> None:
+        self._answered = True
         future = self._pending.popleft()[0]
         self._release_slot()
         if self.on_ready is not None:
@@ -144,8 +164,13 @@ class Connection(asyncio.BufferedProtocol):
             future.set_result(body)
 
     def connection_lost(self, exc) -> None:
-        self._fail(ConnectionLostError(f"{self}: connection closed"
-                                       + (f": {exc!r}" if exc else "")))
+        if isinstance(exc, ssl.SSLError):
+            self._fail(TlsError(tls_failure_message(self.host, self.port, exc)))
+        elif not self._answered and self._pending:  # closed before answering anything
+            self._fail(closed_unanswered(self.host, self.port, self.tls))
+        else:
+            self._fail(ConnectionLostError(f"{self}: connection closed"
+                                           + (f": {exc!r}" if exc else "")))
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -296,9 +321,10 @@ class Connection(asyncio.BufferedProtocol):
             self._timer.cancel()
             self._timer = None
         pending, self._pending = self._pending, collections.deque()
+        kind = TlsError if isinstance(error, TlsError) else ConnectionLostError
         for future, _, _ in pending:
             if not future.done():
-                future.set_exception(ConnectionLostError(str(error)))
+                future.set_exception(kind(str(error)))
         for waiter in self._slot_waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -306,3 +332,4 @@ class Connection(asyncio.BufferedProtocol):
         self.resume_writing()
         if self.on_close is not None:
             self.on_close(self)
+

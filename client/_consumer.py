@@ -64,7 +64,8 @@ class AsyncConsumer(RebalancingMixin):
             beginning/end offsets) polls for its answer this long at most instead of letting
             its thread sleep: on a VM about half the round trip, for at most this much CPU a
             lookup. 0 turns it off.
-        security: TLS and SASL/SCRAM (``tslog.client.security.Security``); None = plain.
+        security: TLS and SASL/SCRAM options (``tslog.client.security.Security``) for every
+            broker connection; None = plain TCP.
     """
 
     def __init__(self, bootstrap, *topics: str, group_id: str | None = None,

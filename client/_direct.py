@@ -51,7 +51,8 @@ class DirectLookups:
                 if connection is None:
                     connection = self._sockets[address] = BrokerSocket(
                         *address, self._cluster.request_timeout_ms / 1000,
-                        self._cluster.client_id, security=self._cluster.security)
+                        self._cluster.client_id, security=self._cluster.security,
+                        ssl_context=self._cluster.ssl_context)
                 body = connection.request(ApiKey.LIST_OFFSETS, {
                     "replica_id": -1, "timestamp_type": timestamp_type,
                     "topics": group_by_topic(parts)}, poll_s=self._cluster.lookup_poll_s)

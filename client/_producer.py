@@ -120,7 +120,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             batch twice; keeps one batch in flight per partition. The default (None) turns
             it on with acks="all" and off with acks=1 or 0, as Kafka 3.0 does; True with
             acks other than "all" is refused.
-        security: TLS and SASL/SCRAM (``tslog.client.security.Security``); None = plain.
+        security: TLS and SASL/SCRAM options (``tslog.client.security.Security``) for every
+            broker connection; None = plain TCP.
     """
 
     def __init__(self, bootstrap, *, acks=-1, linger_ms: float = 5,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 import time
 
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
@@ -31,6 +32,8 @@ from tslog.protocol.messages import InvalidResponseError
 
 from .errors import TooManyConnectionsError
 from ._login import login_blocking
+from ._tls import tls_failure_message
+from .errors import TlsError
 from .security import Security
 
 
@@ -50,14 +53,21 @@ class BrokerSocket:
         allocate: ``allocate(size)`` makes those buffers (writable, contiguous), e.g. from a
             memory pool that keeps freed pages; by default unzeroed numpy memory with
             ``record_views`` (the socket writes every byte anyway), else ``bytearray``.
-        security: the client's ``Security``; with SASL the socket logs in here (raising
-            ``SaslAuthenticationFailedError`` and the like if refused).
+        security: TLS and SASL options; the socket is wrapped after connecting, then logs in
+            when SASL is on (raising ``SaslAuthenticationFailedError`` and the like if refused).
+        ssl_context: that TLS context built once by the owner (a Spark task's many sockets),
+            else made here from ``security``.
+
+    Raises:
+        TlsError: the TLS handshake failed (untrusted certificate, not a TLS listener,
+            client certificate refused).
     """
 
     def __init__(self, host: str, port: int, timeout_s: float,
                  client_id: str | None = "tslog-python", *,
                  max_frame_bytes: int = MAX_FRAME_BYTES, record_views: bool = False,
-                 allocate=None, security: Security | None = None) -> None:
+                 allocate=None, security: Security | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.address = (host, port)
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
@@ -68,6 +78,10 @@ class BrokerSocket:
                                       allocate=allocate)
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is None and security is not None:
+            ssl_context = security.ssl_context()
+        if ssl_context is not None:
+            self.sock = _wrap(self.sock, ssl_context, host, port)
         self._poller: select.poll | None = None  # made on first use of answer polling
         login_blocking(self, security)  # SCRAM, when ``security`` says SASL
 
@@ -96,6 +110,8 @@ class BrokerSocket:
             ConnectionError: the broker closed the connection, or answered out of order.
             TooManyConnectionsError: a connection limit of the broker refused this connection
                 (the message names it); the broker closes it, and so does this.
+            TlsError: the broker ended the TLS session (TLS 1.3 refuses a client certificate
+                after the handshake, at the first read).
         """
         connection = self._connection
         try:
@@ -118,6 +134,9 @@ class BrokerSocket:
         except RemoteProtocolError as exc:
             self.close()
             raise ConnectionError(str(exc)) from None
+        except ssl.SSLError as exc:
+            self.close()
+            raise TlsError(tls_failure_message(*self.address, exc)) from None
         body = event.body
         if body.get("error_code") == ErrorCode.TOO_MANY_CONNECTIONS:
             self.close()
@@ -134,3 +153,13 @@ class BrokerSocket:
             self.sock.close()
         except OSError:
             pass
+
+
+def _wrap(sock: socket.socket, context: ssl.SSLContext, host: str, port: int) -> ssl.SSLSocket:
+    """The TLS handshake on a connected socket (within its timeout); a failure closes it and
+    raises ``TlsError`` naming the broker and the reason."""
+    try:
+        return context.wrap_socket(sock, server_hostname=host)
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError, socket.timeout) as exc:
+        sock.close()
+        raise TlsError(tls_failure_message(host, port, exc)) from None

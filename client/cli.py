@@ -10,7 +10,8 @@
     tslog users create|delete|list ...                    # see cli_users.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
-or 127.0.0.1:9092). Errors print one line on stderr and exit 1 (2 for a bad command line).
+or 127.0.0.1:9092), and ``--command-config FILE`` for TLS/SASL (``cli_security``). Errors
+print one line on stderr and exit 1 (2 for a bad command line).
 This module parses and dispatches; each subcommand lives in its own ``cli_*`` module.
 """
 
@@ -27,6 +28,7 @@ from .cli_common import EXPECTED_ERRORS, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .cli_acls import add_acls_commands
 from .cli_users import add_users_commands
+from .cli_security import add_security_options, security_from
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -58,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     # running; a command reports its outcome in its own one line.
     logging.getLogger("tslog").setLevel(logging.ERROR)
     try:
+        args.security = security_from(args, os.environ)  # --command-config
         return args.handler(args) or 0
     except KeyboardInterrupt:
         return 130
@@ -80,6 +83,7 @@ def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap", default=argparse.SUPPRESS, metavar="HOST:PORT",
                         help=_BOOTSTRAP_HELP)
+    add_security_options(parser, common)
     commands = parser.add_subparsers(metavar="COMMAND")
     cli_topics.register(commands, common)
     cli_produce.register(commands, common)

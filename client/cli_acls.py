@@ -92,7 +92,7 @@ def _add(args) -> None:
     pattern = "prefixed" if args.prefixed else "literal"
     bindings = [AclBinding(principal, kind, name, operation, permission, pattern)
                 for principal, permission in _principals(args) for operation in args.operation]
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         admin.create_acls(bindings)
     for binding in bindings:
         print(f"added: {_line(binding)}")
@@ -105,7 +105,7 @@ def _remove(args) -> None:
     principals = _principals(args) or [(None, None)]
     filters = [AclBindingFilter(principal, kind, name, operation, permission, pattern)
                for principal, permission in principals for operation in operations]
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         removed = admin.delete_acls(filters)
     for binding in removed:
         print(f"removed: {_line(binding)}")
@@ -116,7 +116,7 @@ def _remove(args) -> None:
 def _list(args) -> None:
     kind, name = _resource(args)
     pattern = None if name is None else ("prefixed" if args.prefixed else "match")
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         bindings = admin.describe_acls(AclBindingFilter(args.principal, kind, name,
                                                         pattern_type=pattern))
     for binding in bindings:

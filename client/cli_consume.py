@@ -74,8 +74,8 @@ def consume_command(args) -> None:
     if args.group is not None:
         consume_group(args, render)
         return
-    with Consumer(args.bootstrap) as consumer:
-        partitions = _partitions(args.bootstrap, args.topic, args.partition)
+    with Consumer(args.bootstrap, security=args.security) as consumer:
+        partitions = _partitions(args.bootstrap, args.topic, args.partition, args.security)
         consumer.assign(partitions)
         if args.offset is not None:
             _seek_offset(consumer, partitions[0], args.offset)
@@ -183,8 +183,9 @@ def _print(records, render, limit: int | None) -> None:
     sys.stdout.flush()
 
 
-def _partitions(bootstrap: str, topic: str, partition: int | None) -> list[TopicPartition]:
-    with Admin(bootstrap) as admin:
+def _partitions(bootstrap: str, topic: str, partition: int | None,
+                security=None) -> list[TopicPartition]:
+    with Admin(bootstrap, security=security) as admin:
         description = admin.describe_topic(topic)
     numbers = [info.partition for info in description.partitions]
     if partition is not None:

@@ -68,10 +68,10 @@ class _GroupProgress(ConsumerRebalanceListener):
 def consume_group(args, render) -> None:
     """Print records with ``render`` as a member of ``args.group``, committing after every
     batch printed and on the way out (Ctrl-C included)."""
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         admin.describe_topic(args.topic)  # an unknown topic is an error, not a wait
-    with Consumer(args.bootstrap, group_id=args.group, auto_offset_reset="earliest",
-                  enable_auto_commit=False) as consumer:
+    with Consumer(args.bootstrap, security=args.security, group_id=args.group,
+                  auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
         progress = _GroupProgress(consumer, args)
         consumer.subscribe([args.topic], listener=progress)
         remaining = args.max_messages

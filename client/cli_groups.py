@@ -91,20 +91,20 @@ def add_groups_commands(commands, common) -> None:
 # -- list and delete --------------------------------------------------------------------------
 
 def _list(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         for listing in admin.list_consumer_groups():
             print(f"{listing.group_id}\t{listing.state}\t{listing.members} members")
 
 
 def _delete(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         admin.delete_consumer_groups([args.group])
     print(f"deleted group {args.group}")
 
 
 # -- reading the times of records -------------------------------------------------------------
 
-def record_times(bootstrap: str, offsets: dict) -> dict:
+def record_times(bootstrap: str, offsets: dict, security=None) -> dict:
     """{tp: (log_append_time, create_time)} of the first record at or after each offset.
 
     Give only offsets below the log end: a partition whose record cannot be read within
@@ -114,7 +114,7 @@ def record_times(bootstrap: str, offsets: dict) -> dict:
     found: dict = {}
     if not wanted:
         return found
-    with Consumer(bootstrap) as consumer:
+    with Consumer(bootstrap, security=security) as consumer:
         consumer.assign(list(wanted))
         for tp, offset in wanted.items():
             consumer.seek(tp, offset)
@@ -148,7 +148,7 @@ def _shown(value) -> str:
 # -- describe ---------------------------------------------------------------------------------
 
 def _describe(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         try:
             group = admin.describe_consumer_groups([args.group])[args.group]
         except GroupIdNotFoundError:
@@ -163,7 +163,7 @@ def _describe(args) -> None:
         bounds = _bounds(admin, partitions)
     behind = {tp: max(committed[tp].offset, bounds[tp][0]) for tp in partitions
               if tp in committed and committed[tp].offset < bounds[tp][1]}
-    times = record_times(args.bootstrap, behind)
+    times = record_times(args.bootstrap, behind, args.security)
     now_ms = time.time_ns() // 1_000_000
     rows = []
     for tp in partitions:
@@ -264,7 +264,7 @@ def _refuse_live_group(admin, group_id: str) -> None:
 
 
 def _reset_offsets(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         _refuse_live_group(admin, args.group)
         partitions = _topic_partitions(admin, args.topic, args.partition)
         committed = admin.list_consumer_group_offsets(args.group)
@@ -272,7 +272,7 @@ def _reset_offsets(args) -> None:
         targets = _targets(args, admin, partitions, committed, bounds)
         plan = {tp: min(max(targets[tp], bounds[tp][0]), bounds[tp][1]) for tp in partitions}
         times = record_times(args.bootstrap, {tp: offset for tp, offset in plan.items()
-                                              if offset < bounds[tp][1]})
+                                              if offset < bounds[tp][1]}, args.security)
         if args.execute:
             admin.alter_consumer_group_offsets(args.group, plan)
     rows = [{"topic": tp.topic, "partition": tp.partition,

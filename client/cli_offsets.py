@@ -24,10 +24,10 @@ def register(commands, common) -> None:
 
 
 def _offsets(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         description = admin.describe_topic(args.topic)
     partitions = [TopicPartition(args.topic, info.partition) for info in description.partitions]
-    with Consumer(args.bootstrap) as consumer:
+    with Consumer(args.bootstrap, security=args.security) as consumer:
         keyword = args.time.strip().lower()
         if keyword in ("earliest", "latest"):
             lookup = consumer.beginning_offsets if keyword == "earliest" else consumer.end_offsets

@@ -21,7 +21,7 @@ def register(topic_commands, common) -> None:
 
 
 def _add_partitions(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         before = len(admin.describe_topic(args.topic).partitions)
         admin.create_partitions({args.topic: args.partitions})
     print(f"topic {args.topic} now has {args.partitions} partitions (was {before})")

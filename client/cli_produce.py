@@ -42,14 +42,14 @@ def _produce(args) -> None:
     timestamp_ms = _timestamp(args.timestamp)
     acks = "all" if args.acks == "all" else int(args.acks)
     separator = args.key_separator.encode() if args.key_separator else None
-    limit = _max_message_bytes(args.bootstrap, args.topic)
+    limit = _max_message_bytes(args.bootstrap, args.topic, args.security)
     # Records share a batch only while it stays under the topic's limit, so only a record
     # too large on its own is refused.
     batch_size = (_DEFAULT_BATCH_BYTES if limit is None
                   else max(1, min(_DEFAULT_BATCH_BYTES, limit - _BATCH_FRAMING_BYTES)))
     compression = None if args.compression == "none" else args.compression
     count = 0
-    with Producer(args.bootstrap, acks=acks, compression=compression,
+    with Producer(args.bootstrap, security=args.security, acks=acks, compression=compression,
                   batch_size=batch_size) as producer:
         sent: list[tuple[int, int, object]] = []  # (line number, record size, future)
         for line in sys.stdin.buffer:
@@ -80,10 +80,10 @@ def _timestamp(text: str | None) -> int | None:
         raise UsageError(f"--timestamp: {error}") from None
 
 
-def _max_message_bytes(bootstrap: str, topic: str) -> int | None:
+def _max_message_bytes(bootstrap: str, topic: str, security=None) -> int | None:
     """The topic's ``max.message.bytes``, or None when it cannot be read (no such topic: the
     produce itself then says so)."""
-    with Admin(bootstrap) as admin:
+    with Admin(bootstrap, security=security) as admin:
         try:
             entry = admin.describe_configs(topic).get("max.message.bytes")
         except UnknownTopicOrPartitionError:

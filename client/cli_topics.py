@@ -54,7 +54,7 @@ def register(commands, common: argparse.ArgumentParser) -> None:
 
 def _create(args) -> None:
     configs = key_values(args.config, "--config")
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         created = admin.create_topic(args.topic, args.partitions, args.replication_factor,
                                      configs, exist_ok=args.if_not_exists)
     if created:
@@ -64,19 +64,19 @@ def _create(args) -> None:
 
 
 def _list(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         for name in sorted(admin.list_topics()):
             print(name)
 
 
 def _delete(args) -> None:
-    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+    with Admin(args.bootstrap, security=args.security) as admin, _named_if_missing(args.topic):
         admin.delete_topic(args.topic)
     print(f"deleted topic {args.topic}")
 
 
 def _describe(args) -> None:
-    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+    with Admin(args.bootstrap, security=args.security) as admin, _named_if_missing(args.topic):
         description = admin.describe_topic(args.topic)
         configs = admin.describe_configs(args.topic)
     print(f"topic {description.name}: {plural(len(description.partitions), 'partition')}")
@@ -100,7 +100,7 @@ def _alter_config(args) -> None:
         changes[key] = None
     if not changes:
         raise UsageError("alter-config needs --config KEY=VALUE or --delete-config KEY")
-    with Admin(args.bootstrap) as admin, _named_if_missing(args.topic):
+    with Admin(args.bootstrap, security=args.security) as admin, _named_if_missing(args.topic):
         admin.describe_topic(args.topic)  # a missing topic is named as such
         admin.alter_configs(args.topic, changes)
     done = [f"{key}={value}" if value is not None else f"{key} reset to default"

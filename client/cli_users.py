@@ -76,19 +76,19 @@ def read_password(from_stdin: bool) -> str:
 
 def _create(args) -> None:
     password = read_password(args.password_stdin)
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         admin.create_user(args.name, password, args.mechanism, args.iterations)
     print(f"stored {args.mechanism} credential of user {args.name}")
 
 
 def _delete(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         admin.delete_user(args.name, args.mechanism)
     print(f"deleted user {args.name}" + (f" ({args.mechanism})" if args.mechanism else ""))
 
 
 def _list(args) -> None:
-    with Admin(args.bootstrap) as admin:
+    with Admin(args.bootstrap, security=args.security) as admin:
         for name, credentials in admin.describe_users().items():
             mechanisms = ", ".join(f"{c.mechanism} ({c.iterations} iterations)"
                                    for c in credentials)

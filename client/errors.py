@@ -105,6 +105,15 @@ class DeliveryTimeoutError(RequestTimedOutError):
         super().__init__(message or "not acknowledged within delivery_timeout_ms")
 
 
+class TlsError(ConnectionLostError):
+    """The TLS handshake with a broker failed (its certificate is not trusted, it does not
+    speak TLS, or it refused this client's certificate). Not retriable: the same settings
+    fail the same way, so the client says so at once instead of retrying in silence."""
+
+    retriable = False
+    invalid_metadata = False
+
+
 class InvalidResponseError(TslogError):
     """A broker answered with bytes that do not match the protocol (a broker bug)."""
 
@@ -121,5 +130,5 @@ def raise_for(code: int, message: str | None = None) -> None:
 
 
 __all__ = (["TslogError", "ClientClosedError", "BufferFullError", "DeliveryTimeoutError",
-            "InvalidResponseError", "error_for", "raise_for"]
+            "InvalidResponseError", "TlsError", "error_for", "raise_for"]
            + sorted(cls.__name__ for cls in _BY_CODE.values()))

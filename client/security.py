@@ -112,9 +112,11 @@ class Security:
         return context
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> Security:
+    def from_properties(cls, properties: Mapping[str, str],
+                        password: str | None = None) -> Security:
         """Kafka's client property names (``security.protocol`` ...); unknown names are an
-        error, so a typo does not silently connect without security."""
+        error, so a typo does not silently connect without security. ``password``: the
+        SASL password when the properties give none (the CLI's ``$TSLOG_SASL_PASSWORD``)."""
         values: dict[str, object] = {}
         password_file = None
         for name, raw in properties.items():
@@ -136,12 +138,14 @@ class Security:
                 values[key] = value
         if password_file is not None and "sasl_password" not in values:
             values["sasl_password"] = read_secret_file(password_file)
+        if password is not None and "sasl_password" not in values:
+            values["sasl_password"] = password
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Security:
+    def from_file(cls, path: str | Path, password: str | None = None) -> Security:
         """A properties file: ``name=value`` lines, ``#`` comments (Kafka's
-        ``--command-config`` format)."""
+        ``--command-config`` format); ``password`` as in ``from_properties``."""
         try:
             text = Path(path).read_text()
         except OSError as exc:
@@ -155,7 +159,7 @@ class Security:
             if not sep:
                 raise SecurityConfigError(f"{path}:{number}: expected name=value")
             properties[name.strip()] = value.strip()
-        return cls.from_properties(properties)
+        return cls.from_properties(properties, password)
 
     def describe(self) -> dict[str, object]:
         """The settings as plain values for a log line, the password left out."""

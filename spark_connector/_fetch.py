@@ -21,8 +21,10 @@ yields what survives.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ import pyarrow as pa
 
 from tslog.client import parse_bootstrap
 from tslog.client.blocking import BrokerSocket
+from tslog.client.security import Security
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
@@ -60,12 +63,14 @@ class _TopicGone(Exception):
     pass
 
 
-def find_leader(bootstrap: str, topic: str, partition: int, timeout_s: float) -> tuple[str, int]:
+def find_leader(bootstrap: str, topic: str, partition: int, timeout_s: float,
+                security: Security | None = None) -> tuple[str, int]:
     """Ask the bootstrap brokers (in turn) for the partition leader's address."""
     problems = []
     for host, port in parse_bootstrap(bootstrap):
         try:
-            conn = BrokerSocket(host, port, timeout_s, CLIENT_ID)
+            conn = BrokerSocket(host, port, timeout_s, CLIENT_ID, security=security,
+                                ssl_context=ssl_context_of(security))
         except OSError as exc:
             problems.append(f"{host}:{port}: {exc}")
             continue
@@ -104,6 +109,14 @@ class FetchRange:
     include_headers: bool = False
     fetch_max_bytes: int = 8 * 1024 * 1024
     timeout_ms: int = 30_000
+    security: Security | None = None  # TLS/SASL options (the password not in its repr)
+
+
+@functools.lru_cache(maxsize=8)
+def ssl_context_of(security: Security | None) -> ssl.SSLContext | None:
+    """One TLS context per security setting in this process: a task's sockets (and the
+    tasks an executor runs one after another) share it instead of loading the files each."""
+    return None if security is None else security.ssl_context()
 
 
 def _lost(spec: FetchRange, low: int, high: int, why: str) -> None:
@@ -201,13 +214,15 @@ def _raw_responses(spec: FetchRange):
             if conn is None:
                 try:
                     address = spec.leader if (spec.leader and attempt == 0) else find_leader(
-                        spec.bootstrap, spec.topic, spec.partition, timeout_s)
+                        spec.bootstrap, spec.topic, spec.partition, timeout_s, spec.security)
                 except _TopicGone:
                     _lost(spec, position, spec.end, "the topic no longer exists")
                     return
                 try:
                     conn = BrokerSocket(address[0], address[1], timeout_s, CLIENT_ID,
-                                        record_views=True, allocate=pa.allocate_buffer)
+                                        record_views=True, allocate=pa.allocate_buffer,
+                                        security=spec.security,
+                                        ssl_context=ssl_context_of(spec.security))
                 except OSError as exc:
                     attempt += 1
                     if attempt > _RETRIES:

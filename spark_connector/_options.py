@@ -18,7 +18,10 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from tslog.client.security import Security, SecurityConfigError
 from tslog.client.times import TimeFormatError, parse_time_ms
+
+from ._security import SECURITY_OPTIONS, security_from_options
 
 EARLIEST = -2
 LATEST = -1
@@ -30,7 +33,7 @@ KNOWN_OPTIONS = {
     "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "minoffsetspertrigger",
     "maxtriggerdelay", "minpartitions", "maxrecordsperpartition", "failondataloss",
     "includeheaders", "fetchmaxbytes", "requesttimeoutms", "path",
-}
+} | SECURITY_OPTIONS
 
 
 class TslogOptionError(ValueError):
@@ -76,6 +79,7 @@ class SourceOptions:
     include_headers: bool = False
     fetch_max_bytes: int = 8 * 1024 * 1024
     request_timeout_ms: int = 30_000
+    security: Security | None = None  # kafka.security.protocol ... (_security.py)
     warnings: tuple = field(default=(), compare=False)
 
     def describe_subscription(self) -> str:
@@ -312,6 +316,10 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
             f"minOffsetsPerTrigger ({min_per_trigger}) must be <= maxOffsetsPerTrigger "
             f"({max_per_trigger})")
     delay = options.get("maxtriggerdelay")
+    try:
+        security = security_from_options(options)
+    except SecurityConfigError as exc:
+        raise TslogOptionError(str(exc)) from None
 
     return SourceOptions(
         bootstrap=bootstrap,
@@ -331,6 +339,7 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
         include_headers=parse_bool("includeHeaders", options.get("includeheaders", "false")),
         fetch_max_bytes=optional_int("fetchmaxbytes", "fetchMaxBytes") or 8 * 1024 * 1024,
         request_timeout_ms=optional_int("requesttimeoutms", "requestTimeoutMs") or 30_000,
+        security=security,
         warnings=tuple(warnings),
     )
 

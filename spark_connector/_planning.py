@@ -42,7 +42,8 @@ def _time_name(timestamp_type: str) -> str:
 
 def open_admin(opts: SourceOptions) -> Admin:
     try:
-        return Admin(opts.bootstrap, request_timeout_ms=opts.request_timeout_ms)
+        return Admin(opts.bootstrap, request_timeout_ms=opts.request_timeout_ms,
+                     security=opts.security)
     except (TslogError, OSError, ValueError) as exc:
         raise TslogPlanError(f"cannot reach tslog at bootstrap {opts.bootstrap!r}: {exc}") \
             from None
@@ -220,7 +221,7 @@ def fetch_ranges(ranges, leaders: dict, opts: SourceOptions) -> list[FetchRange]
                        fail_on_data_loss=opts.fail_on_data_loss,
                        include_headers=opts.include_headers,
                        fetch_max_bytes=opts.fetch_max_bytes,
-                       timeout_ms=opts.request_timeout_ms)
+                       timeout_ms=opts.request_timeout_ms, security=opts.security)
             for tp, start, end in ranges]
 
 

@@ -7,7 +7,9 @@ top of the kernel's copy. This ``BufferedProtocol`` lets the event loop ``recv_i
 buffers of the sans-I/O ``tslog.protocol.connection.Connection`` (a large frame gets one of
 exactly its length), which also does the framing, the cap and the correlation check, as it
 does for every other connection. The broker never imports the client, so the follower has
-this small shell of its own.
+this small shell of its own. When the listeners speak TLS it dials with the broker's peer
+context (``broker.security.tls.peer_context``): the leader's certificate verified, this
+broker's own presented.
 
 With SASL on, a new connection first logs in (``login``: a factory of the sans-I/O
 ``tslog.protocol.sasl.ScramLogin`` with the broker's ``inter_broker_sasl_*`` credentials);
@@ -17,6 +19,7 @@ a refused login is a ``ConnectionError`` the fetcher retries after its backoff.
 from __future__ import annotations
 
 import asyncio
+import ssl as ssl_module
 from typing import Callable
 
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
@@ -78,8 +81,10 @@ class LeaderChannel:
     """One connection to a leader: request, then await its response (no pipelining)."""
 
     def __init__(self, host: str, port: int, client_id: str, max_frame_bytes: int,
-                 login: Callable[[], ScramLogin] | None = None) -> None:
+                 login: Callable[[], ScramLogin] | None = None, *,
+                 ssl: ssl_module.SSLContext | None = None) -> None:
         self.host, self.port, self.client_id = host, port, client_id
+        self.ssl = ssl  # the broker's peer context when its listener speaks TLS
         self.max_frame_bytes = max_frame_bytes
         self.login = login
         self._protocol: _LeaderProtocol | None = None
@@ -91,7 +96,8 @@ class LeaderChannel:
             _, protocol = await asyncio.wait_for(
                 asyncio.get_running_loop().create_connection(
                     lambda: _LeaderProtocol(self.client_id, self.max_frame_bytes),
-                    self.host, self.port),
+                    self.host, self.port, ssl=self.ssl,
+                    server_hostname=self.host if self.ssl is not None else None),
                 timeout_s)
             if self.login is not None:
                 await self._log_in(protocol, self.login(), timeout_s)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Callable
 
 from tslog.protocol.errors import ErrorCode
@@ -67,6 +68,7 @@ class LeaderFetcher:
         fetch_wait_max_ms: how long one Fetch long-polls the leader.
         login: makes the SCRAM login of a new connection (``inter_broker_sasl_*``); None
             without SASL.
+        peer_ssl: the TLS context to dial leaders with (None: plain TCP).
 
     The manager that owns it passes these rather than itself, so this module needs nothing
     of the manager (the two imported each other before).
@@ -75,8 +77,10 @@ class LeaderFetcher:
     def __init__(self, leader_id: int, node_id: int,
                  address_of: Callable[[int], tuple[str, int] | None],
                  is_current: Callable[[Partition], bool], fetch_wait_max_ms: int,
-                 login: Callable[[], ScramLogin] | None = None) -> None:
+                 login: Callable[[], ScramLogin] | None = None, *,
+                 peer_ssl: ssl.SSLContext | None = None) -> None:
         self.leader_id = leader_id
+        self.peer_ssl = peer_ssl
         self.node_id = node_id
         self.address_of = address_of
         self.is_current = is_current
@@ -123,7 +127,7 @@ class LeaderFetcher:
                     if self.channel is not None:
                         self.channel.close()
                     self.channel = LeaderChannel(*address, f"replica-{self.node_id}",
-                                                 _MAX_FRAME_BYTES, self.login)
+                                                 _MAX_FRAME_BYTES, self.login, ssl=self.peer_ssl)
                 self._added = False  # a partition added from here on ends the next poll
                 if self.behind:
                     await self._check_log_start()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Callable, Protocol
 
 from tslog.protocol.sasl import ScramLogin
@@ -59,8 +60,10 @@ class ReplicaManager:
 
     def __init__(self, hosted: HostedLogs, view: ClusterView, *, now_ms: Callable[[], int],
                  notify: Callable[[object], None], fetch_wait_max_ms: int,
-                 clustered: bool, login: Callable[[], ScramLogin] | None = None) -> None:
+                 clustered: bool, login: Callable[[], ScramLogin] | None = None,
+                 peer_ssl: ssl.SSLContext | None = None) -> None:
         self.hosted = hosted
+        self.peer_ssl = peer_ssl  # TLS to the leaders (the listener speaks TLS), or None
         self.view = view
         self.now_ms = now_ms
         self.notify = notify
@@ -232,7 +235,7 @@ class ReplicaManager:
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = LeaderFetcher(
                 leader_id, self.node_id, self.broker_address, self.is_current,
-                self.fetch_wait_max_ms, self.login)
+                self.fetch_wait_max_ms, self.login, peer_ssl=self.peer_ssl)
         return fetcher
 
     # -- ISR -------------------------------------------------------------------------------

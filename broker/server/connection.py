@@ -32,9 +32,8 @@ reading, a well-behaved consumer is still served (one request at a time, while t
 lasts), and the total stays under the cap plus one response per connection.
 
 Accounting is event-driven, no timers: ``_buffered`` is read after each write and at
-``resume_writing``. Between those the real buffer only shrinks, so the figures can be high,
-never low, and by at most the transport's high-water mark (``_WRITE_HIGH_BYTES``) for a
-connection that is not paused for writing: no limit can wait on a drain nobody reports.
+``resume_writing``; between those the real buffer only shrinks, so the figures can be high,
+never low, by at most ``_WRITE_HIGH_BYTES`` for a connection not paused for writing.
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ from ..metrics.observe import finish_request
 from ..security.request_gate import RequestGate
 from .connection_registry import MAX_PENDING_REFUSALS, REFUSAL_WAIT_S, ConnectionRegistry, Refusal
 from ..security.sasl_session import SASL_APIS, SaslSession
+from ..security.tls import certificate_principal
 from .dispatch import Dispatch
 from .idle_poll import IdlePoller
 
@@ -70,11 +70,9 @@ log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 _DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the stream broke
-# The receive scratch of each connection: Produce requests of 1000-record batches (~116 KB)
-# arrive about two per read; with the 64 KiB default each took two reads, and every read is a
-# pass through this shell (measured: 20 % more broker CPU per such produce). The scratch is
-# not zeroed (``frames.py``): an idle connection holds address space, and memory only for
-# the bytes it received at once.
+# The receive scratch of each connection: 1000-record Produce requests (~116 KB) arrive about
+# two per read; with 64 KiB each took two reads (measured: 20 % more broker CPU). Not zeroed
+# (``frames.py``): an idle connection holds address space, memory only for bytes received.
 RECEIVE_SCRATCH_BYTES = 256 * 1024
 # The transport's write-buffer high-water mark: past it ``pause_writing`` is called, and
 # ``resume_writing`` once it drains to a quarter. Those two calls keep the unsent figures
@@ -155,6 +153,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.principal = certificate_principal(transport, self.peer)  # mutual TLS
         refusal = self.registry.admit(self)
         if refusal is not None:
             self.refuse(refusal)

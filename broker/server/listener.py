@@ -11,6 +11,11 @@ reading requests, give in-flight ones ``shutdown_grace_ms`` to be answered, stop
 tasks, stop the metrics endpoint, then flush and close every log in a thread, which leaves
 the clean-shutdown markers.
 
+TLS (``tls_cert_file`` set, ``security/tls.py``): the server context is built before the
+logs open, so a bad file stops the broker at once; the listener wraps every connection with
+that one context, and SIGHUP reloads the files into it (and into the context replication dials
+peers with) without touching the listener or open connections.
+
 Clustered (``etcd_endpoints`` set), opening means joining the cluster first
 (``cluster_sync.open_clustered``: register, then open the hosted partitions' logs), and
 shutting down means leaving it (revoking the lease) before the logs close; losing our
@@ -34,6 +39,7 @@ from ..config import BrokerConfig, ConfigError, parse_host_port
 from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
+from ..security import tls
 from .connection import BrokerConnection
 from .connection_registry import ConnectionRegistry
 from .state import Broker
@@ -113,6 +119,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
     stop = asyncio.Event()
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []
     log.info("effective config: %s", json.dumps(config.describe(), default=str))
+    server_ssl = tls.server_context(config)  # before the logs open: a bad file stops at once
     try:
         web = _web_config(config)  # before recovery: a bad file stops the start at once
         view = None
@@ -139,7 +146,7 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             # that was never awaited (Python warns about those on exit).
             trigger = asyncio.ensure_future(trigger)
             try:
-                await _serve_opened(broker, config, trigger, ready)
+                await _serve_opened(broker, config, trigger, ready, server_ssl, metrics)
             finally:
                 trigger.cancel()
             if view is not None and view.failed.done():
@@ -180,8 +187,32 @@ async def _first(*awaitables: Awaitable) -> None:
                 task.cancel()
 
 
+def _reload_on_sighup(loop: asyncio.AbstractEventLoop, broker: Broker, config: BrokerConfig,
+                      server_ssl, metrics: MetricsServer | None) -> bool:
+    """SIGHUP reloads the TLS files into the live contexts (``security.tls.reload``) and the
+    metrics endpoint's web config (in a thread: it reads files); with neither it is logged
+    and ignored, so a ``systemctl reload`` never stops a broker."""
+    contexts = [c for c in (server_ssl, broker.replicas.peer_ssl) if c is not None]
+    web_config = metrics if config.metrics_web_config_file and metrics is not None else None
+
+    def reload() -> None:
+        if server_ssl is not None:
+            tls.reload(contexts, config)
+        if web_config is not None:
+            loop.run_in_executor(None, web_config.reload)
+        if server_ssl is None and web_config is None:
+            log.info("SIGHUP: no TLS configured, nothing to reload")
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, reload)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+        return False
+    return True
+
+
 async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable,
-                        ready: Callable[[str, int], None] | None) -> None:
+                        ready: Callable[[str, int], None] | None, server_ssl=None,
+                        metrics: MetricsServer | None = None) -> None:
     loop = asyncio.get_running_loop()
     registry = ConnectionRegistry.from_config(config)
     host, port = config.listen_address
@@ -195,10 +226,11 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         server = await loop.create_server(
             lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate,
                                      authenticator),
-            host, port,
-            reuse_address=True, backlog=1024)
+            host, port, reuse_address=True, backlog=1024, ssl=server_ssl,
+            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None
+    reloads = _reload_on_sighup(loop, broker, config, server_ssl, metrics)
     bound_port = server.sockets[0].getsockname()[1]
     broker.set_bound_port(bound_port)
     tasks = {
@@ -209,7 +241,8 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     }
     broker.replicas.start()
     broker.groups.start()
-    log.info("tslog-broker listening on %s:%d", host, bound_port)
+    log.info("tslog-broker listening on %s:%d%s", host, bound_port,
+             " (TLS)" if server_ssl is not None else "")
     if ready is not None:
         ready(host, bound_port)
     try:
@@ -226,3 +259,5 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         await broker.replicas.stop()
         await broker.groups.stop()
         await server.wait_closed()
+        if reloads:
+            loop.remove_signal_handler(signal.SIGHUP)

@@ -34,6 +34,7 @@ from ..security.acl_store import AclService, LocalAclStore
 from ..security.request_gate import RequestGate
 from ..security.credentials import CredentialStore, LocalCredentialStore
 from ..security.scram import Authenticator
+from ..security.tls import peer_context
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets, OffsetStore
@@ -108,7 +109,7 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
-            login=inter_broker_login(config))
+            login=inter_broker_login(config), peer_ssl=peer_context(config))
         # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
         # ``cluster_sync.open_clustered``). ``gate`` is None when the authorizer is off:
         # connections then call the handlers directly and pay nothing for it.

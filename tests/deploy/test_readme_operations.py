@@ -59,6 +59,8 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
         return "127.0.0.1:7", "127.0.0.1:7"
     if key == "group_assignor":  # one of a fixed set
         return "range", "range"
+    if key == "tls_client_auth":
+        return "requested", "requested"
     if key == "group_session_timeout_ms":  # must stay above the heartbeat interval
         return "60000", 60000
     if key == "sasl_mechanisms":  # one of a fixed set
@@ -72,10 +74,13 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
     return "other", "other"
 
 
-# Settings that are checked together with another: that one is set too.
+# Settings valid only beside another: the other one's environment variable, set with it.
 NEEDS = {"metrics_web_config_file": {"TSLOG_METRICS_LISTEN": "127.0.0.1:7"},
          "etcd_cert_file": {"TSLOG_ETCD_KEY_FILE": "k.pem"},
-         "etcd_key_file": {"TSLOG_ETCD_CERT_FILE": "c.pem"}}
+         "etcd_key_file": {"TSLOG_ETCD_CERT_FILE": "c.pem"},
+         "tls_cert_file": {"TSLOG_TLS_KEY_FILE": "key.pem"},
+         "tls_key_file": {"TSLOG_TLS_CERT_FILE": "cert.pem"},
+         "tls_client_auth": {"TSLOG_TLS_CERT_FILE": "cert.pem", "TSLOG_TLS_KEY_FILE": "key.pem"}}
 
 
 def test_documented_environment_variables_are_the_ones_the_broker_reads():

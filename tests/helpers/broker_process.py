@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -38,10 +39,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float) -> dict | None:
-    """One request on a fresh connection: the response body, or None if none came."""
+def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float,
+         ssl_context: ssl.SSLContext | None = None) -> dict | None:
+    """One request on a fresh connection (TLS with ``ssl_context``): the response body, or
+    None if none came."""
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        with socket.create_connection((host, port), timeout=timeout_s) as raw, \
+                (ssl_context.wrap_socket(raw, server_hostname=host) if ssl_context
+                 else raw) as sock:
             sock.sendall(encode_request(RequestHeader(api_key, 0, 1, "probe"), body))
             decoder = FrameReceiver()
             frames: list[bytes] = []
@@ -56,15 +61,17 @@ def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float) ->
         return None
 
 
-def probe(host: str, port: int, timeout_s: float = 1.0) -> bool:
+def probe(host: str, port: int, timeout_s: float = 1.0,
+          ssl_context: ssl.SSLContext | None = None) -> bool:
     """True if a broker at host:port answers ApiVersions."""
-    body = _ask(host, port, ApiKey.API_VERSIONS, {}, timeout_s)
+    body = _ask(host, port, ApiKey.API_VERSIONS, {}, timeout_s, ssl_context)
     return body is not None and body["error_code"] == 0
 
 
-def brokers_seen(host: str, port: int, timeout_s: float = 1.0) -> int:
+def brokers_seen(host: str, port: int, timeout_s: float = 1.0,
+                 ssl_context: ssl.SSLContext | None = None) -> int:
     """How many live brokers the broker at host:port lists in Metadata (0 if no answer)."""
-    body = _ask(host, port, ApiKey.METADATA, {"topics": []}, timeout_s)
+    body = _ask(host, port, ApiKey.METADATA, {"topics": []}, timeout_s, ssl_context)
     return len(body.get("brokers", ())) if body is not None else 0
 
 
@@ -78,10 +85,13 @@ class BrokerProcess:
         args: extra command-line arguments.
         config: broker settings by field name, set as ``TSLOG_<NAME>`` variables (``env``
             wins where both name the same variable).
+        ssl_context: the client TLS context readiness probes use (a TLS listener).
     """
 
     def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
-                 args: list[str] | None = None, config: dict | None = None) -> None:
+                 args: list[str] | None = None, config: dict | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl_context = ssl_context
         self.data_dir = Path(data_dir)
         self.host = "127.0.0.1"
         self.port = port or free_port()
@@ -134,7 +144,7 @@ class BrokerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.process.returncode}:\n"
                                    f"{self.log_text()}")
-            if probe(self.host, self.port):
+            if probe(self.host, self.port, ssl_context=self.ssl_context):
                 return
             time.sleep(0.02)
         self.kill()
@@ -201,7 +211,8 @@ def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
     for process in brokers:
         process.wait_ready()
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while not all(brokers_seen(p.host, p.port) == len(brokers) for p in brokers):
+    while not all(brokers_seen(p.host, p.port, ssl_context=p.ssl_context) == len(brokers)
+                  for p in brokers):
         if time.monotonic() > deadline:
             raise RuntimeError(f"the brokers did not all see each other within "
                                f"{READY_TIMEOUT_S} s")
@@ -210,8 +221,8 @@ def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
 
 def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
                   session_timeout_ms: int = 2000, cluster_name: str = "tslog",
-                  config: dict | None = None, args: list[str] | None = None
-                  ) -> list[BrokerProcess]:
+                  config: dict | None = None, args: list[str] | None = None,
+                  ssl_context: ssl.SSLContext | None = None) -> list[BrokerProcess]:
     """Start brokers 0..count-1 of one cluster (data in ``base_dir/broker-N``), all ready.
 
     ``args`` are extra command-line arguments for each (``--log-level WARNING``). On any
@@ -220,7 +231,8 @@ def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
     brokers = [
         BrokerProcess(Path(base_dir) / f"broker-{node}", args=args, config={
             "node_id": node, "etcd_endpoints": etcd_endpoint, "cluster_name": cluster_name,
-            "broker_session_timeout_ms": session_timeout_ms, **(config or {})})
+            "broker_session_timeout_ms": session_timeout_ms, **(config or {})},
+            ssl_context=ssl_context)
         for node in range(count)
     ]
     try:
