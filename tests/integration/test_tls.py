@@ -171,7 +171,7 @@ def test_the_cli_connects_with_a_command_config_file(tls_broker, certs, tmp_path
     produced = tslog("--command-config", str(config), "produce", "cli-tls", *where,
                      stdin=b"one\ntwo\nthree\n")
     assert produced.returncode == 0, produced.stderr.decode()
-    consumed = tslog("consume", "cli-tls", "--max-messages", "3", *where,
+    consumed = tslog("consume", "cli-tls", "--max-messages", "3", "--format", "value", *where,
                      env={"TSLOG_COMMAND_CONFIG": str(config)})
     assert consumed.stdout.decode().split() == ["one", "two", "three"], consumed.stderr
     refused = tslog("topics", "list", *where)  # no config: plain TCP to a TLS listener
