@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from tslog.client.errors import TslogError
 from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
 
@@ -69,8 +70,21 @@ def probe(host: str, port: int, timeout_s: float = 1.0,
 
 
 def brokers_seen(host: str, port: int, timeout_s: float = 1.0,
-                 ssl_context: ssl.SSLContext | None = None) -> int:
-    """How many live brokers the broker at host:port lists in Metadata (0 if no answer)."""
+                 ssl_context: ssl.SSLContext | None = None, security=None) -> int:
+    """How many live brokers the broker at host:port lists in Metadata (0 if no answer).
+    With ``security`` (a ``Security`` saying SASL) the probe logs in first, through the
+    client's blocking socket: a SASL broker answers Metadata only after a login."""
+    if security is not None and security.sasl:
+        from tslog.client.blocking import BrokerSocket
+        try:
+            sock = BrokerSocket(host, port, timeout_s, "probe", security=security)
+            try:
+                body = sock.request(ApiKey.METADATA, {"topics": []})
+            finally:
+                sock.close()
+        except (OSError, TslogError):
+            return 0
+        return len(body.get("brokers", ()))
     body = _ask(host, port, ApiKey.METADATA, {"topics": []}, timeout_s, ssl_context)
     return len(body.get("brokers", ())) if body is not None else 0
 
@@ -86,12 +100,14 @@ class BrokerProcess:
         config: broker settings by field name, set as ``TSLOG_<NAME>`` variables (``env``
             wins where both name the same variable).
         ssl_context: the client TLS context readiness probes use (a TLS listener).
+        security: the client ``Security`` a cluster's readiness probe logs in with (SASL).
     """
 
     def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
                  args: list[str] | None = None, config: dict | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, security=None) -> None:
         self.ssl_context = ssl_context
+        self.security = security
         self.data_dir = Path(data_dir)
         self.host = "127.0.0.1"
         self.port = port or free_port()
@@ -211,7 +227,8 @@ def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
     for process in brokers:
         process.wait_ready()
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while not all(brokers_seen(p.host, p.port, ssl_context=p.ssl_context) == len(brokers)
+    while not all(brokers_seen(p.host, p.port, ssl_context=p.ssl_context,
+                               security=p.security) == len(brokers)
                   for p in brokers):
         if time.monotonic() > deadline:
             raise RuntimeError(f"the brokers did not all see each other within "
@@ -222,7 +239,8 @@ def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
 def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
                   session_timeout_ms: int = 2000, cluster_name: str = "tslog",
                   config: dict | None = None, args: list[str] | None = None,
-                  ssl_context: ssl.SSLContext | None = None) -> list[BrokerProcess]:
+                  ssl_context: ssl.SSLContext | None = None,
+                  security=None) -> list[BrokerProcess]:
     """Start brokers 0..count-1 of one cluster (data in ``base_dir/broker-N``), all ready.
 
     ``args`` are extra command-line arguments for each (``--log-level WARNING``). On any
@@ -232,7 +250,7 @@ def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
         BrokerProcess(Path(base_dir) / f"broker-{node}", args=args, config={
             "node_id": node, "etcd_endpoints": etcd_endpoint, "cluster_name": cluster_name,
             "broker_session_timeout_ms": session_timeout_ms, **(config or {})},
-            ssl_context=ssl_context)
+            ssl_context=ssl_context, security=security)
         for node in range(count)
     ]
     try:
