@@ -1,4 +1,5 @@
-"""Broker benchmark over loopback: produce, consume, lookup by time, against Redis Streams.
+"""Broker benchmark over loopback: produce, consume, lookup by time, against Redis Streams;
+the cost of TLS + SASL/SCRAM beside plain TCP.
 
 Starts its own ``tslog-broker`` (temporary data directory, a free 127.0.0.1 port) and, unless
 ``--no-redis``, its own ``redis-server`` (no persistence, temporary directory, a free port);
@@ -40,11 +41,12 @@ from bench.broker_bench.produce import section_fill, section_produce  # noqa: E4
 from bench.broker_bench.redis_server import Redis, describe_redis  # noqa: E402
 from bench.broker_bench.replication import section_replication  # noqa: E402
 from bench.broker_bench.scrape import section_scrape  # noqa: E402
+from bench.broker_bench.security import section_security  # noqa: E402
 from tests.helpers.broker_process import free_port  # noqa: E402
 
 SECTIONS = {"produce": section_produce, "fill": section_fill, "consume": section_consume,
             "lookups": section_lookups, "scrape": section_scrape,
-            "replication": section_replication}
+            "replication": section_replication, "security": section_security}
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,8 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
     for title in ("Produce, one producer, one partition",
                   "Consume from a timestamp to the end",
                   "Lookup by time: ListOffsets round trip",
-                  "Produce while Prometheus-speed scraping"):
+                  "Produce while Prometheus-speed scraping",
+                  "Security: plain TCP against TLS + SASL/SCRAM-SHA-256 (same run)"):
         assert title in out, out
     for header in ("| acks", "records/s (min-max)", "tslog/Redis XADD c=1", "target?",
                    "p50 us", "p99 us (min-max)", "p99.9 us"):
@@ -33,4 +34,5 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
     else:
         assert "replication rows SKIPPED" in out, out
     assert "tslog.client.Producer" in out and "raw Fetch loop" in out
+    assert "connection set-up to first answer (ms)" in out
     assert list(tmp_path.iterdir()) == []  # the temporary data directory was removed
