@@ -18,7 +18,7 @@
 #                                       tslog, tslog.$NAMESPACE.svc, localhost, 127.0.0.1
 #   etcd.pem/.key                       etcd: etcd, tslog-etcd, tslog-etcd-0.tslog-etcd, ...
 #   client.pem/.key                     a client certificate (CN=admin) for mutual TLS
-#   admin-password broker-password      SCRAM passwords: the admin (a super user), the
+#   admin-password broker-password      SCRAM passwords of the admin (a super user), the
 #   healthcheck-password                brokers' inter-broker user, the health check's user
 #   metrics-password                    the password Prometheus scrapes /metrics with
 #   users.txt                           sasl_bootstrap_users_file: admin, broker, healthcheck
