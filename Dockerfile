@@ -7,10 +7,16 @@
 # CI run (this machine kind has no Docker engine to build the image itself).
 #
 #   docker build -t tslog .
-#   docker run -d -p 127.0.0.1:9092:9092 -p 127.0.0.1:9308:9308 -v tslog-data:/var/lib/tslog tslog
+#   docker run -d -e TSLOG_ALLOW_ANONYMOUS=true -p 127.0.0.1:9092:9092 -p 127.0.0.1:9308:9308 -v tslog-data:/var/lib/tslog tslog
 #
 # Settings are TSLOG_* environment variables (TSLOG_NODE_ID, TSLOG_ADVERTISED_LISTEN,
 # TSLOG_ETCD_ENDPOINTS, TSLOG_LOG_RETENTION_MS, ...) or a TOML file passed with --config.
+# Security: the image listens on 0.0.0.0, so the broker refuses to start (protected mode)
+# unless it is given client authentication (TSLOG_SASL_MECHANISMS=... or mutual TLS; see
+# deploy/docker-compose.yml and docs/security.md, "Deploying") or explicitly
+# TSLOG_ALLOW_ANONYMOUS=true, as in the local-only example above (published on 127.0.0.1).
+# The health check's tslog reads TSLOG_COMMAND_CONFIG for its login; the secured compose file
+# overrides the check with its own --command-config file instead.
 
 FROM python:3.11-slim AS builder
 WORKDIR /src

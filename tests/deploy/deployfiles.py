@@ -151,10 +151,9 @@ def broker_config_from_toml(text: str) -> BrokerConfig:
     problems: list[str] = []
     layer = layer_from_toml(text, problems)
     assert problems == [], problems
-    # The example configs listen on 0.0.0.0 with no client authentication yet, which
-    # protected mode refuses (docs/security.md): until they configure SCRAM/TLS, the broker
-    # they describe needs --allow-anonymous, added here as the operator's flag.
-    return build_config([layer, {"allow_anonymous": True}])
+    # No operator flags: every example either configures client authentication or listens
+    # on loopback, so protected mode (docs/security.md) lets it start as written.
+    return build_config([layer])
 
 
 def systemd_unit(path: Path) -> dict[str, list[tuple[str, str]]]:

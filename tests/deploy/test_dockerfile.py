@@ -12,7 +12,9 @@ import json
 import shlex
 import tomllib
 
-from tslog.broker.config import load_config, parse_host_port
+import pytest
+
+from tslog.broker.config import ConfigError, load_config, parse_host_port
 
 from tests.deploy.deployfiles import (
     DOCKERFILE, ROOT, dockerfile_instructions, env_values, final_stage, pip_command,
@@ -75,12 +77,23 @@ def test_exposed_ports_are_the_ones_the_broker_listens_on():
 
 def test_the_image_environment_is_a_valid_broker_configuration():
     tslog_env = {k: v for k, v in ENV.items() if k.startswith("TSLOG_")}
-    # The image listens on 0.0.0.0 with no client authentication yet, which protected mode
-    # refuses (docs/security.md): until it configures SCRAM/TLS, it needs --allow-anonymous.
-    config, ignored = load_config({"allow_anonymous": True}, None, tslog_env)
+    config, ignored = load_config({}, None, {**tslog_env, "TSLOG_ALLOW_ANONYMOUS": "true"})
     assert ignored == []
     assert config.data_dir == "/var/lib/tslog"
     assert config.metrics_listen == "0.0.0.0:9308"
+
+
+def test_the_image_alone_refuses_to_start_open_on_every_address_and_says_what_to_do():
+    """No authentication in the image's defaults and no allow_anonymous: protected mode. The
+    header's docker run example and its note name the way out, TSLOG_ALLOW_ANONYMOUS=true."""
+    tslog_env = {k: v for k, v in ENV.items() if k.startswith("TSLOG_")}
+    assert "TSLOG_ALLOW_ANONYMOUS" not in tslog_env
+    with pytest.raises(ConfigError, match="protected mode"):
+        load_config({}, None, tslog_env)
+    header = DOCKERFILE.read_text().split("FROM ")[0]
+    run = next(line for line in header.splitlines() if "docker run" in line)
+    assert "-e TSLOG_ALLOW_ANONYMOUS=true" in run and "-p 127.0.0.1:9092:9092" in run
+    assert "protected mode" in header and "docs/security.md" in header
 
 
 def test_entrypoint_and_healthcheck_use_installed_console_scripts():

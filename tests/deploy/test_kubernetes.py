@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from tslog.broker.config import parse_host_port
 from tslog.client import Admin
+from tslog.client.security import Security
 
 from tests.deploy.deployfiles import ROOT, broker_config_from_toml, kubernetes_objects
 from tests.helpers.broker_process import free_port, probe
@@ -156,20 +159,121 @@ def test_brokers_find_etcd_at_its_service_and_client_port():
     assert f"--data-dir={mounts['data']}" in command
 
 
-def test_the_pod_command_runs_one_broker_process_with_the_ordinal_plus_one_as_node_id(tmp_path):
+def documented_secrets() -> dict[str, dict[str, tuple[str, str]]]:
+    """The ``kubectl create secret generic`` commands of kustomization.yaml's header:
+    {secret: {key: ("file", path) or ("literal", value)}}."""
+    secrets = {}
+    header = (ROOT / "deploy" / "kubernetes" / "kustomization.yaml").read_text()
+    for line in header.splitlines():
+        if not line.startswith("#   kubectl create secret generic "):
+            continue
+        words = shlex.split(line[1:])
+        keys = secrets.setdefault(words[4], {})
+        for word in words[5:]:
+            option, _, spec = word.partition("=")
+            key, _, value = spec.partition("=")
+            assert option in ("--from-file", "--from-literal"), word
+            keys[key] = (option.removeprefix("--from-"), value)
+    return secrets
+
+
+def referenced_secrets() -> dict[str, set[str]]:
+    """{secret name: keys} every object of the manifests reads."""
+    found: dict[str, set[str]] = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "secretName" in node:
+                found.setdefault(node["secretName"], set()).update(
+                    i["key"] for i in node.get("items", []))
+            if "secret" in node and isinstance(node["secret"], dict) and "name" in node["secret"]:
+                found.setdefault(node["secret"]["name"], set()).update(
+                    i["key"] for i in node["secret"].get("items", []))
+            if set(node) == {"name", "key"}:
+                found.setdefault(node["name"], set()).add(node["key"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    for obj in OBJECTS:
+        walk(obj)
+    return found
+
+
+def test_every_secret_the_manifests_read_is_made_by_the_documented_commands(made_secrets):
+    documented = documented_secrets()
+    referenced = referenced_secrets()
+    assert set(referenced) == set(documented) == {
+        "tslog-broker-tls", "tslog-broker-auth", "tslog-etcd-tls", "tslog-metrics-basic-auth"}
+    for name, keys in referenced.items():
+        assert keys <= set(documented[name]), (name, keys - set(documented[name]))
+    for keys in documented.values():
+        for kind, value in keys.values():
+            if kind == "file":
+                assert value.startswith("deploy/secrets/")
+                assert (made_secrets / value.removeprefix("deploy/secrets/")).is_file(), value
+            else:
+                assert "password" not in value.lower() or value == "prometheus"
+
+
+def test_the_config_map_turns_on_tls_scram_acls_and_etcd_tls_from_mounted_secrets():
+    _, text = broker_toml()
+    config = broker_config_from_toml(text)
+    assert config.allow_anonymous is False and config.authorizer_enabled
+    assert config.sasl_mechanism_list and config.tls_client_auth == "requested"
+    assert f"User:{config.inter_broker_sasl_username}" in config.super_users.split(";")
+    secrets_mount = next(m for m in CONTAINER["volumeMounts"] if m["name"] == "secrets")
+    assert secrets_mount["readOnly"] is True
+    volume = next(v for v in POD["spec"]["volumes"] if v["name"] == "secrets")
+    paths = {f"{secrets_mount['mountPath']}/{item['path']}"
+             for source in volume["projected"]["sources"] for item in source["secret"]["items"]}
+    for setting in ("tls_cert_file", "tls_key_file", "tls_ca_file", "sasl_bootstrap_users_file",
+                    "inter_broker_sasl_password_file", "metrics_web_config_file",
+                    "etcd_ca_file", "etcd_cert_file", "etcd_key_file"):
+        assert getattr(config, setting) in paths, setting
+    for variable in CONTAINER["env"]:  # environment: only non-secret settings, no secret refs
+        assert "secretKeyRef" not in str(variable) and "PASSWORD" not in variable["name"]
+    etcd = find("StatefulSet", "tslog-etcd")["spec"]["template"]["spec"]["containers"][0]
+    assert "--client-cert-auth" in etcd["command"]
+    assert any(c == "--listen-client-urls=https://0.0.0.0:2379" for c in etcd["command"])
+    endpoint = find("ServiceMonitor", "tslog")["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https" and "basicAuth" in endpoint
+    assert POD["metadata"]["annotations"]["prometheus.io/scheme"] == "https"
+
+
+def pod_secrets(made: Path, mounted: Path) -> None:
+    """/run/secrets as the pod sees it (the projected volume of the documented Secrets),
+    at ``mounted``, its files' /run/secrets paths rewritten to ``mounted``."""
+    documented = documented_secrets()
+    volume = next(v for v in POD["spec"]["volumes"] if v["name"] == "secrets")
+    mounted.mkdir()
+    for source in volume["projected"]["sources"]:
+        keys = documented[source["secret"]["name"]]
+        for item in source["secret"]["items"]:
+            kind, value = keys[item["key"]]
+            text = (made / value.removeprefix("deploy/secrets/")).read_text()
+            (mounted / item["path"]).write_text(text.replace("/run/secrets", str(mounted)))
+
+
+def test_the_pod_command_runs_one_broker_process_with_the_ordinal_plus_one_as_node_id(
+        tmp_path, made_secrets):
     """The container command, run by /bin/sh as Kubernetes runs it, for pod ``tslog-2``: the
     broker gets node_id 3, takes the rest from the ConfigMap's file, and is the process that
     receives SIGTERM (``exec``), so a pod stop is a clean broker shutdown."""
     config_path, text = broker_toml()
+    mounted = tmp_path / "run-secrets"
+    pod_secrets(made_secrets, mounted)
     local_config = tmp_path / "broker.toml"
-    local_config.write_text(text)
+    local_config.write_text(text.replace("/run/secrets", str(mounted)))
     script = CONTAINER["command"][2].replace(config_path, str(local_config))
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
     environment.update(
         PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", POD_NAME="tslog-2",
         TSLOG_DATA_DIR=str(tmp_path / "data"), TSLOG_LISTEN=f"127.0.0.1:{port}",
-        TSLOG_METRICS_LISTEN=f"127.0.0.1:{free_port()}", TSLOG_ETCD_ENDPOINTS="")
+        TSLOG_METRICS_LISTEN=f"127.0.0.1:{free_port()}", TSLOG_ETCD_ENDPOINTS="",
+        TSLOG_ETCD_CA_FILE="", TSLOG_ETCD_CERT_FILE="", TSLOG_ETCD_KEY_FILE="")
     log_path = tmp_path / "broker.log"
     with open(log_path, "wb") as log_file:
         pod = subprocess.Popen(["/bin/sh", "-c", script], env=environment, cwd=tmp_path,
@@ -177,10 +281,12 @@ def test_the_pod_command_runs_one_broker_process_with_the_ordinal_plus_one_as_no
                                start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while not probe("127.0.0.1", port):
+        context = ssl.create_default_context(cafile=str(mounted / "ca.pem"))
+        while not probe("127.0.0.1", port, ssl_context=context):
             assert pod.poll() is None and time.monotonic() < deadline, log_path.read_text()
             time.sleep(0.05)
-        with Admin(f"127.0.0.1:{port}") as admin:
+        admin_login = Security.from_file(mounted / "admin.properties")
+        with Admin(f"127.0.0.1:{port}", security=admin_login) as admin:
             admin.create_topic("events", partitions=1)
             assert admin.describe_topic("events").partitions[0].leader == 3
         pod.send_signal(signal.SIGTERM)

@@ -7,17 +7,21 @@ run side by side on 127.0.0.1 against one etcd.
 from __future__ import annotations
 
 import shutil
+import ssl
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 from tslog.broker.config import parse_host_port
+from tslog.client import Admin
+from tslog.client.security import Security
 
 from tests.deploy.deployfiles import (
     DEPLOY, DOCKERFILE, ROOT, broker_config_from_toml, dockerfile_instructions, final_stage,
     run_commands, systemd_unit, yaml_documents,
 )
+from tests.helpers.broker_process import BrokerProcess, free_port
 
 UNIT = systemd_unit(DEPLOY / "systemd" / "tslog-broker.service")
 SERVICE = dict(UNIT["Service"])  # last value wins, as in systemd for single-valued keys
@@ -97,3 +101,56 @@ def test_systemd_accepts_every_directive_of_the_unit(tmp_path):
                             timeout=60)
     output = (result.stdout + result.stderr).decode()
     assert result.returncode == 0 and output.strip() == "", output
+
+
+def test_secrets_come_from_systemd_credentials_and_reload_is_sighup():
+    """broker.toml configures TLS, SCRAM and ACLs with every key and password a file of the
+    unit's credentials directory (LoadCredential=), and `systemctl reload` is SIGHUP."""
+    config = broker_config_from_toml(EXAMPLE.read_text())
+    assert config.allow_anonymous is False and config.authorizer_enabled
+    assert config.sasl_mechanism_list and config.tls_cert_file
+    credentials_dir = f"/run/credentials/{DEPLOY.joinpath('systemd', 'tslog-broker.service').name}"
+    loaded = {}
+    for key, value in UNIT["Service"]:
+        if key == "LoadCredential":
+            name, _, source = value.partition(":")
+            assert source == f"/etc/{SERVICE['ConfigurationDirectory']}/credentials/{name}"
+            loaded[name] = source
+    for setting in ("tls_cert_file", "tls_key_file", "tls_ca_file", "sasl_bootstrap_users_file",
+                    "inter_broker_sasl_password_file", "metrics_web_config_file"):
+        directory, _, name = getattr(config, setting).rpartition("/")
+        assert directory == credentials_dir and name in loaded, setting
+    assert {"broker.pem", "broker.key"} <= set(loaded)  # metrics-web.yml's relative files
+    assert SERVICE["ExecReload"] == "/bin/kill -HUP $MAINPID"
+
+
+def test_the_example_config_runs_with_the_generated_credentials(tmp_path, made_secrets):
+    """broker.toml, its credentials directory laid out from make-secrets.sh's files (a
+    broker's certificate as broker.pem/.key), listening on loopback: it starts and logs in."""
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    sources = {"broker.pem": "broker-1.pem", "broker.key": "broker-1.key"}
+    for key, value in UNIT["Service"]:
+        if key == "LoadCredential":
+            name = value.partition(":")[0]
+            shutil.copy(made_secrets / sources.get(name, name), credentials / name)
+    text = EXAMPLE.read_text().replace("/run/credentials/tslog-broker.service", str(credentials))
+    (tmp_path / "broker.toml").write_text(text)
+    port = free_port()
+    context = ssl.create_default_context(cafile=str(credentials / "ca.pem"))
+    broker = BrokerProcess(tmp_path / "data", port=port, ssl_context=context,
+                           args=["--config", str(tmp_path / "broker.toml")],
+                           env={"TSLOG_METRICS_LISTEN": f"127.0.0.1:{free_port()}"})
+    try:
+        broker.start()
+        admin_password = tmp_path / "admin-password"
+        shutil.copy(made_secrets / "admin-password", admin_password)
+        login = Security(protocol="SASL_SSL", ssl_cafile=str(credentials / "ca.pem"),
+                         sasl_mechanism="SCRAM-SHA-512", sasl_username="admin",
+                         sasl_password=admin_password.read_text())
+        with Admin(broker.bootstrap, security=login) as admin:
+            admin.create_topic("events", partitions=1)
+            assert "events" in admin.list_topics()
+        broker.terminate()
+    finally:
+        broker.stop()
