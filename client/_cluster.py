@@ -87,7 +87,8 @@ class Cluster:
         self._connections: dict[tuple[str, int, str], Connection] = {}
         self._connecting: dict[tuple[str, int, str], asyncio.Task] = {}
         self._metadata_time = 0.0
-        self._unreachable: set[tuple[str, int]] = set()  # reported down, not yet back
+        self._reached: set[tuple[str, int]] = set()  # connected to at least once
+        self._unreachable: set[tuple[str, int]] = set()  # reported gone, not yet back
         self._refresh: asyncio.Task | None = None
         self._closed = False
 
@@ -198,11 +199,13 @@ class Cluster:
         try:
             conn = await asyncio.shield(task)
         except ConnectionLostError as exc:
-            if address not in self._unreachable and not self._closed:
+            if (address in self._reached and address not in self._unreachable
+                    and not self._closed):  # gone, after working: a first failure raises
                 self._unreachable.add(address)
                 reachability_log.warning("broker %s:%d is unreachable (%s); retrying",
                                          *address, _reason(exc))
             raise
+        self._reached.add(address)
         if address in self._unreachable:
             self._unreachable.discard(address)
             reachability_log.warning("broker %s:%d is reachable again", *address)
