@@ -48,7 +48,11 @@ def closed_unanswered(host: str, port: int, tls: bool) -> ConnectionLostError:
     if tls:
         return TlsError(f"TLS connection to {host}:{port} closed by the broker before it "
                         "answered: it refused this client's certificate, or requires one "
-                        "(mutual TLS: set ssl_certfile and ssl_keyfile)")
+                        "(mutual TLS: set ssl_certfile and ssl_keyfile), or it requires a "
+                        "SASL login (protocol SASL_SSL with a username and password; "
+                        "docs/security.md)")
     return ConnectionLostError(f"{host}:{port} closed the connection before answering: "
                                "if its listener speaks TLS, connect with "
-                               "security=Security(protocol='SSL', ...) (docs/security.md)")
+                               "security=Security(protocol='SSL', ...); if it requires a "
+                               "SASL login, with protocol SASL_PLAINTEXT or SASL_SSL and a "
+                               "username and password (docs/security.md)")
