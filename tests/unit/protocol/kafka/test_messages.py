@@ -165,8 +165,9 @@ def test_api_versions_response_header_is_always_v0():
 def test_kafka_python_reads_a_response_with_its_header():
     cls = KP["MetadataResponse"][9]
     data = codec.encode_response(3, 9, 42, {"brokers": [{"node_id": 1, "host": "h", "port": 9092}]})
-    header = cls.parse_header(data)
-    assert header.correlation_id == 42
+    decoded = cls.decode(data, header=True)
+    assert decoded.header.correlation_id == 42
+    assert decoded.brokers[0].host == "h"
 
 
 @pytest.mark.parametrize("api_key,version", [(0, 99), (1, -1), (57, 0), (999, 1)])
