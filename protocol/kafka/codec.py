@@ -1,7 +1,8 @@
 """Kafka requests and responses as whole messages: header plus body, both directions.
 
 Sans-I/O like the rest of ``tslog.protocol``: functions take and return ``bytes`` without the
-4-byte size prefix that frames every Kafka message (the same prefix tslog's own frames use, so
+4-byte size prefix that frames every Kafka message; decoded ``bytes``/``records`` fields are
+views of the input (see ``primitives``), so a Produce request's batches are not copied (the same prefix tslog's own frames use, so
 the listener reuses its framing). The broker calls ``decode_request`` and
 ``encode_response``; tests and a future client call ``encode_request`` and
 ``decode_response``.
@@ -86,7 +87,7 @@ def _decode_body(name: str, version: int, buf: bytes, pos: int) -> dict:
 def decode_request(data) -> KafkaRequest:
     """A request from its bytes (without the size prefix). Trailing bytes after the body are
     ignored, as Kafka's own broker does."""
-    buf = bytes(data)
+    buf = memoryview(data).cast("B")
     if len(buf) < _FIXED_HEADER.size:
         raise KafkaDecodeError(f"request of {len(buf)} bytes is shorter than a header")
     api_key, api_version, correlation_id = _FIXED_HEADER.unpack_from(buf)
@@ -135,7 +136,7 @@ def decode_response(api_key: int, api_version: int, data) -> tuple[int, dict]:
     """``(correlation_id, body)`` of a response to a request of ``api_key``/``api_version``
     (a response does not name its API: the caller matches it by correlation id)."""
     name = _name(api_key, api_version, "Response")
-    buf = bytes(data)
+    buf = memoryview(data).cast("B")
     read_header, _ = schema.compiled("ResponseHeader", response_header_version(api_key, api_version))
     header, pos = read_header(buf, 0)
     return header["correlation_id"], _decode_body(name, api_version, buf, pos)
@@ -143,7 +144,7 @@ def decode_response(api_key: int, api_version: int, data) -> tuple[int, dict]:
 
 def decode_request_body(api_key: int, api_version: int, data) -> dict:
     """A request body alone (no header), for tests and for tools that split headers off."""
-    return _decode_body(_name(api_key, api_version, "Request"), api_version, bytes(data), 0)
+    return _decode_body(_name(api_key, api_version, "Request"), api_version, memoryview(data).cast("B"), 0)
 
 
 def encode_body(api_key: int, api_version: int, kind: str, body: dict) -> bytes:
@@ -154,4 +155,4 @@ def encode_body(api_key: int, api_version: int, kind: str, body: dict) -> bytes:
 
 
 def decode_response_body(api_key: int, api_version: int, data) -> dict:
-    return _decode_body(_name(api_key, api_version, "Response"), api_version, bytes(data), 0)
+    return _decode_body(_name(api_key, api_version, "Response"), api_version, memoryview(data).cast("B"), 0)

@@ -7,6 +7,10 @@ and one tuple per field). Every reader checks that the bytes it needs are there,
 or lying length raises ``KafkaDecodeError``, never an ``IndexError`` or a short slice silently
 taken as a value. Writers append to a ``bytearray``.
 
+Readers accept ``bytes`` or a ``memoryview``: the codec decodes from a view, so ``bytes``
+and ``records`` fields come out as views of the message (no copy of a 1 MB batch); they
+compare equal to ``bytes`` and are valid while the message's buffer is.
+
 Names follow Kafka's schema types: ``string`` is int16-length-prefixed, ``compact_string`` is
 unsigned-varint (length + 1) prefixed, and so on (see Kafka's protocol guide).
 """
@@ -127,7 +131,7 @@ def _take(buf: bytes, pos: int, length: int, what: str):
 
 def _text(raw: bytes) -> str:
     try:
-        return raw.decode("utf-8")
+        return str(raw, "utf-8")
     except UnicodeDecodeError as exc:
         raise KafkaDecodeError(f"string is not UTF-8: {exc}") from None
 

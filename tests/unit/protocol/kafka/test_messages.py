@@ -73,7 +73,7 @@ def _plain(value):
 def _theirs(cls, value: dict, version: int) -> dict:
     """``value`` with nested structs as kafka-python's data classes (it takes no dicts);
     each nested class is an attribute of its parent's class, named by the field's type."""
-    out = {k: v for k, v in value.items() if not k.endswith("authorized_operations")}
+    out = {k: v for k, v in value.items() if not k in RENAMED_BY_KAFKA_PYTHON}
     for field in cls._struct._fields:
         item = out.get(field.name)
         if item is None or not (field.is_struct() or field.is_struct_array()):
@@ -86,6 +86,9 @@ def _theirs(cls, value: dict, version: int) -> dict:
     return out
 
 
+RENAMED_BY_KAFKA_PYTHON = {"cluster_authorized_operations", "topic_authorized_operations"}
+
+
 def _without_kafka_python_quirks(value):
     """kafka-python turns Metadata's ``*_authorized_operations`` into sets under other names
     (and encodes only the default), and reads an ApiVersions response with an error as v0
@@ -96,7 +99,7 @@ def _without_kafka_python_quirks(value):
         return value
     out = {k: _without_kafka_python_quirks(v) for k, v in value.items()}
     for k in out:
-        if k.endswith("authorized_operations"):
+        if k in RENAMED_BY_KAFKA_PYTHON:
             out[k] = -(1 << 31)
     if "api_keys" in out and "error_code" in out:
         out["error_code"] = 0
@@ -107,7 +110,7 @@ def _same_fields(theirs: dict, mine: dict):
     """kafka-python's schemas are newer: a version may have gained tagged fields there. The
     fields this codec knows must agree."""
     if isinstance(mine, dict):
-        return {k: v if k.endswith("authorized_operations") else _same_fields(theirs.get(k), v)
+        return {k: v if k in RENAMED_BY_KAFKA_PYTHON else _same_fields(theirs.get(k), v)
                 for k, v in mine.items()}
     if mine == ZERO_UUID and theirs is None:  # kafka-python reads the zero uuid as None
         return mine
