@@ -8,7 +8,9 @@ codec from PyPI) is measured on the message alone when it is installed.
 
 "message" rows treat the records as opaque bytes (what the broker does with a Fetch
 response it assembles from stored batches); "+ records" rows also decode every record of
-the batch and build it again (what the Kafka listener does for a Produce request). Numbers
+the batch and build it again (what the Kafka listener does for a Produce request); the
+"->" rows are the conversions between a Kafka batch and tslog's stored batch (decode included
+for Kafka -> tslog), which kafka-python has no counterpart for. Numbers
 on a shared 2-core VM vary by +-20 %; compare rows of one run.
 """
 
@@ -22,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tslog.protocol.kafka import codec, record_batch  # noqa: E402
+from tslog.protocol.batch_header import stamp  # noqa: E402
+from tslog.protocol.kafka import codec, convert, record_batch  # noqa: E402
 
 N = 1000
 PRODUCE_V, FETCH_V = 9, 12
@@ -80,8 +83,19 @@ def tslog_rows(records: bytes) -> dict:
             record_batch.encode_batch(batch.values, batch.keys, batch.timestamps(), batch.headers)
         codec.encode_response(1, FETCH_V, 1, body)
 
+    stored = bytearray(convert.kafka_to_tslog(record_batch.decode_batch(records)))
+    stamp(stored, 0, 0, 1_700_000_001_000)
+    stored = bytes(stored)
+
+    def to_tslog():
+        convert.kafka_to_tslog(record_batch.decode_batch(records))
+
+    def to_kafka():
+        convert.tslog_to_kafka(stored, record_batch.LOG_APPEND_TIME)
+
     return {"Produce message": produce_message, "Produce + records": produce_records,
-            "Fetch message": fetch_message, "Fetch + records": fetch_records}
+            "Fetch message": fetch_message, "Fetch + records": fetch_records,
+            "Kafka -> tslog batch + records": to_tslog, "tslog -> Kafka batch + records": to_kafka}
 
 
 def kafka_python_rows(records: bytes) -> dict:
@@ -161,11 +175,13 @@ def main() -> None:
                 results.setdefault((row, name), []).append(_rate(fn))
     print(f"Kafka codec, 1 batch of {N} records per message, median of {args.runs} runs "
           f"(decode + encode per second)")
-    print(f"{'operation':<20}{'codec':<14}{'ops/s':>10}{'records/s':>14}{'vs kafka-python':>17}")
+    print(f"{'operation':<32}{'codec':<14}{'ops/s':>9}{'records/s':>11}{'vs kafka-python':>17}")
     for (row, name), rates in sorted(results.items()):
         rate = statistics.median(rates)
-        base = statistics.median(results.get((row, "kafka-python"), [rate]))
-        print(f"{row:<20}{name:<14}{rate:>10.0f}{rate * N:>14.0f}{rate / base:>16.2f}x")
+        per_record = f"{rate * N:>11.0f}" if "records" in row else f"{'-':>11}"
+        base = results.get((row, "kafka-python"))
+        ratio = f"{rate / statistics.median(base):>16.2f}x" if base else f"{'-':>17}"
+        print(f"{row:<32}{name:<14}{rate:>9.0f}{per_record}{ratio}")
 
 
 if __name__ == "__main__":
