@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from tslog.protocol.kafka import codec
 from tslog.protocol.kafka.primitives import ZERO_UUID
 from tslog.protocol.kafka.errors import KafkaDecodeError, UnsupportedKafkaVersion
-from tests.unit.protocol.kafka.kafka_strategies import body
+from tests.unit.protocol.kafka.kafka_strategies import body, scaled
 
 CASES = [(key, version, kind) for key, (low, high) in sorted(codec.SUPPORTED.items())
          for version in range(low, high + 1) for kind in ("Request", "Response")]
@@ -28,7 +28,7 @@ def _decode(key, version, kind, data):
 
 
 @pytest.mark.parametrize("key,version,kind", CASES, ids=IDS)
-@settings(max_examples=10)
+@settings(max_examples=scaled(10))
 @given(data=st.data())
 def test_body_round_trip(key, version, kind, data):
     value = data.draw(body(codec.API_NAMES[key] + kind, version))
@@ -126,7 +126,7 @@ def test_the_oracle_covers_every_api():
 
 @pytest.mark.parametrize("key,version,kind", ORACLE,
                          ids=[f"{codec.API_NAMES[k]}{kd}-v{v}" for k, v, kd in ORACLE])
-@settings(max_examples=6)
+@settings(max_examples=scaled(6))
 @given(data=st.data())
 def test_kafka_python_agrees(key, version, kind, data):
     cls = KP[codec.API_NAMES[key] + kind][version]
@@ -199,7 +199,7 @@ def test_uuid_fields_decode_as_uuids():
     assert codec.decode_request_body(1, 13, data)["topics"][0]["topic_id"] == topic_id
 
 
-@settings(max_examples=200)
+@settings(max_examples=scaled(200))
 @given(data=st.binary(max_size=200), key=st.sampled_from(sorted(codec.API_NAMES)),
        version=st.integers(0, 17))
 def test_random_bytes_raise_only_typed_errors(data, key, version):
@@ -211,7 +211,7 @@ def test_random_bytes_raise_only_typed_errors(data, key, version):
 
 
 @pytest.mark.parametrize("key,version,kind", CASES[::7], ids=IDS[::7])
-@settings(max_examples=5)
+@settings(max_examples=scaled(5))
 @given(data=st.data())
 def test_truncated_messages_raise_decode_errors(key, version, kind, data):
     value = data.draw(body(codec.API_NAMES[key] + kind, version))

@@ -14,6 +14,7 @@ from tslog.protocol.kafka import compression, convert
 from tslog.protocol.kafka import record_batch as rb
 from tslog.protocol.kafka.errors import KafkaBatchError, UnsupportedCompression
 from tslog.protocol.records import iter_records
+from tests.unit.protocol.kafka.kafka_strategies import scaled
 
 CODECS = compression.available()
 maybe_bytes = st.none() | st.binary(max_size=30)
@@ -49,7 +50,7 @@ def _kafka_python_batch(codec, rows, transactional=False):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=30)
+@settings(max_examples=scaled(30))
 @given(rows=records)
 def test_kafka_python_batches_decode_here(codec, rows):
     rows = [(k, v, t, [(hk, hv if hv is not None else b"") for hk, hv in h]) for k, v, t, h in rows]
@@ -59,7 +60,7 @@ def test_kafka_python_batches_decode_here(codec, rows):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=30)
+@settings(max_examples=scaled(30))
 @given(rows=records, log_append_time=st.booleans())
 def test_batches_encoded_here_decode_with_kafka_python(codec, rows, log_append_time):
     keys, values, times, headers = map(list, zip(*rows))
@@ -142,7 +143,7 @@ def test_split_batches_drops_a_partial_tail_only_when_asked():
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=40)
+@settings(max_examples=scaled(40))
 @given(rows=records, data=st.data())
 def test_truncated_or_flipped_batches_raise_typed_errors(codec, rows, data):
     keys, values, times, headers = map(list, zip(*rows))
@@ -158,7 +159,7 @@ def test_truncated_or_flipped_batches_raise_typed_errors(codec, rows, data):
         pass
 
 
-@settings(max_examples=200)
+@settings(max_examples=scaled(200))
 @given(st.binary(max_size=300))
 def test_random_bytes_raise_typed_errors(data):
     header = rb.HEADER.pack(0, len(data) + 49, 0, 2, 0, 0, 0, 0, 0, -1, -1, -1, 3)
