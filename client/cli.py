@@ -6,6 +6,7 @@
     tslog consume TOPIC --group G             # share the partitions, resume where G committed
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
+    tslog mirror --source A --target B --topics REGEX     # see cli_mirror.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
 or 127.0.0.1:9092). Errors print one line on stderr and exit 1 (2 for a bad command line).
@@ -20,7 +21,7 @@ import logging
 import os
 import sys
 
-from . import cli_consume, cli_offsets, cli_produce, cli_topics
+from . import cli_consume, cli_mirror, cli_offsets, cli_produce, cli_topics
 from .cli_common import EXPECTED_ERRORS, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 
@@ -83,6 +84,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cli_consume.register(commands, common)
     cli_offsets.register(commands, common)
     add_groups_commands(commands, common)
+    cli_mirror.register(commands, common)
     return parser
 
 

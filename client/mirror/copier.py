@@ -1,0 +1,192 @@
+"""The copy loop: source partitions into same-numbered target partitions, batch by batch.
+
+Why it cannot leave gaps or duplicates, with no state of its own:
+- Each poll's fetched batches go to the target with ``send_batch`` (explicit partition, the
+  idempotent producer, acks="all"), and the mirror waits for them before the next poll. The
+  producer keeps one batch in flight per partition, so a target partition receives its
+  source partition's records in source order; each Produce batch is written whole or not at
+  all.
+- On start, and after any failure, the mirror reads the last record of every target
+  partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
+  earliest when the target partition is empty). Whatever reached the target before a crash
+  or SIGKILL - acknowledged or not - is therefore neither copied again nor skipped.
+Failures (either cluster down, a timeout) are retried with exponential backoff: one WARNING
+when the mirror stops making progress, one when it is back; it never skips a record.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+
+from .. import Admin, Consumer, Producer, TopicPartition
+from ..cli_common import error_line
+from ..errors import TslogError
+from . import headers as reserved
+from .checkpoints import CHECKPOINT_TOPIC, Checkpointer
+from .lookup import resume_offset
+from .metrics import MirrorMetrics
+
+log = logging.getLogger("tslog.mirror")
+
+# Topic configs worth the same value on the target; others stay the target's own: timestamp
+# bounds (mirrored CreateTimes may be old), min.insync.replicas and flush.* (the target
+# cluster's size and durability), index sizes.
+COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
+                  "max.message.bytes")
+_SEND_TIMEOUT_S = 130.0  # a little past the producer's delivery_timeout_ms (120 s)
+
+
+class Mirror:
+    """Copy every topic of ``source`` whose name matches ``topics`` (a regex, whole name) to
+    ``target`` as ``rename.format(topic=...)``; ``run(stop)`` until ``stop`` is set."""
+
+    def __init__(self, source: str, target: str, topics: str, *, rename: str = "{topic}",
+                 replication_factor: int = 1, checkpoint_interval_s: float = 5.0,
+                 backoff_max_s: float = 5.0, metrics: MirrorMetrics | None = None) -> None:
+        self.source, self.target = source, target
+        self.pattern = re.compile(topics)
+        self.rename = rename
+        self.replication_factor = replication_factor
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self.backoff_max_s = backoff_max_s
+        self.metrics = metrics or MirrorMetrics()
+        self.targets: dict[str, str] = {}  # source topic -> target topic
+        self._failing = False
+        self._checkpointer = Checkpointer(replication_factor)
+
+    def target_topic(self, topic: str) -> str:
+        return self.rename.format(topic=topic)
+
+    def run(self, stop: threading.Event) -> None:
+        backoff = 0.1
+        while not stop.is_set():
+            try:
+                if self._session(stop):
+                    return
+                backoff = 0.1
+            except (TslogError, OSError, TimeoutError) as error:
+                self.metrics.errors.labels(type(error).__name__).inc()
+                if not self._failing:
+                    log.warning("mirror interrupted: %s; retrying with backoff (nothing is "
+                                "skipped)", error_line(error))
+                    self._failing = True
+                stop.wait(backoff)
+                backoff = min(backoff * 2, self.backoff_max_s)
+
+    def _session(self, stop: threading.Event) -> bool:
+        """Set up, then copy until ``stop`` (True) or until the topic list changes (False)."""
+        options = {"request_timeout_ms": 10_000}
+        with Admin(self.source, **options) as source_admin, \
+                Admin(self.target, **options) as target_admin, \
+                Consumer(self.target, auto_offset_reset="earliest") as reader, \
+                Consumer(self.source, auto_offset_reset="earliest") as consumer, \
+                Producer(self.target, linger_ms=0, batch_size=4 << 20) as producer:
+            topics = self._setup_topics(source_admin, target_admin)
+            partitions = []
+            for topic, count in sorted(topics.items()):
+                for partition in range(count):
+                    tp = TopicPartition(topic, partition)
+                    partitions.append(tp)
+                    start = resume_offset(reader, TopicPartition(self.targets[topic], partition))
+                    consumer.assign(partitions)
+                    if start is None:
+                        consumer.seek_to_beginning(tp)
+                    else:
+                        consumer.seek(tp, start)
+            if self._failing:
+                log.warning("mirror running again: resumed from the target's last records")
+                self._failing = False
+            log.info("mirroring %d partitions of %d topics", len(partitions), len(topics))
+            next_check = time.monotonic() + self.checkpoint_interval_s
+            while not stop.is_set():
+                batches = consumer.poll_batches(timeout_ms=200)
+                if batches:
+                    self._copy(batches, producer)
+                self._lag(consumer, partitions)
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + self.checkpoint_interval_s
+                    self._checkpointer.write(source_admin, target_admin, reader, producer,
+                                            self.targets)
+                    if self._matching(source_admin) != topics:
+                        return False
+            producer.flush()
+            return True
+
+    def _matching(self, admin: Admin) -> dict[str, int]:
+        """Source topics to mirror -> partition count."""
+        described = {}
+        for name in sorted(admin.list_topics()):
+            if self.pattern.fullmatch(name) and name != CHECKPOINT_TOPIC:
+                described[name] = len(admin.describe_topic(name).partitions)
+        return described
+
+    def _setup_topics(self, source_admin: Admin, target_admin: Admin) -> dict[str, int]:
+        topics = self._matching(source_admin)
+        existing = set(target_admin.list_topics())
+        for topic, count in topics.items():
+            name = self.target_topic(topic)
+            self.targets[topic] = name
+            if name in existing:
+                continue
+            configs = source_admin.describe_configs(topic)
+            copied = {key: configs[key].value for key in COPIED_CONFIGS
+                      if key in configs and configs[key].source == "topic"}
+            target_admin.create_topic(name, count, self.replication_factor, copied or None,
+                                      exist_ok=True)
+            log.info("created %s on the target (%d partitions)", name, count)
+        return topics
+
+    def _copy(self, batches, producer: Producer) -> None:
+        """Send each fetched batch as one ``send_batch``; wait for all before returning."""
+        sent = []
+        for batch in batches:
+            columns, start = batch.columns, batch.start
+            count = columns.record_count - start
+            if count <= 0:
+                continue
+            values = (_cut(columns.values, columns.value_offsets, columns.value_valid, start)
+                      or [None] * count)
+            keys = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
+            extra = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
+                                            columns.log_append_time)
+            if columns.headers is not None:
+                extra = [list(own) + mine if own else mine
+                         for own, mine in zip(columns.headers[start:], extra)]
+            create_times = columns.create_time[start:].tolist()
+            future = producer.send_batch(self.targets[batch.topic], values, keys,
+                                         partition=batch.partition, timestamp_ms=create_times,
+                                         headers=extra)
+            size = int(columns.value_offsets[-1] - columns.value_offsets[start]
+                       + columns.key_offsets[-1] - columns.key_offsets[start])
+            sent.append((batch, future, count, size, create_times[-1], columns.log_append_time))
+        metrics = self.metrics
+        for batch, future, count, size, create_time, source_lat in sent:
+            last = future.last(timeout=_SEND_TIMEOUT_S)
+            metrics.records.labels(batch.topic).inc(count)
+            metrics.bytes.labels(batch.topic).inc(size)
+            labels = (batch.topic, str(batch.partition))
+            metrics.lag_seconds.labels(*labels).set(max(0.0, time.time() - create_time / 1000))
+            metrics.lat_delay.labels(*labels).set((last.log_append_time - source_lat) / 1000)
+
+    def _lag(self, consumer: Consumer, partitions) -> None:
+        for tp in partitions:
+            end = consumer.highwater(tp)
+            if end is not None:
+                lag = max(0, end - consumer.position(tp))
+                self.metrics.lag_records.labels(tp.topic, str(tp.partition)).set(lag)
+
+
+def _cut(blob, offsets, valid, start: int) -> list | None:
+    """One bytes (or None) per record from ``start`` on; None when every one is null."""
+    present = valid[start:]
+    if not present.any():
+        return None
+    data = bytes(blob)
+    bounds = offsets[start:].tolist()
+    if present.all():
+        return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] if here else None
+            for a, b, here in zip(bounds, bounds[1:], present.tolist())]
