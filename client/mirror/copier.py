@@ -26,7 +26,7 @@ from ..cli_common import error_line
 from ..errors import TslogError
 from . import headers as reserved
 from .checkpoints import CHECKPOINT_TOPIC, Checkpointer
-from .lookup import resume_offset
+from .lookup import reader, resume_offset
 from .metrics import MirrorMetrics
 
 log = logging.getLogger("tslog.mirror")
@@ -81,21 +81,20 @@ class Mirror:
         options = {"request_timeout_ms": 10_000}
         with Admin(self.source, **options) as source_admin, \
                 Admin(self.target, **options) as target_admin, \
-                Consumer(self.target, auto_offset_reset="earliest") as reader, \
+                reader(self.target) as target_reader, \
                 Consumer(self.source, auto_offset_reset="earliest") as consumer, \
                 Producer(self.target, linger_ms=0, batch_size=4 << 20) as producer:
             topics = self._setup_topics(source_admin, target_admin)
-            partitions = []
-            for topic, count in sorted(topics.items()):
-                for partition in range(count):
-                    tp = TopicPartition(topic, partition)
-                    partitions.append(tp)
-                    start = resume_offset(reader, TopicPartition(self.targets[topic], partition))
-                    consumer.assign(partitions)
-                    if start is None:
-                        consumer.seek_to_beginning(tp)
-                    else:
-                        consumer.seek(tp, start)
+            starts = {TopicPartition(topic, partition): resume_offset(
+                          target_reader, TopicPartition(self.targets[topic], partition))
+                      for topic, count in sorted(topics.items()) for partition in range(count)}
+            partitions = list(starts)
+            consumer.assign(partitions)
+            for tp, start in starts.items():
+                if start is None:
+                    consumer.seek_to_beginning(tp)
+                else:
+                    consumer.seek(tp, start)
             if self._failing:
                 log.warning("mirror running again: resumed from the target's last records")
                 self._failing = False
@@ -108,8 +107,8 @@ class Mirror:
                 self._lag(consumer, partitions)
                 if time.monotonic() >= next_check:
                     next_check = time.monotonic() + self.checkpoint_interval_s
-                    self._checkpointer.write(source_admin, target_admin, reader, producer,
-                                            self.targets)
+                    self._checkpointer.write(source_admin, target_admin, target_reader,
+                                             producer, self.targets)
                     if self._matching(source_admin) != topics:
                         return False
             producer.flush()

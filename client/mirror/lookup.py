@@ -21,16 +21,26 @@ class MirrorLogError(ValueError):
     """A target partition holds records the mirror did not write (no reserved headers)."""
 
 
+def reader(bootstrap: str) -> Consumer:
+    """A consumer for ``read_record``: its fetches wait at most 20 ms at a log end, since a
+    seek waits for the fetch in flight, and a binary search seeks once per step."""
+    return Consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=20)
+
+
 def read_record(consumer: Consumer, tp: TopicPartition, offset: int):
-    """The record at ``offset`` of ``tp`` (one fetch); raises TimeoutError if it never comes."""
+    """The record at ``offset`` of ``tp`` (one fetch); raises TimeoutError if it never comes.
+    The consumer is left with no assignment, so it does not keep fetching between reads."""
     consumer.assign([tp])
     consumer.seek(tp, offset)
     deadline = time.monotonic() + _READ_TIMEOUT_S
-    while time.monotonic() < deadline:
-        for record in consumer.poll(timeout_ms=500, max_records=1):
-            if record.offset == offset:
-                return record
-            consumer.seek(tp, offset)
+    try:
+        while time.monotonic() < deadline:
+            for record in consumer.poll(timeout_ms=500, max_records=1):
+                if record.offset == offset:
+                    return record
+                consumer.seek(tp, offset)
+    finally:
+        consumer.assign([])
     raise TimeoutError(f"no record at offset {offset} of {tp.topic}[{tp.partition}]")
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .. import Admin, Consumer, TopicPartition
+from .. import Admin, TopicPartition
 from ..errors import ConnectionLostError, RequestTimedOutError
 from .checkpoints import read_checkpoint
-from .lookup import exact_offset, time_offset
+from .lookup import exact_offset, reader, time_offset
 
 
 class Translation(NamedTuple):
@@ -70,11 +70,11 @@ def translate_group(group: str, source: str, target: str, *, rename: str = "{top
     if not committed:
         raise NothingToTranslate(f"group {group!r} has no committed offsets on mirrored topics")
     rows = []
-    with Consumer(target, auto_offset_reset="earliest") as reader:
+    with reader(target) as target_reader:
         for topic, partition, target_topic, source_offset in committed:
             tp = TopicPartition(target_topic, partition)
-            exact, fetches = exact_offset(reader, tp, source_offset)
-            by_time = time_offset(reader, tp, exact, max_latency_ms)
+            exact, fetches = exact_offset(target_reader, tp, source_offset)
+            by_time = time_offset(target_reader, tp, exact, max_latency_ms)
             rows.append(Translation(topic, partition, target_topic, source_offset, exact,
                                     by_time, fetches))
     if execute:
