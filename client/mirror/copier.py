@@ -1,11 +1,11 @@
 """The copy loop: source partitions into same-numbered target partitions, batch by batch.
 
 Why it cannot leave gaps or duplicates, with no state of its own:
-- Each poll's fetched batches go to the target with ``send_batch`` (explicit partition, the
-  idempotent producer, acks="all"), and the mirror waits for them before the next poll. The
-  producer keeps one batch in flight per partition, so a target partition receives its
-  source partition's records in source order; each Produce batch is written whole or not at
-  all.
+- Each fetched batch goes to the target with one ``send_batch`` (explicit partition, the
+  idempotent producer, acks="all"), and a partition's next batch is sent only after the one
+  before it was acknowledged (``_copy``), so a target partition receives its source
+  partition's records in source order with no hole; each Produce batch is written whole or
+  not at all (``batch_size`` 4 MiB keeps a fetched batch one Produce batch).
 - On start, and after any failure, the mirror reads the last record of every target
   partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
   earliest when the target partition is empty). Whatever reached the target before a crash
@@ -139,36 +139,52 @@ class Mirror:
         return topics
 
     def _copy(self, batches, producer: Producer) -> None:
-        """Send each fetched batch as one ``send_batch``; wait for all before returning."""
-        sent = []
+        """Send the fetched batches in waves: each wave sends the next batch of every
+        partition and waits for them all. A partition's next batch therefore goes out only
+        after the one before it was acknowledged: were one to fail for good (the producer
+        then takes a new id and sequence), no later batch of its partition can land after
+        the hole, and the restart rule picks up exactly where the target ends."""
+        queues: dict = {}
         for batch in batches:
-            columns, start = batch.columns, batch.start
-            count = columns.record_count - start
-            if count <= 0:
-                continue
-            values = (_cut(columns.values, columns.value_offsets, columns.value_valid, start)
-                      or [None] * count)
-            keys = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
-            extra = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
-                                            columns.log_append_time)
-            if columns.headers is not None:
-                extra = [list(own) + mine if own else mine
-                         for own, mine in zip(columns.headers[start:], extra)]
-            create_times = columns.create_time[start:].tolist()
-            future = producer.send_batch(self.targets[batch.topic], values, keys,
-                                         partition=batch.partition, timestamp_ms=create_times,
-                                         headers=extra)
-            size = int(columns.value_offsets[-1] - columns.value_offsets[start]
-                       + columns.key_offsets[-1] - columns.key_offsets[start])
-            sent.append((batch, future, count, size, create_times[-1], columns.log_append_time))
+            if batch.columns.record_count > batch.start:
+                queues.setdefault((batch.topic, batch.partition), []).append(batch)
+        while queues:
+            wave = [(queue.pop(0), key) for key, queue in queues.items()]
+            sent = [(batch, self._send(batch, producer)) for batch, _ in wave]
+            for batch, (future, count, size, create_time) in sent:
+                last = future.last(timeout=_SEND_TIMEOUT_S)
+                self._account(batch, count, size, create_time, last.log_append_time)
+            queues = {key: queue for key, queue in queues.items() if queue}
+
+    def _send(self, batch, producer: Producer) -> tuple:
+        """One fetched batch as one ``send_batch``: lists cut from its columns, the reserved
+        headers added. Returns (future, records, key + value bytes, last CreateTime)."""
+        columns, start = batch.columns, batch.start
+        count = columns.record_count - start
+        values = (_cut(columns.values, columns.value_offsets, columns.value_valid, start)
+                  or [None] * count)
+        keys = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
+        extra = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
+                                        columns.log_append_time)
+        if columns.headers is not None:
+            extra = [list(own) + mine if own else mine
+                     for own, mine in zip(columns.headers[start:], extra)]
+        create_times = columns.create_time[start:].tolist()
+        future = producer.send_batch(self.targets[batch.topic], values, keys,
+                                     partition=batch.partition, timestamp_ms=create_times,
+                                     headers=extra)
+        size = int(columns.value_offsets[-1] - columns.value_offsets[start]
+                   + columns.key_offsets[-1] - columns.key_offsets[start])
+        return future, count, size, create_times[-1]
+
+    def _account(self, batch, count: int, size: int, create_time: int, target_lat: int) -> None:
         metrics = self.metrics
-        for batch, future, count, size, create_time, source_lat in sent:
-            last = future.last(timeout=_SEND_TIMEOUT_S)
-            metrics.records.labels(batch.topic).inc(count)
-            metrics.bytes.labels(batch.topic).inc(size)
-            labels = (batch.topic, str(batch.partition))
-            metrics.lag_seconds.labels(*labels).set(max(0.0, time.time() - create_time / 1000))
-            metrics.lat_delay.labels(*labels).set((last.log_append_time - source_lat) / 1000)
+        metrics.records.labels(batch.topic).inc(count)
+        metrics.bytes.labels(batch.topic).inc(size)
+        labels = (batch.topic, str(batch.partition))
+        metrics.lag_seconds.labels(*labels).set(max(0.0, time.time() - create_time / 1000))
+        metrics.lat_delay.labels(*labels).set(
+            (target_lat - batch.columns.log_append_time) / 1000)
 
     def _lag(self, consumer: Consumer, partitions) -> None:
         for tp in partitions:

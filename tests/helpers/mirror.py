@@ -76,3 +76,13 @@ def as_source(records: list) -> list:
 
 def source_offsets(records: list) -> list[int]:
     return [source_of(r.headers)[1] for r in records]
+
+
+def copied_count(bootstrap: str, topic: str, partitions: int) -> int:
+    """Records in ``topic`` on ``bootstrap``; 0 while the mirror has not created it."""
+    from tslog.client import Admin
+
+    with Admin(bootstrap) as admin:
+        if topic not in admin.list_topics():
+            return 0
+    return sum(end_offsets(bootstrap, topic, partitions).values())

@@ -14,8 +14,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.broker_process import free_port
-from tests.helpers.mirror import (MirrorProcess, as_source, end_offsets, read_all,
-                                  source_offsets, wait_for)
+from tests.helpers.mirror import (MirrorProcess, as_source, copied_count, end_offsets,
+                                  read_all, source_offsets, wait_for)
 from tslog.client import Admin, Consumer, Producer, TopicPartition
 from tslog.client.mirror.checkpoints import read_checkpoint
 
@@ -59,8 +59,8 @@ def test_mirror_survives_sigkills_and_moves_a_group_exactly(broker_factory, tmp_
         mirror.start()
         rng = random.Random(18)
         for _ in range(3):  # SIGKILL at random moments while the producer writes
-            copied = _copied(target.bootstrap)
-            wait_for(lambda: _copied(target.bootstrap) > copied, "the mirror to copy more")
+            copied = copied_count(target.bootstrap, TOPIC, PARTITIONS)
+            wait_for(lambda: copied_count(target.bootstrap, TOPIC, PARTITIONS) > copied, "the mirror to copy more")
             threading.Event().wait(rng.uniform(0.0, 0.3))
             mirror.kill()
             mirror.start()
@@ -122,13 +122,6 @@ def test_mirror_survives_sigkills_and_moves_a_group_exactly(broker_factory, tmp_
         stop.set()
         producer.join(30)
         mirror.stop()
-
-
-def _copied(bootstrap: str) -> int:
-    with Admin(bootstrap) as admin:
-        if TOPIC not in admin.list_topics():
-            return 0
-    return sum(end_offsets(bootstrap, TOPIC, PARTITIONS).values())
 
 
 def test_mirror_bad_input_is_one_line():
