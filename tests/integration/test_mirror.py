@@ -60,7 +60,8 @@ def test_mirror_survives_sigkills_and_moves_a_group_exactly(broker_factory, tmp_
         rng = random.Random(18)
         for _ in range(3):  # SIGKILL at random moments while the producer writes
             copied = copied_count(target.bootstrap, TOPIC, PARTITIONS)
-            wait_for(lambda: copied_count(target.bootstrap, TOPIC, PARTITIONS) > copied, "the mirror to copy more")
+            wait_for(lambda: copied_count(target.bootstrap, TOPIC, PARTITIONS) > copied,
+                     "the mirror to copy more")
             threading.Event().wait(rng.uniform(0.0, 0.3))
             mirror.kill()
             mirror.start()
