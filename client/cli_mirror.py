@@ -125,6 +125,9 @@ def run_mirror(args) -> int:
     logger = logging.getLogger("tslog.mirror")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     metrics = MirrorMetrics()
     if settings["metrics_listen"]:
         metrics.serve(settings["metrics_listen"])
@@ -133,9 +136,6 @@ def run_mirror(args) -> int:
                     replication_factor=int(settings["replication_factor"]),
                     checkpoint_interval_s=duration_ms(settings["checkpoint_interval"]) / 1000,
                     metrics=metrics)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     mirror.run(stop)
     logger.info("stopped")
     return 0

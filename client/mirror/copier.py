@@ -1,11 +1,11 @@
 """The copy loop: source partitions into same-numbered target partitions, batch by batch.
 
 Why it cannot leave gaps or duplicates, with no state of its own:
-- Each fetched batch goes to the target with one ``send_batch`` (explicit partition, the
+- Fetched batches go to the target with ``send_batch`` (explicit partition, the
   idempotent producer, acks="all"), and a partition's next batch is sent only after the one
   before it was acknowledged (``_copy``), so a target partition receives its source
   partition's records in source order with no hole; each Produce batch is written whole or
-  not at all (``batch_size`` 4 MiB keeps a fetched batch one Produce batch).
+  not at all (``batch_size`` 4 MiB keeps each send one Produce batch).
 - On start, and after any failure, the mirror reads the last record of every target
   partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
   earliest when the target partition is empty). Whatever reached the target before a crash
@@ -36,7 +36,8 @@ log = logging.getLogger("tslog.mirror")
 # cluster's size and durability), index sizes.
 COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
                   "max.message.bytes")
-_SEND_TIMEOUT_S = 130.0  # a little past the producer's delivery_timeout_ms (120 s)
+_SEND_TIMEOUT_S = 130.0
+_RUN_BYTES = 2 << 20  # per send_batch; with headers well under the producer's 4 MiB batches  # a little past the producer's delivery_timeout_ms (120 s)
 
 
 class Mirror:
@@ -139,43 +140,53 @@ class Mirror:
         return topics
 
     def _copy(self, batches, producer: Producer) -> None:
-        """Send the fetched batches in waves: each wave sends the next batch of every
-        partition and waits for them all. A partition's next batch therefore goes out only
+        """Send the fetched batches in waves: each wave sends the next run of every
+        partition and waits for them all. A partition's next run therefore goes out only
         after the one before it was acknowledged: were one to fail for good (the producer
-        then takes a new id and sequence), no later batch of its partition can land after
-        the hole, and the restart rule picks up exactly where the target ends."""
+        then takes a new id and sequence), no later run of its partition can land after the
+        hole, and the restart rule picks up exactly where the target ends. A run is one or
+        more consecutive fetched batches of one partition, up to ``_RUN_BYTES``: one
+        ``send_batch``, one Produce batch (``batch_size`` is larger), one round trip."""
         queues: dict = {}
         for batch in batches:
             if batch.columns.record_count > batch.start:
-                queues.setdefault((batch.topic, batch.partition), []).append(batch)
+                runs = queues.setdefault((batch.topic, batch.partition), [[]])
+                size = _size(batch)
+                if runs[-1] and sum(map(_size, runs[-1])) + size > _RUN_BYTES:
+                    runs.append([])
+                runs[-1].append(batch)
         while queues:
-            wave = [(queue.pop(0), key) for key, queue in queues.items()]
-            sent = [(batch, self._send(batch, producer)) for batch, _ in wave]
-            for batch, (future, count, size, create_time) in sent:
+            sent = [(queue[0], self._send(queue.pop(0), producer)) for queue in queues.values()]
+            for run, (future, count, size, create_time) in sent:
                 last = future.last(timeout=_SEND_TIMEOUT_S)
-                self._account(batch, count, size, create_time, last.log_append_time)
+                self._account(run[-1], count, size, create_time, last.log_append_time)
             queues = {key: queue for key, queue in queues.items() if queue}
 
-    def _send(self, batch, producer: Producer) -> tuple:
-        """One fetched batch as one ``send_batch``: lists cut from its columns, the reserved
-        headers added. Returns (future, records, key + value bytes, last CreateTime)."""
-        columns, start = batch.columns, batch.start
-        count = columns.record_count - start
-        values = (_cut(columns.values, columns.value_offsets, columns.value_valid, start)
-                  or [None] * count)
-        keys = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
-        extra = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
-                                        columns.log_append_time)
-        if columns.headers is not None:
-            extra = [list(own) + mine if own else mine
-                     for own, mine in zip(columns.headers[start:], extra)]
-        create_times = columns.create_time[start:].tolist()
-        future = producer.send_batch(self.targets[batch.topic], values, keys,
-                                     partition=batch.partition, timestamp_ms=create_times,
-                                     headers=extra)
-        size = int(columns.value_offsets[-1] - columns.value_offsets[start]
-                   + columns.key_offsets[-1] - columns.key_offsets[start])
-        return future, count, size, create_times[-1]
+    def _send(self, run: list, producer: Producer) -> tuple:
+        """A run of fetched batches as one ``send_batch``: lists cut from their columns, the
+        reserved headers added. Returns (future, records, key + value bytes, last CreateTime)."""
+        values, keys, extra, create_times = [], [], [], []
+        any_key = False
+        for batch in run:
+            columns, start = batch.columns, batch.start
+            count = columns.record_count - start
+            cut = _cut(columns.values, columns.value_offsets, columns.value_valid, start)
+            values += cut or [None] * count
+            cut = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
+            any_key = any_key or cut is not None
+            keys += cut or [None] * count
+            mine = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
+                                           columns.log_append_time)
+            if columns.headers is not None:
+                mine = [list(own) + ours if own else ours
+                        for own, ours in zip(columns.headers[start:], mine)]
+            extra += mine
+            create_times += columns.create_time[start:].tolist()
+        first = run[0]
+        future = producer.send_batch(self.targets[first.topic], values,
+                                     keys if any_key else None, partition=first.partition,
+                                     timestamp_ms=create_times, headers=extra)
+        return future, len(values), sum(map(_size, run)), create_times[-1]
 
     def _account(self, batch, count: int, size: int, create_time: int, target_lat: int) -> None:
         metrics = self.metrics
@@ -192,6 +203,13 @@ class Mirror:
             if end is not None:
                 lag = max(0, end - consumer.position(tp))
                 self.metrics.lag_records.labels(tp.topic, str(tp.partition)).set(lag)
+
+
+def _size(batch) -> int:
+    """Key + value bytes of a fetched batch from its ``start`` on."""
+    columns, start = batch.columns, batch.start
+    return int(columns.value_offsets[-1] - columns.value_offsets[start]
+               + columns.key_offsets[-1] - columns.key_offsets[start])
 
 
 def _cut(blob, offsets, valid, start: int) -> list | None:

@@ -23,7 +23,8 @@ TOPIC, PARTITIONS = "orders", 2
 
 
 def _produce(bootstrap: str, batches: int, stop: threading.Event) -> None:
-    """Keyed records with headers and chosen CreateTimes, in small batches, until done."""
+    """Keyed records with headers and chosen CreateTimes, in small batches, until ``stop``
+    (or ``batches``)."""
     with Producer(bootstrap) as producer:
         for n in range(batches):
             if stop.is_set():
@@ -53,7 +54,7 @@ def test_mirror_survives_sigkills_and_moves_a_group_exactly(broker_factory, tmp_
                            "--target", target.bootstrap, "--topics", "ord.*",
                            "--checkpoint-interval", "300ms", "--metrics-listen", metrics)
     stop = threading.Event()
-    producer = threading.Thread(target=_produce, args=(source.bootstrap, 400, stop))
+    producer = threading.Thread(target=_produce, args=(source.bootstrap, 5000, stop))
     producer.start()
     try:
         mirror.start()
@@ -65,6 +66,7 @@ def test_mirror_survives_sigkills_and_moves_a_group_exactly(broker_factory, tmp_
             threading.Event().wait(rng.uniform(0.0, 0.3))
             mirror.kill()
             mirror.start()
+        stop.set()  # the producer stops after its batch in flight
         producer.join(60)
         expected = end_offsets(source.bootstrap, TOPIC, PARTITIONS)
         wait_for(lambda: end_offsets(target.bootstrap, TOPIC, PARTITIONS) == expected,
