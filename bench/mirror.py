@@ -94,10 +94,11 @@ def mirror_rate(source: str, target: str, topic: str, records: int, log_path: Pa
     try:
         first = first_at = None
         tp = TopicPartition(topic, 0)
-        while end_offset(target, topic) == 0:
+        deadline = time.monotonic() + 120
+        while end_offset(target, topic) == 0 and time.monotonic() < deadline:
             time.sleep(0.005)
         with Consumer(target) as consumer:
-            while True:
+            while time.monotonic() < deadline:
                 count = consumer.end_offsets([tp])[tp]
                 now = time.perf_counter()
                 if first is None:
@@ -105,6 +106,8 @@ def mirror_rate(source: str, target: str, topic: str, records: int, log_path: Pa
                 if count >= records:
                     return (count - first) / max(now - first_at, 1e-6)
                 time.sleep(0.005)
+        raise RuntimeError(f"the mirror did not copy {records} records within 120 s; its "
+                           f"log ends: {log_path.read_text()[-2000:]}")
     finally:
         stop_mirror(process)
 

@@ -5,7 +5,8 @@ Why it cannot leave gaps or duplicates, with no state of its own:
   idempotent producer, acks="all"), and a partition's next batch is sent only after the one
   before it was acknowledged (``_copy``), so a target partition receives its source
   partition's records in source order with no hole; each Produce batch is written whole or
-  not at all (``batch_size`` 4 MiB keeps each send one Produce batch).
+  not at all (a send is kept under the producer's ``batch_size``, so it is one Produce
+  batch; only a single fetched batch larger than that is cut into several).
 - On start, and after any failure, the mirror reads the last record of every target
   partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
   earliest when the target partition is empty). Whatever reached the target before a crash
@@ -37,7 +38,11 @@ log = logging.getLogger("tslog.mirror")
 COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
                   "max.message.bytes")
 _SEND_TIMEOUT_S = 130.0
-_RUN_BYTES = 2 << 20  # per send_batch; with headers well under the producer's 4 MiB batches  # a little past the producer's delivery_timeout_ms (120 s)
+# Bytes per send_batch (keys, values and ~100 B of headers per record): one Produce batch
+# under the producer's batch_size, itself under a target's default max.message.bytes (1 MiB).
+_RUN_BYTES = 448 << 10
+_BATCH_BYTES = 512 << 10
+_HEADER_BYTES = 100  # a little past the producer's delivery_timeout_ms (120 s)
 
 
 class Mirror:
@@ -84,7 +89,7 @@ class Mirror:
                 Admin(self.target, **options) as target_admin, \
                 reader(self.target) as target_reader, \
                 Consumer(self.source, auto_offset_reset="earliest") as consumer, \
-                Producer(self.target, linger_ms=0, batch_size=4 << 20) as producer:
+                Producer(self.target, linger_ms=0, batch_size=_BATCH_BYTES) as producer:
             topics = self._setup_topics(source_admin, target_admin)
             starts = {TopicPartition(topic, partition): resume_offset(
                           target_reader, TopicPartition(self.targets[topic], partition))
@@ -151,8 +156,8 @@ class Mirror:
         for batch in batches:
             if batch.columns.record_count > batch.start:
                 runs = queues.setdefault((batch.topic, batch.partition), [[]])
-                size = _size(batch)
-                if runs[-1] and sum(map(_size, runs[-1])) + size > _RUN_BYTES:
+                size = _weight(batch)
+                if runs[-1] and sum(map(_weight, runs[-1])) + size > _RUN_BYTES:
                     runs.append([])
                 runs[-1].append(batch)
         while queues:
@@ -210,6 +215,11 @@ def _size(batch) -> int:
     columns, start = batch.columns, batch.start
     return int(columns.value_offsets[-1] - columns.value_offsets[start]
                + columns.key_offsets[-1] - columns.key_offsets[start])
+
+
+def _weight(batch) -> int:
+    """Roughly the bytes a fetched batch becomes on the target, reserved headers included."""
+    return _size(batch) + _HEADER_BYTES * (batch.columns.record_count - batch.start)
 
 
 def _cut(blob, offsets, valid, start: int) -> list | None:
