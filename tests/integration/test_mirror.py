@@ -120,7 +120,13 @@ def test_mirror_survives_sigkills_and_moves_a_group_exactly(broker_factory, tmp_
             assert not consumer.poll(timeout_ms=300)
         assert len(seen) == len(set(seen))  # no duplicates
         assert set(seen) == remaining  # no loss
-        assert mirror.terminate() == 0  # SIGTERM: a clean stop, even with the source gone
+        # The mirror said once that the source went, and says once that it is back.
+        wait_for(lambda: "mirror interrupted" in mirror.log_text(), "the 'interrupted' warning")
+        source.start()
+        wait_for(lambda: "mirror running again" in mirror.log_text(), "the 'again' warning")
+        log = mirror.log_text()
+        assert log.count("mirror interrupted") == 1 and log.count("mirror running again") == 1
+        assert mirror.terminate() == 0  # SIGTERM: a clean stop
     finally:
         stop.set()
         producer.join(30)
