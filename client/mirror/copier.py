@@ -160,16 +160,22 @@ class Mirror:
                 if runs[-1] and sum(map(_weight, runs[-1])) + size > _RUN_BYTES:
                     runs.append([])
                 runs[-1].append(batch)
-        while queues:
-            sent = [(queue[0], self._send(queue.pop(0), producer)) for queue in queues.values()]
-            for run, (future, count, size, create_time) in sent:
-                last = future.last(timeout=_SEND_TIMEOUT_S)
-                self._account(run[-1], count, size, create_time, last.log_append_time)
+        wave = [self._prepare(queue.pop(0)) for queue in queues.values()]
+        while wave:
+            futures = [producer.send_batch(*prepared[:6]) for prepared in wave]
+            # The next wave's lists are cut while this one is on the wire; it is sent only
+            # after every batch of this one was acknowledged.
             queues = {key: queue for key, queue in queues.items() if queue}
+            following = [self._prepare(queue.pop(0)) for queue in queues.values()]
+            for prepared, future in zip(wave, futures):
+                last = future.last(timeout=_SEND_TIMEOUT_S)
+                self._account(*prepared[6:], last.log_append_time)
+            wave = following
 
-    def _send(self, run: list, producer: Producer) -> tuple:
-        """A run of fetched batches as one ``send_batch``: lists cut from their columns, the
-        reserved headers added. Returns (future, records, key + value bytes, last CreateTime)."""
+    def _prepare(self, run: list) -> tuple:
+        """A run of fetched batches as ``send_batch`` arguments: lists cut from their
+        columns, the reserved headers added. Returns (topic, values, keys, partition,
+        create times, headers, last batch, records, key + value bytes, last CreateTime)."""
         values, keys, extra, create_times = [], [], [], []
         any_key = False
         for batch in run:
@@ -187,11 +193,9 @@ class Mirror:
                         for own, ours in zip(columns.headers[start:], mine)]
             extra += mine
             create_times += columns.create_time[start:].tolist()
-        first = run[0]
-        future = producer.send_batch(self.targets[first.topic], values,
-                                     keys if any_key else None, partition=first.partition,
-                                     timestamp_ms=create_times, headers=extra)
-        return future, len(values), sum(map(_size, run)), create_times[-1]
+        first, last = run[0], run[-1]
+        return (self.targets[first.topic], values, keys if any_key else None, first.partition,
+                create_times, extra, last, len(values), sum(map(_size, run)), create_times[-1])
 
     def _account(self, batch, count: int, size: int, create_time: int, target_lat: int) -> None:
         metrics = self.metrics
