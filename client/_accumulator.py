@@ -204,6 +204,18 @@ class BatchFuture:
             future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return self._result()
 
+    def last(self, timeout: float | None = None) -> RecordMetadata | None:
+        """Block as ``get`` does, but build only the last record's metadata (None when the
+        call had no records): a caller that needs one offset or LogAppendTime per batch
+        (the mirror's target LAT) pays nothing per record."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for future in self._futures():
+            future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for source, positions in self._parts:
+            if len(positions) and positions[-1] == self._count - 1:
+                return source.metadata(len(positions) - 1)
+        return None
+
     def done(self) -> bool:
         return all(future.done() for future in self._futures())
 

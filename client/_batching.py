@@ -12,6 +12,7 @@ Python loop. Metadata objects are made only when the ``BatchFuture`` result is a
 from __future__ import annotations
 
 import time
+from itertools import chain
 
 from ._accumulator import BatchFuture
 from ._partitioner import key_partition
@@ -20,6 +21,7 @@ from .errors import ClientClosedError, MessageTooLargeError, UnknownTopicOrParti
 _BYTES_OR_NONE = frozenset((bytes, bytearray, memoryview, type(None)))
 _BATCH = object()  # marks a deferred send_batch in _DeferredRecord.args
 _time_ns = time.time_ns
+_flatten = chain.from_iterable
 
 
 class BatchingMixin:
@@ -142,7 +144,9 @@ class BatchingMixin:
                 else:
                     group.append(position)
         if headers is not None:
-            lengths = [length + sum(len(name) + len(data) + 4 for name, data in entry)
+            # Names and values flattened and measured in C: a generator per record cost
+            # about 6 us per record with three headers (the mirror's case).
+            lengths = [length + sum(map(len, _flatten(entry))) + 4 * len(entry)
                        if entry else length for length, entry in zip(lengths, headers)]
         batch_size = self._accumulator.batch_size
         parts = []

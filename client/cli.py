@@ -8,6 +8,7 @@
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
     tslog acls add|remove|list ...            # see cli_acls.py
     tslog users create|delete|list ...                    # see cli_users.py
+    tslog mirror --source A --target B --topics REGEX     # see cli_mirror.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
 or 127.0.0.1:9092), and ``--command-config FILE`` for TLS/SASL (``cli_security``). Errors
@@ -23,7 +24,7 @@ import logging
 import os
 import sys
 
-from . import cli_consume, cli_offsets, cli_produce, cli_topics
+from . import cli_consume, cli_mirror, cli_offsets, cli_produce, cli_topics
 from .cli_common import EXPECTED_ERRORS, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .cli_acls import add_acls_commands
@@ -93,6 +94,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_groups_commands(commands, common)
     add_acls_commands(commands, common)
     add_users_commands(commands, common)
+    cli_mirror.register(commands, common)
     return parser
 
 

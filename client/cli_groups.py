@@ -5,6 +5,7 @@
     tslog groups reset-offsets GROUP --topic T (--to-datetime TIME | --by-duration -3d |
         --to-earliest | --to-latest | --to-offset N | --shift-by N) [--execute]
     tslog groups delete GROUP
+    tslog groups translate GROUP --source A --target B [--execute]   # see cli_mirror.py
 
 Why a module of its own: ``cli.py`` keeps topics, produce and consume; this one only
 registers its commands there (``add_groups_commands``) and reads times with the same parser
@@ -25,6 +26,7 @@ import sys
 import time
 
 from . import Admin, Consumer, TopicPartition
+from .cli_mirror import add_translate_command
 from .errors import GroupIdNotFoundError, NonEmptyGroupError
 from .times import format_time_ms, parse_time_ms
 
@@ -86,6 +88,7 @@ def add_groups_commands(commands, common) -> None:
                                 help="delete an empty group and its committed offsets")
     delete.add_argument("group", help="the consumer group's id")
     delete.set_defaults(handler=_delete)
+    add_translate_command(actions, common)
 
 
 # -- list and delete --------------------------------------------------------------------------

@@ -1,0 +1,176 @@
+"""``tslog mirror`` (also ``tslog-mirror``) and ``tslog groups translate``.
+
+    tslog mirror --source HOST:PORT --target HOST:PORT --topics REGEX [--rename TEMPLATE]
+        [--replication-factor N] [--checkpoint-interval 5s] [--metrics-listen HOST:PORT]
+        [--config FILE]                          # a [mirror] section gives the same options
+    tslog groups translate GROUP --source HOST:PORT --target HOST:PORT [--rename TEMPLATE]
+        [--max-latency 60s] [--execute]
+
+Why its own module: the mirror is a long-running service (it logs, serves /metrics and stops
+on SIGTERM/SIGINT), unlike the other one-shot commands; ``cli.py`` and ``cli_groups.py`` only
+register what is here. docs/mirror.md documents every option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import signal
+import sys
+import threading
+import tomllib
+
+from ._cluster import parse_bootstrap
+from .cli_common import EXPECTED_ERRORS, UsageError, error_line, plural
+
+_DURATION = re.compile(r"^(\d+)(ms|s|m|h)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_OPTIONS = ("source", "target", "topics", "rename", "replication_factor",
+            "checkpoint_interval", "metrics_listen")
+
+
+def duration_ms(text: str) -> int:
+    """``"60s"`` -> 60000; ``ms``, ``s``, ``m``, ``h``, or a bare number of milliseconds."""
+    text = str(text).strip()
+    if text.isdigit():
+        return int(text)
+    match = _DURATION.match(text)
+    if not match:
+        raise UsageError(f"{text!r} is not a duration such as 500ms, 5s, 2m or 1h")
+    return int(match.group(1)) * _UNIT_MS[match.group(2)]
+
+
+def register(commands, common) -> None:
+    parser = commands.add_parser("mirror", help="copy topics to another cluster (a service)")
+    add_mirror_options(parser)
+    parser.set_defaults(handler=run_mirror)
+
+
+def add_mirror_options(parser) -> None:
+    parser.add_argument("--config", metavar="FILE",
+                        help="a TOML file whose [mirror] section sets these options "
+                             "(the command line wins)")
+    parser.add_argument("--source", metavar="HOST:PORT", help="the cluster to copy from")
+    parser.add_argument("--target", metavar="HOST:PORT", help="the cluster to copy to")
+    parser.add_argument("--topics", metavar="REGEX",
+                        help="source topics to copy (a regular expression, whole name)")
+    parser.add_argument("--rename", metavar="TEMPLATE",
+                        help="target topic name; {topic} is the source's (default: {topic})")
+    parser.add_argument("--replication-factor", type=int, metavar="N",
+                        help="for topics the mirror creates on the target (default: 1)")
+    parser.add_argument("--checkpoint-interval", metavar="DURATION",
+                        help="how often group checkpoints are written (default: 5s)")
+    parser.add_argument("--metrics-listen", metavar="HOST:PORT",
+                        help="serve Prometheus metrics on http://HOST:PORT/metrics")
+
+
+def add_translate_command(actions, common) -> None:
+    translate = actions.add_parser("translate", parents=[common],
+                                   help="map a group's source offsets to a mirror's target")
+    translate.add_argument("group", help="the consumer group's id")
+    translate.add_argument("--source", required=True, metavar="HOST:PORT",
+                           help="the mirrored cluster (its checkpoint is used if it is down)")
+    translate.add_argument("--target", required=True, metavar="HOST:PORT",
+                           help="the mirror's target cluster")
+    translate.add_argument("--rename", default="{topic}", metavar="TEMPLATE",
+                           help="the mirror's --rename (default: {topic})")
+    translate.add_argument("--max-latency", default="60s", metavar="DURATION",
+                           help="the time method's bound on the mirror's delay (default: 60s)")
+    translate.add_argument("--execute", action="store_true",
+                           help="commit the exact offsets for the group on the target")
+    translate.set_defaults(handler=run_translate)
+
+
+def _settings(args) -> dict:
+    settings = {"rename": "{topic}", "replication_factor": 1, "checkpoint_interval": "5s",
+                "metrics_listen": None}
+    if args.config:
+        with open(args.config, "rb") as file:
+            try:
+                section = tomllib.load(file).get("mirror", {})
+            except tomllib.TOMLDecodeError as error:
+                raise UsageError(f"{args.config}: {error}") from None
+        unknown = sorted(set(section) - {name.replace("_", "-") for name in _OPTIONS}
+                         - set(_OPTIONS))
+        if unknown:
+            raise UsageError(f"{args.config}: unknown [mirror] option {unknown[0]!r}")
+        settings.update({key.replace("-", "_"): value for key, value in section.items()})
+    settings.update({name: getattr(args, name) for name in _OPTIONS
+                     if getattr(args, name) is not None})
+    for required in ("source", "target", "topics"):
+        if not settings.get(required):
+            raise UsageError(f"--{required} is required (or set it in a [mirror] config file)")
+    parse_bootstrap(settings["source"])
+    parse_bootstrap(settings["target"])
+    try:
+        re.compile(settings["topics"])
+        settings["rename"].format(topic="t")
+    except re.error as error:
+        raise UsageError(f"--topics is not a regular expression: {error}") from None
+    except (KeyError, IndexError, ValueError):
+        raise UsageError("--rename may only use {topic}") from None
+    if settings["metrics_listen"]:
+        parse_bootstrap(settings["metrics_listen"])
+    return settings
+
+
+def run_mirror(args) -> int:
+    from .mirror import Mirror
+    from .mirror.metrics import MirrorMetrics
+
+    settings = _settings(args)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("tslog.mirror")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    metrics = MirrorMetrics()
+    if settings["metrics_listen"]:
+        metrics.serve(settings["metrics_listen"])
+    mirror = Mirror(settings["source"], settings["target"], settings["topics"],
+                    rename=settings["rename"],
+                    replication_factor=int(settings["replication_factor"]),
+                    checkpoint_interval_s=duration_ms(settings["checkpoint_interval"]) / 1000,
+                    metrics=metrics)
+    mirror.run(stop)
+    logger.info("stopped")
+    return 0
+
+
+def run_translate(args) -> int:
+    from .mirror.translate import translate_group
+
+    result = translate_group(args.group, args.source, args.target, rename=args.rename,
+                             max_latency_ms=duration_ms(args.max_latency), execute=args.execute)
+    print(f"group {result.group}: committed offsets from the {result.source_used}")
+    print("TOPIC\tPARTITION\tSOURCE-OFFSET\tTARGET-TOPIC\tEXACT-OFFSET\tTIME-OFFSET\tRE-READ")
+    for row in result.rows:
+        print(f"{row.topic}\t{row.partition}\t{row.source_offset}\t{row.target_topic}\t"
+              f"{row.target_offset}\t{row.time_offset}\t{row.reread}")
+    reread = sum(row.reread for row in result.rows)
+    print(f"exact method re-reads 0 records; time method (CreateTime - {args.max_latency}) "
+          f"re-reads {plural(reread, 'record')}")
+    print("committed the exact offsets on the target" if args.execute
+          else "nothing changed (give --execute to commit the exact offsets on the target)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``tslog-mirror``: the same as ``tslog mirror``."""
+    parser = argparse.ArgumentParser(prog="tslog-mirror", description="copy topics to another "
+                                     "cluster, record for record, until SIGTERM")
+    add_mirror_options(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_mirror(args)
+    except EXPECTED_ERRORS as error:
+        print(f"tslog-mirror: error: {error_line(error)}", file=sys.stderr)
+        return 2 if isinstance(error, UsageError) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

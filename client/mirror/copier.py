@@ -1,0 +1,239 @@
+"""The copy loop: source partitions into same-numbered target partitions, batch by batch.
+
+Why it cannot leave gaps or duplicates, with no state of its own:
+- Fetched batches go to the target with ``send_batch`` (explicit partition, the
+  idempotent producer, acks="all"), and a partition's next batch is sent only after the one
+  before it was acknowledged (``_copy``), so a target partition receives its source
+  partition's records in source order with no hole; each Produce batch is written whole or
+  not at all (a send is kept under the producer's ``batch_size``, so it is one Produce
+  batch; only a single fetched batch larger than that is cut into several).
+- On start, and after any failure, the mirror reads the last record of every target
+  partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
+  earliest when the target partition is empty). Whatever reached the target before a crash
+  or SIGKILL - acknowledged or not - is therefore neither copied again nor skipped.
+Failures (either cluster down, a timeout) are retried with exponential backoff: one WARNING
+when the mirror stops making progress, one when it is back; it never skips a record.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+
+from .. import Admin, Consumer, Producer, TopicPartition
+from ..cli_common import error_line
+from ..errors import TslogError
+from . import headers as reserved
+from .checkpoints import CHECKPOINT_TOPIC, Checkpointer
+from .lookup import reader, resume_offset
+from .metrics import MirrorMetrics
+
+log = logging.getLogger("tslog.mirror")
+
+# Topic configs worth the same value on the target; others stay the target's own: timestamp
+# bounds (mirrored CreateTimes may be old), min.insync.replicas and flush.* (the target
+# cluster's size and durability), index sizes.
+COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
+                  "max.message.bytes")
+_SEND_TIMEOUT_S = 130.0
+# Bytes per send_batch (keys, values and ~100 B of headers per record): one Produce batch
+# under the producer's batch_size, itself under a target's default max.message.bytes (1 MiB).
+_RUN_BYTES = 448 << 10
+_BATCH_BYTES = 512 << 10
+_HEADER_BYTES = 100  # a little past the producer's delivery_timeout_ms (120 s)
+
+
+class Mirror:
+    """Copy every topic of ``source`` whose name matches ``topics`` (a regex, whole name) to
+    ``target`` as ``rename.format(topic=...)``; ``run(stop)`` until ``stop`` is set."""
+
+    def __init__(self, source: str, target: str, topics: str, *, rename: str = "{topic}",
+                 replication_factor: int = 1, checkpoint_interval_s: float = 5.0,
+                 backoff_max_s: float = 5.0, metrics: MirrorMetrics | None = None) -> None:
+        self.source, self.target = source, target
+        self.pattern = re.compile(topics)
+        self.rename = rename
+        self.replication_factor = replication_factor
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self.backoff_max_s = backoff_max_s
+        self.metrics = metrics or MirrorMetrics()
+        self.targets: dict[str, str] = {}  # source topic -> target topic
+        self._failing = False
+        self._checkpointer = Checkpointer(replication_factor)
+
+    def target_topic(self, topic: str) -> str:
+        return self.rename.format(topic=topic)
+
+    def run(self, stop: threading.Event) -> None:
+        backoff = 0.1
+        while not stop.is_set():
+            try:
+                if self._session(stop):
+                    return
+                backoff = 0.1
+            except (TslogError, OSError, TimeoutError) as error:
+                self.metrics.errors.labels(type(error).__name__).inc()
+                if not self._failing:
+                    log.warning("mirror interrupted: %s; retrying with backoff (nothing is "
+                                "skipped)", error_line(error))
+                    self._failing = True
+                stop.wait(backoff)
+                backoff = min(backoff * 2, self.backoff_max_s)
+
+    def _session(self, stop: threading.Event) -> bool:
+        """Set up, then copy until ``stop`` (True) or until the topic list changes (False)."""
+        options = {"request_timeout_ms": 10_000}
+        with Admin(self.source, **options) as source_admin, \
+                Admin(self.target, **options) as target_admin, \
+                reader(self.target) as target_reader, \
+                Consumer(self.source, auto_offset_reset="earliest") as consumer, \
+                Producer(self.target, linger_ms=0, batch_size=_BATCH_BYTES) as producer:
+            topics = self._setup_topics(source_admin, target_admin)
+            starts = {TopicPartition(topic, partition): resume_offset(
+                          target_reader, TopicPartition(self.targets[topic], partition))
+                      for topic, count in sorted(topics.items()) for partition in range(count)}
+            partitions = list(starts)
+            consumer.assign(partitions)
+            for tp, start in starts.items():
+                if start is None:
+                    consumer.seek_to_beginning(tp)
+                else:
+                    consumer.seek(tp, start)
+            if self._failing:
+                log.warning("mirror running again: resumed from the target's last records")
+                self._failing = False
+            log.info("mirroring %d partitions of %d topics", len(partitions), len(topics))
+            next_check = time.monotonic() + self.checkpoint_interval_s
+            while not stop.is_set():
+                batches = consumer.poll_batches(timeout_ms=200)
+                if batches:
+                    self._copy(batches, producer)
+                self._lag(consumer, partitions)
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + self.checkpoint_interval_s
+                    self._checkpointer.write(source_admin, target_admin, target_reader,
+                                             producer, self.targets)
+                    if self._matching(source_admin) != topics:
+                        return False
+            producer.flush()
+            return True
+
+    def _matching(self, admin: Admin) -> dict[str, int]:
+        """Source topics to mirror -> partition count."""
+        described = {}
+        for name in sorted(admin.list_topics()):
+            if self.pattern.fullmatch(name) and name != CHECKPOINT_TOPIC:
+                described[name] = len(admin.describe_topic(name).partitions)
+        return described
+
+    def _setup_topics(self, source_admin: Admin, target_admin: Admin) -> dict[str, int]:
+        topics = self._matching(source_admin)
+        existing = set(target_admin.list_topics())
+        for topic, count in topics.items():
+            name = self.target_topic(topic)
+            self.targets[topic] = name
+            if name in existing:
+                continue
+            configs = source_admin.describe_configs(topic)
+            copied = {key: configs[key].value for key in COPIED_CONFIGS
+                      if key in configs and configs[key].source == "topic"}
+            target_admin.create_topic(name, count, self.replication_factor, copied or None,
+                                      exist_ok=True)
+            log.info("created %s on the target (%d partitions)", name, count)
+        return topics
+
+    def _copy(self, batches, producer: Producer) -> None:
+        """Send the fetched batches in waves: each wave sends the next run of every
+        partition and waits for them all. A partition's next run therefore goes out only
+        after the one before it was acknowledged: were one to fail for good (the producer
+        then takes a new id and sequence), no later run of its partition can land after the
+        hole, and the restart rule picks up exactly where the target ends. A run is one or
+        more consecutive fetched batches of one partition, up to ``_RUN_BYTES``: one
+        ``send_batch``, one Produce batch (``batch_size`` is larger), one round trip."""
+        queues: dict = {}
+        for batch in batches:
+            if batch.columns.record_count > batch.start:
+                runs = queues.setdefault((batch.topic, batch.partition), [[]])
+                size = _weight(batch)
+                if runs[-1] and sum(map(_weight, runs[-1])) + size > _RUN_BYTES:
+                    runs.append([])
+                runs[-1].append(batch)
+        wave = [self._prepare(queue.pop(0)) for queue in queues.values()]
+        while wave:
+            futures = [producer.send_batch(*prepared[:6]) for prepared in wave]
+            # The next wave's lists are cut while this one is on the wire; it is sent only
+            # after every batch of this one was acknowledged.
+            queues = {key: queue for key, queue in queues.items() if queue}
+            following = [self._prepare(queue.pop(0)) for queue in queues.values()]
+            for prepared, future in zip(wave, futures):
+                last = future.last(timeout=_SEND_TIMEOUT_S)
+                self._account(*prepared[6:], last.log_append_time)
+            wave = following
+
+    def _prepare(self, run: list) -> tuple:
+        """A run of fetched batches as ``send_batch`` arguments: lists cut from their
+        columns, the reserved headers added. Returns (topic, values, keys, partition,
+        create times, headers, last batch, records, key + value bytes, last CreateTime)."""
+        values, keys, extra, create_times = [], [], [], []
+        any_key = False
+        for batch in run:
+            columns, start = batch.columns, batch.start
+            count = columns.record_count - start
+            cut = _cut(columns.values, columns.value_offsets, columns.value_valid, start)
+            values += cut or [None] * count
+            cut = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
+            any_key = any_key or cut is not None
+            keys += cut or [None] * count
+            mine = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
+                                           columns.log_append_time)
+            if columns.headers is not None:
+                mine = [list(own) + ours if own else ours
+                        for own, ours in zip(columns.headers[start:], mine)]
+            extra += mine
+            create_times += columns.create_time[start:].tolist()
+        first, last = run[0], run[-1]
+        return (self.targets[first.topic], values, keys if any_key else None, first.partition,
+                create_times, extra, last, len(values), sum(map(_size, run)), create_times[-1])
+
+    def _account(self, batch, count: int, size: int, create_time: int, target_lat: int) -> None:
+        metrics = self.metrics
+        metrics.records.labels(batch.topic).inc(count)
+        metrics.bytes.labels(batch.topic).inc(size)
+        labels = (batch.topic, str(batch.partition))
+        metrics.lag_seconds.labels(*labels).set(max(0.0, time.time() - create_time / 1000))
+        metrics.lat_delay.labels(*labels).set(
+            (target_lat - batch.columns.log_append_time) / 1000)
+
+    def _lag(self, consumer: Consumer, partitions) -> None:
+        for tp in partitions:
+            end = consumer.highwater(tp)
+            if end is not None:
+                lag = max(0, end - consumer.position(tp))
+                self.metrics.lag_records.labels(tp.topic, str(tp.partition)).set(lag)
+
+
+def _size(batch) -> int:
+    """Key + value bytes of a fetched batch from its ``start`` on."""
+    columns, start = batch.columns, batch.start
+    return int(columns.value_offsets[-1] - columns.value_offsets[start]
+               + columns.key_offsets[-1] - columns.key_offsets[start])
+
+
+def _weight(batch) -> int:
+    """Roughly the bytes a fetched batch becomes on the target, reserved headers included."""
+    return _size(batch) + _HEADER_BYTES * (batch.columns.record_count - batch.start)
+
+
+def _cut(blob, offsets, valid, start: int) -> list | None:
+    """One bytes (or None) per record from ``start`` on; None when every one is null."""
+    present = valid[start:]
+    if not present.any():
+        return None
+    data = bytes(blob)
+    bounds = offsets[start:].tolist()
+    if present.all():
+        return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] if here else None
+            for a, b, here in zip(bounds, bounds[1:], present.tolist())]
