@@ -15,14 +15,17 @@ from .errors import error_for
 from .security import Security
 
 
+def _exchange(security: Security) -> ScramLogin:
+    return ScramLogin(security.sasl_mechanism, security.sasl_username, security.sasl_password)
+
+
 async def login(connection, security: Security | None, timeout_ms: int) -> None:
     """Log ``connection`` (a ``_connection.Connection``) in; nothing without SASL. On
     failure the connection is closed and the error raised."""
     if security is None or not security.sasl:
         return
     try:
-        exchange = ScramLogin(security.sasl_mechanism, security.sasl_username,
-                              security.sasl_password)
+        exchange = _exchange(security)
         api_key, body = exchange.first()
         while api_key is not None:
             response = await connection.send(api_key, body, timeout_ms=timeout_ms)
@@ -40,8 +43,7 @@ def login_blocking(sock, security: Security | None) -> None:
     if security is None or not security.sasl:
         return
     try:
-        exchange = ScramLogin(security.sasl_mechanism, security.sasl_username,
-                              security.sasl_password)
+        exchange = _exchange(security)
         api_key, body = exchange.first()
         while api_key is not None:
             api_key, body = exchange.answer(sock.request(api_key, body))

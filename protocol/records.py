@@ -207,16 +207,17 @@ def _records(columns: RecordColumns) -> Iterator[Record]:
         range(columns.base_offset, columns.base_offset + n),
         columns.create_time.tolist(),
         repeat(columns.log_append_time, n),
-        _slices(columns.keys, columns.key_offsets, columns.key_valid),
-        _slices(columns.values, columns.value_offsets, columns.value_valid),
+        field_slices(columns.keys, columns.key_offsets, columns.key_valid),
+        field_slices(columns.values, columns.value_offsets, columns.value_valid),
         headers,
     )
     # tuple.__new__ skips the NamedTuple's Python-level __new__: a third of the cost per record.
     return map(tuple.__new__, repeat(Record), rows)
 
 
-def _slices(blob, offsets: np.ndarray, valid: np.ndarray):
-    """Cut a blob into one bytes per record, None where the record's field is null."""
+def field_slices(blob, offsets: np.ndarray, valid: np.ndarray):
+    """Cut a blob into one bytes per record, None where the record's field is null (an
+    iterable of Nones when every record's is)."""
     if not valid.any():
         return repeat(None, len(valid))
     data = bytes(blob)

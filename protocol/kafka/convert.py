@@ -18,7 +18,7 @@ neither can be done column-wise). Nothing else touches records one by one.
 from __future__ import annotations
 
 from ..batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, parse_header
-from ..records import build_batch, decode_columns
+from ..records import build_batch, decode_columns, field_slices
 from . import compression
 from .errors import KafkaBatchError
 from .record_batch import CREATE_TIME, LOG_APPEND_TIME, KafkaBatch, encode_batch
@@ -49,15 +49,6 @@ def kafka_to_tslog(batch: KafkaBatch) -> bytes:
         raise KafkaBatchError(f"the Kafka batch does not fit a tslog batch: {exc}") from None
 
 
-def _slices(blob, offsets, valid) -> list:
-    data = bytes(blob)
-    bounds = offsets.tolist()
-    if valid.all():
-        return [data[start:end] for start, end in zip(bounds, bounds[1:])]
-    return [data[start:end] if present else None
-            for start, end, present in zip(bounds, bounds[1:], valid.tolist())]
-
-
 def tslog_to_kafka(batch, timestamp_type: int = LOG_APPEND_TIME, *,
                    codec: int = compression.NONE, partition_leader_epoch: int | None = None
                    ) -> bytes:
@@ -69,8 +60,8 @@ def tslog_to_kafka(batch, timestamp_type: int = LOG_APPEND_TIME, *,
     """
     header = parse_header(batch)
     columns = decode_columns(batch)
-    keys = _slices(columns.keys, columns.key_offsets, columns.key_valid)
-    values = _slices(columns.values, columns.value_offsets, columns.value_valid)
+    keys = list(field_slices(columns.keys, columns.key_offsets, columns.key_valid))
+    values = list(field_slices(columns.values, columns.value_offsets, columns.value_valid))
     headers = None if columns.headers is None else [list(h) if h else None for h in columns.headers]
     times = columns.create_time.tolist()
     lat = timestamp_type == LOG_APPEND_TIME
