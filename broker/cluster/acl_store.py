@@ -12,13 +12,12 @@ answering, so its own next request already sees it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 
 from ..security.acl import AclBinding, Authorizer
-from .etcd import Etcd, EtcdError, WatchEvent, follow_prefix
+from .etcd import Etcd, EtcdError, PrefixFollower, WatchEvent
 
 log = logging.getLogger("tslog.broker.security")
 
@@ -33,8 +32,10 @@ def binding_key_suffix(binding: AclBinding) -> str:
     return hashlib.sha1(_encode(binding)).hexdigest()
 
 
-class EtcdAclStore:
+class EtcdAclStore(PrefixFollower):
     """``add``/``remove`` in etcd; ``start`` loads the set and keeps following it."""
+
+    what = "ACLs"
 
     def __init__(self, etcd: Etcd, cluster_name: str, authorizer: Authorizer) -> None:
         self.etcd = etcd
@@ -42,19 +43,6 @@ class EtcdAclStore:
         self.authorizer = authorizer
         self._by_key: dict[str, AclBinding] = {}
         self._revisions: dict[str, int] = {}  # newest revision seen per key (puts and deletes)
-        self._task: asyncio.Task | None = None
-
-    async def start(self) -> None:
-        """Raises EtcdError."""
-        revision = await self._resync()
-        self._task = asyncio.get_running_loop().create_task(
-            follow_prefix(self.etcd, self.prefix, revision, self._on_event, self._resync,
-                          "ACLs"))
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     async def add(self, bindings: set[AclBinding]) -> None:
         """Raises OSError when etcd cannot take them."""

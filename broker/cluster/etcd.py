@@ -13,6 +13,7 @@ one thing aetcd lacks; ``etcd_tls.py`` (used only from here) adds it.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from typing import Any, Awaitable, Callable, NamedTuple
@@ -213,3 +214,35 @@ async def follow_prefix(etcd: Etcd, prefix: str, revision: int,
                 break
             except EtcdError as exc:
                 log.warning("etcd unreachable (%s): %s", what, exc)
+
+
+class PrefixFollower(abc.ABC):
+    """A cache of one etcd prefix kept current: ``start`` takes the snapshot (the subclass's
+    ``_resync``, returning its revision) and follows every change after it into
+    ``_on_event`` (``follow_prefix``); ``close`` stops following. The ACL and credential
+    stores are such caches; this is what they share."""
+
+    etcd: Etcd
+    prefix: str
+    what = "a prefix"  # how the log names it when the watch breaks
+    _task: asyncio.Task | None = None
+
+    @abc.abstractmethod
+    async def _resync(self) -> int:
+        """Replace the cache with the prefix as it is now; return that revision."""
+
+    @abc.abstractmethod
+    def _on_event(self, event: WatchEvent) -> None:
+        """Apply one change under the prefix to the cache."""
+
+    async def start(self) -> None:
+        """Load the prefix and follow its changes. Raises EtcdError."""
+        revision = await self._resync()
+        self._task = asyncio.get_running_loop().create_task(
+            follow_prefix(self.etcd, self.prefix, revision, self._on_event, self._resync,
+                          self.what))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

@@ -9,34 +9,22 @@ watch's delay; the broker that wrote a change applies it to its own map at once.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
-from ..cluster.etcd import Etcd, WatchEvent, follow_prefix
+from ..cluster.etcd import Etcd, PrefixFollower, WatchEvent
 from .credentials import CredentialStore, ScramCredential, _decode_user, _encode_user
 
 log = logging.getLogger("tslog.broker.security")
 
 
-class EtcdCredentialStore(CredentialStore):
+class EtcdCredentialStore(PrefixFollower, CredentialStore):
+    what = "SCRAM credentials"
+
     def __init__(self, etcd: Etcd, cluster_prefix: str) -> None:
         super().__init__()
         self.etcd = etcd
         self.prefix = cluster_prefix + "scram_credentials/"
-        self._task: asyncio.Task | None = None
-
-    async def start(self) -> None:
-        """Load every user and follow changes. Raises EtcdError."""
-        revision = await self._resync()
-        self._task = asyncio.get_running_loop().create_task(
-            follow_prefix(self.etcd, self.prefix, revision, self._on_event, self._resync,
-                          "SCRAM credentials"))
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     async def _resync(self) -> int:
         revision, kvs = await self.etcd.get_prefix(self.prefix)
