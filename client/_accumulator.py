@@ -35,7 +35,7 @@ import threading
 import time
 
 from tslog.protocol.batch_header import COMPRESSION_NONE
-from tslog.protocol.records import build_batch
+from tslog.protocol.records import Section, build_batch, seal_section
 
 from ._types import RecordMetadata, TopicPartition
 
@@ -50,8 +50,8 @@ REQUEST_OVERHEAD_BYTES = ENVELOPE_BYTES + 92
 class ProducerBatch:
     """Records for one partition that travel (and succeed or fail) together."""
 
-    __slots__ = ("tp", "values", "keys", "create_times", "headers", "size_bytes", "created",
-                 "deadline", "future", "attempts", "retry_at", "_built")
+    __slots__ = ("tp", "values", "keys", "create_times", "headers", "section", "size_bytes",
+                 "created", "deadline", "future", "attempts", "retry_at", "_built")
 
     def __init__(self, tp: TopicPartition, now: float, deadline: float = float("inf")) -> None:
         self.tp = tp
@@ -59,6 +59,7 @@ class ProducerBatch:
         self.keys: list | None = None  # created at the first non-null key
         self.create_times: list[int] = []
         self.headers: list | None = None
+        self.section: Section | None = None  # a pre-encoded records section (send_section)
         self.size_bytes = 0
         self.created = now
         self.deadline = deadline  # time.monotonic() by which it must succeed or fail
@@ -72,12 +73,19 @@ class ProducerBatch:
         producer id and sequence when ``idempotence`` stamps it)."""
         if self._built is None:
             producer = (-1, -1, -1) if idempotence is None else idempotence.stamp(
-                self.tp, len(self.values))
+                self.tp, self.record_count)
+            if self.section is not None:
+                self._built = seal_section(self.section, compression, *producer)
+                return self._built
             self._built = build_batch(self.values, keys=self.keys, create_times=self.create_times,
                                       headers=self.headers, compression=compression,
                                       producer_id=producer[0], producer_epoch=producer[1],
                                       base_sequence=producer[2])
         return self._built
+
+    @property
+    def record_count(self) -> int:
+        return len(self.values) if self.section is None else self.section.record_count
 
     @property
     def built(self) -> bool:
@@ -95,9 +103,14 @@ class ProducerBatch:
         base_offset, log_append_time = self.future.result()
         offset = base_offset + index if base_offset >= 0 else -1
         create_times = self.create_times  # a list, or one int for a whole send_batch
+        if self.section is not None:  # a send_section: the section holds the times
+            create_time = self.section.create_time(index)
+        elif type(create_times) is int:
+            create_time = create_times
+        else:
+            create_time = create_times[index]
         return RecordMetadata(self.tp.topic, self.tp.partition, offset, log_append_time,
-                              create_times if type(create_times) is int
-                              else create_times[index])
+                              create_time)
 
 
 def _chained(outcome) -> concurrent.futures.Future:
@@ -335,6 +348,24 @@ class RecordAccumulator:
         self._closed.setdefault(tp, collections.deque()).append(batch)
         self._track(batch)
         self.buffered_bytes += size
+        return batch, closed
+
+    def append_section(self, tp: TopicPartition, section: Section, now: float | None = None
+                       ) -> tuple[ProducerBatch, ProducerBatch | None]:
+        """Queue a pre-encoded section as one batch of its own, as ``append_batch`` does
+        with lists."""
+        closed = None
+        open_batch = self._open.get(tp)
+        if open_batch is not None:
+            closed = self._close(tp, open_batch)
+        if now is None:
+            now = time.monotonic()
+        batch = ProducerBatch(tp, now, now + self.delivery_timeout_s)
+        batch.section = section
+        batch.size_bytes = section.size
+        self._closed.setdefault(tp, collections.deque()).append(batch)
+        self._track(batch)
+        self.buffered_bytes += batch.size_bytes
         return batch, closed
 
     def _track(self, batch: ProducerBatch) -> None:

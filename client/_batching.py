@@ -14,12 +14,15 @@ from __future__ import annotations
 import time
 from itertools import chain
 
+from tslog.protocol.records import Section
+
 from ._accumulator import BatchFuture
 from ._partitioner import key_partition
 from .errors import ClientClosedError, MessageTooLargeError, UnknownTopicOrPartitionError
 
 _BYTES_OR_NONE = frozenset((bytes, bytearray, memoryview, type(None)))
 _BATCH = object()  # marks a deferred send_batch in _DeferredRecord.args
+_SECTION = object()  # marks a deferred send_section
 _time_ns = time.time_ns
 _flatten = chain.from_iterable
 
@@ -45,6 +48,48 @@ class BatchingMixin:
         values, keys = self._serialize_batch(values, keys)
         return self._send_batch_serialized(topic, values, keys, partition, timestamp_ms,
                                            headers)
+
+    def send_section(self, topic: str, section: Section, partition: int) -> BatchFuture:
+        """Queue a records section encoded already (``tslog.protocol.records.Section``) as
+        one batch into ``partition``; the future resolves like ``send_batch``'s.
+
+        Why: a caller holding the records as columns (the mirror copies fetched batches)
+        builds the section with a few array operations; this path then does no work per
+        record at all - no type or length checks, no lists - and the batch still gets the
+        producer's id and sequence (idempotence), retries and deadlines like any other.
+        The broker checks the section before it accepts it (CORRUPT_RECORDS if malformed).
+
+        Raises: ClientClosedError; MessageTooLargeError for a section over the producer's
+        ``max_request_size``; UnknownTopicOrPartitionError for a partition the topic lacks.
+        """
+        if self._closing:
+            raise ClientClosedError()
+        if self._sender is None:
+            self._ensure_sender()
+        return self._queue_section(topic, section, partition)
+
+    def _queue_section(self, topic: str, section: Section, partition: int) -> BatchFuture:
+        size = section.size
+        if size > self._max_record_bytes:
+            raise MessageTooLargeError(f"a section of {size} bytes does not fit in a request "
+                                       f"of max_request_size {self.max_request_size}")
+        tps = self._topic_partitions(topic)
+        if tps is None:
+            record = self._defer_record((_SECTION, topic, section, partition))
+            return BatchFuture([(record, range(section.record_count))], section.record_count)
+        return self._append_section(topic, tps, section, partition)
+
+    def _append_section(self, topic: str, tps, section: Section, partition: int) -> BatchFuture:
+        if not 0 <= partition < len(tps):
+            raise UnknownTopicOrPartitionError(
+                f"{topic} has {len(tps)} partitions, not {partition + 1}")
+        accumulator = self._accumulator
+        with accumulator.lock:
+            batch, closed = accumulator.append_section(tps[partition], section)
+            if closed is not None:
+                self._sticky.batch_closed(topic, partition, len(tps))
+        self._wake()
+        return BatchFuture([(batch, range(section.record_count))], section.record_count)
 
     def _serialize_batch(self, values, keys):
         if self.value_serializer is not None:

@@ -43,7 +43,7 @@ from ._accumulator import (
     RecordAccumulator,
     RecordFuture,
 )
-from ._batching import _BATCH, BatchingMixin
+from ._batching import _BATCH, _SECTION, BatchingMixin
 from ._cluster import Cluster
 from ._idempotence import Idempotence, require_acks_all
 from ._partitioner import StickyPartitioner, key_partition
@@ -437,6 +437,16 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             run(self.partitions_for(topic), self.max_block_ms / 1000)
         return self._queue_batch(topic, partition, *checked)
 
+    def send_section_from_thread(self, run, topic, section, partition) -> BatchFuture:
+        """``send_section`` that may block, as ``send_batch_from_thread``."""
+        if self._closing:
+            raise ClientClosedError()
+        if self._accumulator.buffered_bytes >= self.buffer_memory:
+            self._wait_for_space()
+        if not self._cluster.topics.get(topic):
+            run(self.partitions_for(topic), self.max_block_ms / 1000)
+        return self._queue_section(topic, section, partition)
+
     def _wait_for_space(self) -> None:
         """Block the calling thread while the buffer is full; the sender frees space."""
         accumulator = self._accumulator
@@ -461,12 +471,15 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             deferred, self._deferred = self._deferred, []
         for record in deferred:
             deadline = record.created + delivery_timeout_s
-            topic = record.args[1] if record.args[0] is _BATCH else record.args[0]
+            kind = record.args[0]
+            topic = record.args[1] if kind is _BATCH or kind is _SECTION else kind
             tps = self._topic_partitions(topic)
             if tps is not None:
                 try:
-                    if record.args[0] is _BATCH:
+                    if kind is _BATCH:
                         inner = self._append_batch(topic, tps, *record.args[2:])
+                    elif kind is _SECTION:
+                        inner = self._append_section(topic, tps, *record.args[2:])
                     else:  # its create time is an int by now
                         inner = self._send_serialized(*record.args)
                 except TslogError as exc:

@@ -90,7 +90,7 @@ class SenderMixin:
                      else "waiting to retry" if queued
                      else "sent, no answer yet: it may still have been written")
             self._finish(batch, error=DeliveryTimeoutError(
-                f"{tp.topic}-{tp.partition}: {len(batch.values)} records not acknowledged "
+                f"{tp.topic}-{tp.partition}: {batch.record_count} records not acknowledged "
                 f"within delivery_timeout_ms {self.delivery_timeout_ms} ({where})"))
         return next_deadline
 

@@ -256,6 +256,13 @@ class Producer(_Facade):
         return self._core.send_batch_from_thread(self._run, topic, values, keys, partition,
                                                  timestamp_ms, headers)
 
+    def send_section(self, topic, section, partition):
+        """Queue a pre-encoded records section as one batch (see
+        ``AsyncProducer.send_section``); the future is ``send_batch``'s."""
+        if self._closed:
+            raise ClientClosedError()
+        return self._core.send_section_from_thread(self._run, topic, section, partition)
+
     def flush(self, timeout_ms: int | None = None) -> None:
         self._run(self._core.flush(timeout_ms))
 

@@ -12,6 +12,7 @@ import threading
 import time
 from itertools import compress, repeat
 from operator import is_not
+from typing import NamedTuple
 
 import msgpack
 import numpy as np
@@ -182,7 +183,61 @@ def build_batch(
     headers_blob = _pack_headers(headers, n)
     sizes = SECTION_SIZES.pack(len(keys_blob), len(values_blob), len(headers_blob))
     parts = [sizes, times, key_lengths, value_lengths, keys_blob, values_blob, headers_blob]
-    attributes = compression | (ATTR_HAS_HEADERS if headers_blob else 0)
+    section = Section(parts, n, first_time, min_time, max_time, bool(headers_blob))
+    return seal_section(section, compression, producer_id, producer_epoch, base_sequence)
+
+
+class Section(NamedTuple):
+    """A records section encoded already (uncompressed, the layout in ``records.py``), with
+    what its batch header needs. Why: a caller that has the columns at hand (the mirror
+    copies fetched batches) builds the section with a few array operations and no list per
+    record; ``seal_section`` then adds the header, so the producer's idempotence fields are
+    stamped only when the batch is sent."""
+
+    parts: list  # bytes-like pieces; joined, they are the section
+    record_count: int
+    first_time: int
+    min_time: int
+    max_time: int
+    has_headers: bool
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.parts))
+
+    def create_time(self, index: int) -> int:
+        """Record ``index``'s CreateTime, read from the section's time column."""
+        if not 0 <= index < self.record_count:
+            raise IndexError(f"record {index} of a section of {self.record_count}")
+        position, wanted = SECTION_SIZES.size + 8 * index, b""
+        for part in self.parts:
+            if position < len(part):
+                wanted += bytes(part[position:position + 8 - len(wanted)])
+                if len(wanted) == 8:
+                    return int.from_bytes(wanted, "little", signed=True)
+                position = 0
+            else:
+                position -= len(part)
+        raise ValueError("the section is shorter than its time column")
+
+
+def seal_section(section: Section, compression: int = COMPRESSION_NONE, producer_id: int = -1,
+                 producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+    """The complete batch of ``section`` (see ``build_batch`` for the arguments and the
+    header it gets). Nothing here looks at single records: the caller vouches that the
+    section is well formed (the broker checks it again before it accepts it).
+
+    Raises:
+        ValueError: an unknown compression, a section over the zstd limit or over 2 GiB,
+            or producer fields out of range.
+    """
+    if compression not in (COMPRESSION_NONE, COMPRESSION_ZSTD):
+        raise ValueError(f"unknown compression {compression!r}")
+    n = section.record_count
+    if n <= 0:
+        raise ValueError("a batch needs at least one record")
+    parts = section.parts
+    attributes = compression | (ATTR_HAS_HEADERS if section.has_headers else 0)
     section_bytes = sum(map(len, parts))
     if compression == COMPRESSION_ZSTD:
         if section_bytes > MAX_UNCOMPRESSED_BYTES:
@@ -192,8 +247,9 @@ def build_batch(
     batch_length = HEADER_SIZE + section_bytes
     if batch_length > MAX_BATCH_BYTES:
         raise ValueError(f"a batch of {batch_length} bytes is too large")
-    fields = [0, -1, 0, batch_length, FORMAT_MAGIC, attributes, 0, n - 1, n, first_time,
-              min_time, max_time, NO_TIMESTAMP, producer_id, producer_epoch, 0, base_sequence]
+    fields = [0, -1, 0, batch_length, FORMAT_MAGIC, attributes, 0, n - 1, n,
+              section.first_time, section.min_time, section.max_time, NO_TIMESTAMP,
+              producer_id, producer_epoch, 0, base_sequence]
     try:
         header = HEADER_STRUCT.pack(*fields)
     except struct.error as exc:

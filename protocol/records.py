@@ -38,7 +38,7 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 from ._many_batches import ColumnsOfBatches, decode_batches, header_and_section
-from ._record_builder import MAX_BATCH_BYTES, ZSTD_LEVEL, build_batch
+from ._record_builder import MAX_BATCH_BYTES, ZSTD_LEVEL, Section, build_batch, seal_section
 from ._record_check import (
     MAX_UNCOMPRESSED_BYTES,
     NULL_LENGTH,
@@ -62,10 +62,12 @@ __all__ = [
     "CorruptRecordsError",
     "Record",
     "RecordColumns",
+    "Section",
     "build_batch",
     "decode_batches",
     "decode_columns",
     "iter_records",
+    "seal_section",
     "split_batches",
     "to_arrow",
 ]

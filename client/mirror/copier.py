@@ -1,12 +1,12 @@
 """The copy loop: source partitions into same-numbered target partitions, batch by batch.
 
 Why it cannot leave gaps or duplicates, with no state of its own:
-- Fetched batches go to the target with ``send_batch`` (explicit partition, the
+- Fetched batches go to the target with ``send_section`` (explicit partition, the
   idempotent producer, acks="all"), and a partition's next batch is sent only after the one
   before it was acknowledged (``_copy``), so a target partition receives its source
   partition's records in source order with no hole; each Produce batch is written whole or
-  not at all (a send is kept under the producer's ``batch_size``, so it is one Produce
-  batch; only a single fetched batch larger than that is cut into several).
+  not at all (a send is one section, one Produce batch, kept under ``_RUN_BYTES``; a
+  single fetched batch larger than that is cut into several).
 - On start, and after any failure, the mirror reads the last record of every target
   partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
   earliest when the target partition is empty). Whatever reached the target before a crash
@@ -25,9 +25,9 @@ import time
 from .. import Admin, Consumer, Producer, TopicPartition
 from ..cli_common import error_line
 from ..errors import TslogError
-from . import headers as reserved
 from .checkpoints import CHECKPOINT_TOPIC, Checkpointer
 from .lookup import reader, resume_offset
+from .sections import Slice, build_section
 from .metrics import MirrorMetrics
 
 log = logging.getLogger("tslog.mirror")
@@ -37,12 +37,12 @@ log = logging.getLogger("tslog.mirror")
 # cluster's size and durability), index sizes.
 COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
                   "max.message.bytes")
-_SEND_TIMEOUT_S = 130.0
-# Bytes per send_batch (keys, values and ~100 B of headers per record): one Produce batch
-# under the producer's batch_size, itself under a target's default max.message.bytes (1 MiB).
+_SEND_TIMEOUT_S = 130.0  # a little past the producer's delivery_timeout_ms (120 s)
+# Bytes per send_section (keys, values, headers and columns): one Produce batch under the
+# producer's batch_size, itself under a target's default max.message.bytes (1 MiB).
 _RUN_BYTES = 448 << 10
 _BATCH_BYTES = 512 << 10
-_HEADER_BYTES = 100  # a little past the producer's delivery_timeout_ms (120 s)
+_HEADER_BYTES = 110  # per record: 90 B of reserved headers, 16 B of columns, rounded up
 
 
 class Mirror:
@@ -150,52 +150,37 @@ class Mirror:
         after the one before it was acknowledged: were one to fail for good (the producer
         then takes a new id and sequence), no later run of its partition can land after the
         hole, and the restart rule picks up exactly where the target ends. A run is one or
-        more consecutive fetched batches of one partition, up to ``_RUN_BYTES``: one
-        ``send_batch``, one Produce batch (``batch_size`` is larger), one round trip."""
+        more consecutive slices of fetched batches of one partition, up to ``_RUN_BYTES``: one
+        ``send_section``, one Produce batch (``batch_size`` is larger), one round trip."""
         queues: dict = {}
         for batch in batches:
-            if batch.columns.record_count > batch.start:
+            for piece in _slices(batch):
                 runs = queues.setdefault((batch.topic, batch.partition), [[]])
-                size = _weight(batch)
-                if runs[-1] and sum(map(_weight, runs[-1])) + size > _RUN_BYTES:
+                if runs[-1] and sum(map(_weight, runs[-1])) + _weight(piece) > _RUN_BYTES:
                     runs.append([])
-                runs[-1].append(batch)
+                runs[-1].append(piece)
         wave = [self._prepare(queue.pop(0)) for queue in queues.values()]
         while wave:
-            futures = [producer.send_batch(*prepared[:6]) for prepared in wave]
+            futures = [producer.send_section(*prepared[:3]) for prepared in wave]
             # The next wave's lists are cut while this one is on the wire; it is sent only
             # after every batch of this one was acknowledged.
             queues = {key: queue for key, queue in queues.items() if queue}
             following = [self._prepare(queue.pop(0)) for queue in queues.values()]
             for prepared, future in zip(wave, futures):
                 last = future.last(timeout=_SEND_TIMEOUT_S)
-                self._account(*prepared[6:], last.log_append_time)
+                self._account(*prepared[3:], last.log_append_time)
             wave = following
 
     def _prepare(self, run: list) -> tuple:
-        """A run of fetched batches as ``send_batch`` arguments: lists cut from their
-        columns, the reserved headers added. Returns (topic, values, keys, partition,
-        create times, headers, last batch, records, key + value bytes, last CreateTime)."""
-        values, keys, extra, create_times = [], [], [], []
-        any_key = False
-        for batch in run:
-            columns, start = batch.columns, batch.start
-            count = columns.record_count - start
-            cut = _cut(columns.values, columns.value_offsets, columns.value_valid, start)
-            values += cut or [None] * count
-            cut = _cut(columns.keys, columns.key_offsets, columns.key_valid, start)
-            any_key = any_key or cut is not None
-            keys += cut or [None] * count
-            mine = reserved.offset_headers(batch.partition, columns.base_offset + start, count,
-                                           columns.log_append_time)
-            if columns.headers is not None:
-                mine = [list(own) + ours if own else ours
-                        for own, ours in zip(columns.headers[start:], mine)]
-            extra += mine
-            create_times += columns.create_time[start:].tolist()
-        first, last = run[0], run[-1]
-        return (self.targets[first.topic], values, keys if any_key else None, first.partition,
-                create_times, extra, last, len(values), sum(map(_size, run)), create_times[-1])
+        """A run of fetched records as ``send_section`` arguments: one records section
+        built from their columns with the reserved headers added (``sections.py``, no work
+        per record). Returns (topic, section, partition, last batch, records, key + value
+        bytes, last CreateTime)."""
+        first, last = run[0].batch, run[-1].batch
+        section = build_section(run, first.partition)
+        return (self.targets[first.topic], section, first.partition, last,
+                section.record_count, sum(piece.data_bytes for piece in run),
+                int(last.columns.create_time[run[-1].stop - 1]))
 
     def _account(self, batch, count: int, size: int, create_time: int, target_lat: int) -> None:
         metrics = self.metrics
@@ -214,26 +199,21 @@ class Mirror:
                 self.metrics.lag_records.labels(tp.topic, str(tp.partition)).set(lag)
 
 
-def _size(batch) -> int:
-    """Key + value bytes of a fetched batch from its ``start`` on."""
-    columns, start = batch.columns, batch.start
-    return int(columns.value_offsets[-1] - columns.value_offsets[start]
-               + columns.key_offsets[-1] - columns.key_offsets[start])
+
+def _weight(piece: Slice) -> int:
+    """Roughly the bytes a slice becomes on the target, reserved headers included."""
+    return piece.data_bytes + _HEADER_BYTES * piece.count
 
 
-def _weight(batch) -> int:
-    """Roughly the bytes a fetched batch becomes on the target, reserved headers included."""
-    return _size(batch) + _HEADER_BYTES * (batch.columns.record_count - batch.start)
-
-
-def _cut(blob, offsets, valid, start: int) -> list | None:
-    """One bytes (or None) per record from ``start`` on; None when every one is null."""
-    present = valid[start:]
-    if not present.any():
-        return None
-    data = bytes(blob)
-    bounds = offsets[start:].tolist()
-    if present.all():
-        return [data[a:b] for a, b in zip(bounds, bounds[1:])]
-    return [data[a:b] if here else None
-            for a, b, here in zip(bounds, bounds[1:], present.tolist())]
+def _slices(batch) -> list[Slice]:
+    """A fetched batch's records from ``start`` on, cut in slices of at most about
+    ``_RUN_BYTES`` on the target (one slice unless the source batch is that large)."""
+    start, stop = batch.start, batch.columns.record_count
+    if stop <= start:
+        return []
+    whole = Slice(batch, start, stop)
+    pieces = -(-_weight(whole) // _RUN_BYTES)
+    if pieces <= 1:
+        return [whole]
+    step = -(-whole.count // pieces)
+    return [Slice(batch, first, min(first + step, stop)) for first in range(start, stop, step)]
