@@ -10,7 +10,7 @@ headers per record, so it is built with array operations per batch:
 - keys and values blobs: slices of the fetched batch's own buffers, not copied per record;
 - headers: the reserved headers of one record encode to the same msgpack bytes for every
   record of a source batch except the 8 offset bytes (``tslog.mirror.partition`` and
-  ``.lat`` are the same across it), so a template row is repeated with numpy and the offsets
+  ``.lat`` are the same across it), so a template entry is repeated and the offsets
   ``base_offset + start + i`` are written into its offset column as one big-endian array.
 
 Only records that carry headers of their own cost Python work each (their own pairs are
@@ -58,21 +58,25 @@ _LAT_PREFIX = _PAIR + _str(reserved.LAT) + b"\xc4\x08"
 
 
 def _template(partition: int, lat: int) -> tuple[bytes, int]:
-    """The reserved pairs of a record of a source batch (offset 0) and where the 8 offset
-    bytes sit in them."""
-    head = _PAIR + _str(reserved.PARTITION) + _bin(partition.to_bytes(4, "big", signed=True))
-    head += _OFFSET_PREFIX
+    """The headers entry of a record of a source batch with no headers of its own (the
+    fixarray of the 3 reserved pairs, offset 0), and where its 8 offset bytes sit."""
+    head = b"\x93" + _PAIR + _str(reserved.PARTITION)
+    head += _bin(partition.to_bytes(4, "big", signed=True)) + _OFFSET_PREFIX
     return head + bytes(8) + _LAT_PREFIX + lat.to_bytes(8, "big", signed=True), len(head)
 
 
-def _reserved_rows(partition: int, first_offset: int, count: int, lat: int) -> np.ndarray:
-    """uint8[count, width]: row i is the reserved pairs of source offset first_offset + i."""
+def _entries(partition: int, first_offset: int, count: int, lat: int) -> tuple[bytearray, int]:
+    """(``count`` entries of equal width back to back, that width): entry i holds the
+    reserved headers of source offset first_offset + i. The template is repeated by one
+    bytearray multiplication and the offsets written as one strided int64 column."""
     template, at = _template(partition, lat)
-    rows = np.empty((count, len(template)), dtype=np.uint8)
-    rows[:] = np.frombuffer(template, dtype=np.uint8)
-    offsets = np.arange(first_offset, first_offset + count, dtype=">i8")
-    rows[:, at:at + 8] = offsets.view(np.uint8).reshape(count, 8)
-    return rows
+    width = len(template)
+    entries = bytearray(template) * count
+    column = np.dtype({"names": ["offset"], "formats": [">i8"], "offsets": [at],
+                       "itemsize": width})
+    np.frombuffer(entries, dtype=column)["offset"] = np.arange(
+        first_offset, first_offset + count, dtype=np.int64)
+    return entries, width
 
 
 def _lengths(offsets: np.ndarray, valid: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -83,24 +87,20 @@ def _lengths(offsets: np.ndarray, valid: np.ndarray, start: int, stop: int) -> n
 
 
 def _headers_blob(pieces: list, count: int) -> bytes:
-    """The msgpack headers list of ``count`` entries from (rows, own headers) pieces."""
+    """The msgpack headers list of ``count`` entries from (entries, width, own headers)."""
     out = [_array_header(count)]
-    entry = bytes((0x93,))  # a record with no headers of its own: 3 reserved pairs
-    for rows, own in pieces:
+    for entries, width, own in pieces:
         if own is None or not any(own):
-            # Each entry is the fixarray header then its row: one numpy op for them all.
-            framed = np.empty((rows.shape[0], rows.shape[1] + 1), dtype=np.uint8)
-            framed[:, 0] = entry[0]
-            framed[:, 1:] = rows
-            out.append(framed.tobytes())
+            out.append(entries)
             continue
-        for row, pairs in zip(rows, own):
-            if pairs:
+        for index, pairs in enumerate(own):
+            entry = entries[index * width:(index + 1) * width]
+            if pairs:  # its own pairs first, then the reserved ones: a longer array
                 packed = msgpack.packb([list(pair) for pair in pairs], use_bin_type=True)
-                header_size = len(_array_header(len(pairs)))
-                out.append(_array_header(len(pairs) + 3) + packed[header_size:] + row.tobytes())
+                own_header = len(_array_header(len(pairs)))
+                out.append(_array_header(len(pairs) + 3) + packed[own_header:] + entry[1:])
             else:
-                out.append(entry + row.tobytes())
+                out.append(entry)
     return b"".join(out)
 
 
@@ -135,9 +135,10 @@ def build_section(slices, partition: int) -> Section:
         value_lengths.append(_lengths(value_offsets, columns.value_valid, start, stop))
         keys.append(columns.keys[int(key_offsets[start]):int(key_offsets[stop])])
         values.append(columns.values[int(value_offsets[start]):int(value_offsets[stop])])
-        rows = _reserved_rows(partition, columns.base_offset + start, stop - start,
-                              columns.log_append_time)
-        pieces.append((rows, None if columns.headers is None else columns.headers[start:stop]))
+        entries, width = _entries(partition, columns.base_offset + start, stop - start,
+                                  columns.log_append_time)
+        own = None if columns.headers is None else columns.headers[start:stop]
+        pieces.append((entries, width, own))
     time_column = np.concatenate(times).astype("<i8")
     count = len(time_column)
     keys_blob = b"".join(keys)
