@@ -2,9 +2,15 @@
 
     tslog mirror --source HOST:PORT --target HOST:PORT --topics REGEX [--rename TEMPLATE]
         [--replication-factor N] [--checkpoint-interval 5s] [--metrics-listen HOST:PORT]
+        [--source-config FILE] [--target-config FILE]
         [--config FILE]                          # a [mirror] section gives the same options
     tslog groups translate GROUP --source HOST:PORT --target HOST:PORT [--rename TEMPLATE]
-        [--max-latency 60s] [--execute]
+        [--max-latency 60s] [--execute] [--source-config FILE] [--target-config FILE]
+
+Each cluster has its own security: ``--source-config``/``--target-config`` name a Kafka-style
+properties file each (the format of every command's ``--command-config``); a password comes
+from that file or from ``$TSLOG_SOURCE_SASL_PASSWORD``/``$TSLOG_TARGET_SASL_PASSWORD``,
+never from a flag.
 
 Why its own module: the mirror is a long-running service (it logs, serves /metrics and stops
 on SIGTERM/SIGINT), unlike the other one-shot commands; ``cli.py`` and ``cli_groups.py`` only
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import signal
 import sys
@@ -23,11 +30,14 @@ import tomllib
 
 from ._cluster import parse_bootstrap
 from .cli_common import EXPECTED_ERRORS, UsageError, error_line, plural
+from .security import Security
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _OPTIONS = ("source", "target", "topics", "rename", "replication_factor",
-            "checkpoint_interval", "metrics_listen")
+            "checkpoint_interval", "metrics_listen", "source_config", "target_config")
+# Each cluster's SASL password when its properties file gives none (never a flag).
+PASSWORD_ENV = {"source": "TSLOG_SOURCE_SASL_PASSWORD", "target": "TSLOG_TARGET_SASL_PASSWORD"}
 
 
 def duration_ms(text: str) -> int:
@@ -63,6 +73,25 @@ def add_mirror_options(parser) -> None:
                         help="how often group checkpoints are written (default: 5s)")
     parser.add_argument("--metrics-listen", metavar="HOST:PORT",
                         help="serve Prometheus metrics on http://HOST:PORT/metrics")
+    add_cluster_security_options(parser)
+
+
+def add_cluster_security_options(parser) -> None:
+    """``--source-config`` and ``--target-config``: each cluster's own security."""
+    for role in ("source", "target"):
+        parser.add_argument(f"--{role}-config", metavar="FILE",
+                            help=f"Kafka-style properties file of the {role} cluster's security "
+                                 f"(security.protocol, ssl.ca.location, sasl.username ...); "
+                                 f"the SASL password is the file's sasl.password(.file) or "
+                                 f"${PASSWORD_ENV[role]}")
+
+
+def cluster_security(path: str | None, role: str) -> Security | None:
+    """The ``Security`` of the ``role`` cluster from its properties file; None = plain TCP.
+    Raises SecurityConfigError (one line, never the password)."""
+    if not path:
+        return None
+    return Security.from_file(path, password=os.environ.get(PASSWORD_ENV[role]))
 
 
 def add_translate_command(actions, common) -> None:
@@ -79,12 +108,13 @@ def add_translate_command(actions, common) -> None:
                            help="the time method's bound on the mirror's delay (default: 60s)")
     translate.add_argument("--execute", action="store_true",
                            help="commit the exact offsets for the group on the target")
+    add_cluster_security_options(translate)
     translate.set_defaults(handler=run_translate)
 
 
 def _settings(args) -> dict:
     settings = {"rename": "{topic}", "replication_factor": 1, "checkpoint_interval": "5s",
-                "metrics_listen": None}
+                "metrics_listen": None, "source_config": None, "target_config": None}
     if args.config:
         with open(args.config, "rb") as file:
             try:
@@ -135,7 +165,9 @@ def run_mirror(args) -> int:
                     rename=settings["rename"],
                     replication_factor=int(settings["replication_factor"]),
                     checkpoint_interval_s=duration_ms(settings["checkpoint_interval"]) / 1000,
-                    metrics=metrics)
+                    metrics=metrics,
+                    source_security=cluster_security(settings["source_config"], "source"),
+                    target_security=cluster_security(settings["target_config"], "target"))
     mirror.run(stop)
     logger.info("stopped")
     return 0
@@ -145,7 +177,9 @@ def run_translate(args) -> int:
     from .mirror.translate import translate_group
 
     result = translate_group(args.group, args.source, args.target, rename=args.rename,
-                             max_latency_ms=duration_ms(args.max_latency), execute=args.execute)
+                             max_latency_ms=duration_ms(args.max_latency), execute=args.execute,
+                             source_security=cluster_security(args.source_config, "source"),
+                             target_security=cluster_security(args.target_config, "target"))
     print(f"group {result.group}: committed offsets from the {result.source_used}")
     print("TOPIC\tPARTITION\tSOURCE-OFFSET\tTARGET-TOPIC\tEXACT-OFFSET\tTIME-OFFSET\tRE-READ")
     for row in result.rows:

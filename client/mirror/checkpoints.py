@@ -17,6 +17,7 @@ import json
 import time
 
 from .. import Admin, Consumer, Producer, TopicPartition
+from ..security import Security
 from .lookup import exact_offset
 
 CHECKPOINT_TOPIC = "tslog.mirror.checkpoints"
@@ -63,15 +64,15 @@ class Checkpointer:
             self._written[group] = (committed, now)
 
 
-def read_checkpoint(target: str, group: str) -> dict | None:
+def read_checkpoint(target: str, group: str, security: Security | None = None) -> dict | None:
     """The latest checkpoint of ``group`` on ``target``, or None if there is none."""
     tp = TopicPartition(CHECKPOINT_TOPIC, 0)
-    with Admin(target) as admin:
+    with Admin(target, security=security) as admin:
         if CHECKPOINT_TOPIC not in admin.list_topics():
             return None
     key = group.encode()
     latest = None
-    with Consumer(target, auto_offset_reset="earliest") as consumer:
+    with Consumer(target, auto_offset_reset="earliest", security=security) as consumer:
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         end = consumer.end_offsets([tp])[tp]

@@ -21,11 +21,14 @@ import logging
 import re
 import threading
 import time
+from contextlib import ExitStack
 
 from .. import Admin, Consumer, Producer, TopicPartition
 from ..cli_common import error_line
 from ..errors import TslogError
+from ..security import Security
 from .checkpoints import CHECKPOINT_TOPIC, Checkpointer
+from .logins import LOGIN_ERRORS, MirrorLoginError, login_of
 from .lookup import reader, resume_offset
 from .sections import Slice, build_section
 from .metrics import MirrorMetrics
@@ -51,8 +54,11 @@ class Mirror:
 
     def __init__(self, source: str, target: str, topics: str, *, rename: str = "{topic}",
                  replication_factor: int = 1, checkpoint_interval_s: float = 5.0,
-                 backoff_max_s: float = 5.0, metrics: MirrorMetrics | None = None) -> None:
+                 backoff_max_s: float = 5.0, metrics: MirrorMetrics | None = None,
+                 source_security: Security | None = None,
+                 target_security: Security | None = None) -> None:
         self.source, self.target = source, target
+        self.source_security, self.target_security = source_security, target_security
         self.pattern = re.compile(topics)
         self.rename = rename
         self.replication_factor = replication_factor
@@ -73,6 +79,11 @@ class Mirror:
                 if self._session(stop):
                     return
                 backoff = 0.1
+            except MirrorLoginError:
+                raise  # a wrong password does not heal by waiting (logins.py)
+            except LOGIN_ERRORS as error:
+                raise MirrorLoginError(f"a cluster refused the login: {error_line(error)}") \
+                    from None
             except (TslogError, OSError, TimeoutError) as error:
                 self.metrics.errors.labels(type(error).__name__).inc()
                 if not self._failing:
@@ -83,42 +94,61 @@ class Mirror:
                 backoff = min(backoff * 2, self.backoff_max_s)
 
     def _session(self, stop: threading.Event) -> bool:
-        """Set up, then copy until ``stop`` (True) or until the topic list changes (False)."""
+        """Open both clusters' clients, each with its own security (a refused login names
+        its cluster), then ``_copy_until``."""
         options = {"request_timeout_ms": 10_000}
-        with Admin(self.source, **options) as source_admin, \
-                Admin(self.target, **options) as target_admin, \
-                reader(self.target) as target_reader, \
-                Consumer(self.source, auto_offset_reset="earliest") as consumer, \
-                Producer(self.target, linger_ms=0, batch_size=_BATCH_BYTES) as producer:
-            topics = self._setup_topics(source_admin, target_admin)
-            starts = {TopicPartition(topic, partition): resume_offset(
-                          target_reader, TopicPartition(self.targets[topic], partition))
-                      for topic, count in sorted(topics.items()) for partition in range(count)}
-            partitions = list(starts)
-            consumer.assign(partitions)
-            for tp, start in starts.items():
-                if start is None:
-                    consumer.seek_to_beginning(tp)
-                else:
-                    consumer.seek(tp, start)
-            if self._failing:
-                log.warning("mirror running again: resumed from the target's last records")
-                self._failing = False
-            log.info("mirroring %d partitions of %d topics", len(partitions), len(topics))
-            next_check = time.monotonic() + self.checkpoint_interval_s
-            while not stop.is_set():
-                batches = consumer.poll_batches(timeout_ms=200)
-                if batches:
-                    self._copy(batches, producer)
-                self._lag(consumer, partitions)
-                if time.monotonic() >= next_check:
-                    next_check = time.monotonic() + self.checkpoint_interval_s
-                    self._checkpointer.write(source_admin, target_admin, target_reader,
-                                             producer, self.targets)
-                    if self._matching(source_admin) != topics:
-                        return False
-            producer.flush()
-            return True
+        with ExitStack() as clients:
+            with login_of("source", self.source):
+                source_admin = clients.enter_context(
+                    Admin(self.source, security=self.source_security, **options))
+                source_admin.list_topics()  # logs in now, so a refusal names its cluster
+                consumer = clients.enter_context(Consumer(
+                    self.source, auto_offset_reset="earliest", security=self.source_security))
+            with login_of("target", self.target):
+                target_admin = clients.enter_context(
+                    Admin(self.target, security=self.target_security, **options))
+                target_admin.list_topics()
+                target_reader = clients.enter_context(reader(self.target,
+                                                             self.target_security))
+                producer = clients.enter_context(Producer(
+                    self.target, linger_ms=0, batch_size=_BATCH_BYTES,
+                    security=self.target_security))
+            return self._copy_until(stop, source_admin, target_admin, target_reader, consumer,
+                                    producer)
+
+    def _copy_until(self, stop, source_admin, target_admin, target_reader, consumer,
+                    producer) -> bool:
+        """Resume every partition where the target ends, then copy until ``stop`` (True)
+        or until the topic list changes (False)."""
+        topics = self._setup_topics(source_admin, target_admin)
+        starts = {TopicPartition(topic, partition): resume_offset(
+                      target_reader, TopicPartition(self.targets[topic], partition))
+                  for topic, count in sorted(topics.items()) for partition in range(count)}
+        partitions = list(starts)
+        consumer.assign(partitions)
+        for tp, start in starts.items():
+            if start is None:
+                consumer.seek_to_beginning(tp)
+            else:
+                consumer.seek(tp, start)
+        if self._failing:
+            log.warning("mirror running again: resumed from the target's last records")
+            self._failing = False
+        log.info("mirroring %d partitions of %d topics", len(partitions), len(topics))
+        next_check = time.monotonic() + self.checkpoint_interval_s
+        while not stop.is_set():
+            batches = consumer.poll_batches(timeout_ms=200)
+            if batches:
+                self._copy(batches, producer)
+            self._lag(consumer, partitions)
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + self.checkpoint_interval_s
+                self._checkpointer.write(source_admin, target_admin, target_reader,
+                                         producer, self.targets)
+                if self._matching(source_admin) != topics:
+                    return False
+        producer.flush()
+        return True
 
     def _matching(self, admin: Admin) -> dict[str, int]:
         """Source topics to mirror -> partition count."""

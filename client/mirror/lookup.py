@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from .. import Consumer, TopicPartition
+from ..security import Security
 from . import headers as reserved
 
 _READ_TIMEOUT_S = 10.0
@@ -21,10 +22,11 @@ class MirrorLogError(ValueError):
     """A target partition holds records the mirror did not write (no reserved headers)."""
 
 
-def reader(bootstrap: str) -> Consumer:
+def reader(bootstrap: str, security: Security | None = None) -> Consumer:
     """A consumer for ``read_record``: its fetches wait at most 20 ms at a log end, since a
     seek waits for the fetch in flight, and a binary search seeks once per step."""
-    return Consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=20)
+    return Consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=20,
+                    security=security)
 
 
 def read_record(consumer: Consumer, tp: TopicPartition, offset: int):

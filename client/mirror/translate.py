@@ -16,7 +16,9 @@ from typing import NamedTuple
 
 from .. import Admin, TopicPartition
 from ..errors import ConnectionLostError, RequestTimedOutError
+from ..security import Security
 from .checkpoints import read_checkpoint
+from .logins import login_of
 from .lookup import exact_offset, reader, time_offset
 
 
@@ -44,33 +46,45 @@ class NothingToTranslate(ValueError):
     """The group has no committed offsets on mirrored topics (neither source nor checkpoint)."""
 
 
-def _source_offsets(source: str, group: str, rename: str):
-    with Admin(source, request_timeout_ms=5_000, retries=1) as admin:
+def _source_offsets(source: str, group: str, rename: str, security: Security | None):
+    with Admin(source, request_timeout_ms=5_000, retries=1, security=security) as admin:
         return [(tp.topic, tp.partition, rename.format(topic=tp.topic), meta.offset)
                 for tp, meta in sorted(admin.list_consumer_group_offsets(group).items())]
 
 
 def translate_group(group: str, source: str, target: str, *, rename: str = "{topic}",
-                    max_latency_ms: int = 60_000, execute: bool = False) -> TranslationResult:
-    """Translate ``group``'s committed offsets; with ``execute`` commit them on ``target``."""
+                    max_latency_ms: int = 60_000, execute: bool = False,
+                    source_security: Security | None = None,
+                    target_security: Security | None = None) -> TranslationResult:
+    """Translate ``group``'s committed offsets; with ``execute`` commit them on ``target``.
+    Each cluster is reached with its own ``Security`` (None: plain TCP)."""
     try:
-        committed = _source_offsets(source, group, rename)
+        with login_of("source", source):
+            committed = _source_offsets(source, group, rename, source_security)
         used = "source"
     except (ConnectionLostError, RequestTimedOutError, OSError) as error:
-        checkpoint = read_checkpoint(target, group)
+        with login_of("target", target):
+            checkpoint = read_checkpoint(target, group, target_security)
         if checkpoint is None:
             raise NothingToTranslate(f"the source does not answer ({error}) and the target "
                                      f"holds no checkpoint of group {group!r}") from None
         committed = [(o["topic"], o["partition"], o["target_topic"], o["source_offset"])
                      for o in checkpoint["offsets"]]
         used = f"checkpoint written at {checkpoint['written_ms']}"
-    with Admin(target) as admin:
+    with login_of("target", target):
+        return _translate_on_target(group, used, committed, target, target_security,
+                                    max_latency_ms, execute)
+
+
+def _translate_on_target(group, used, committed, target, target_security, max_latency_ms,
+                         execute) -> TranslationResult:
+    with Admin(target, security=target_security) as admin:
         mirrored = set(admin.list_topics())
     committed = [row for row in committed if row[2] in mirrored]
     if not committed:
         raise NothingToTranslate(f"group {group!r} has no committed offsets on mirrored topics")
     rows = []
-    with reader(target) as target_reader:
+    with reader(target, target_security) as target_reader:
         for topic, partition, target_topic, source_offset in committed:
             tp = TopicPartition(target_topic, partition)
             exact, fetches = exact_offset(target_reader, tp, source_offset)
@@ -78,7 +92,7 @@ def translate_group(group: str, source: str, target: str, *, rename: str = "{top
             rows.append(Translation(topic, partition, target_topic, source_offset, exact,
                                     by_time, fetches))
     if execute:
-        with Admin(target) as admin:
+        with Admin(target, security=target_security) as admin:
             admin.alter_consumer_group_offsets(group, {
                 TopicPartition(row.target_topic, row.partition): row.target_offset
                 for row in rows})
