@@ -48,17 +48,18 @@ class MirrorProcess:
             self.kill()
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    with Consumer(bootstrap) as consumer:
+def end_offsets(bootstrap: str, topic: str, partitions: int,
+                security=None) -> dict[int, int]:
+    with Consumer(bootstrap, security=security) as consumer:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         return {tp.partition: end for tp, end in consumer.end_offsets(tps).items()}
 
 
-def read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list]:
+def read_all(bootstrap: str, topic: str, partitions: int, security=None) -> dict[int, list]:
     """Every record of ``topic``, per partition, in offset order."""
-    ends = end_offsets(bootstrap, topic, partitions)
+    ends = end_offsets(bootstrap, topic, partitions, security)
     found: dict[int, list] = {p: [] for p in range(partitions)}
-    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+    with Consumer(bootstrap, auto_offset_reset="earliest", security=security) as consumer:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
