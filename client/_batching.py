@@ -68,6 +68,17 @@ class BatchingMixin:
             self._ensure_sender()
         return self._queue_section(topic, section, partition)
 
+    def send_section_from_thread(self, run, topic, section, partition) -> BatchFuture:
+        """``send_section`` for the blocking facade's thread: it may block, as
+        ``send_batch_from_thread`` does (full buffer, unknown topic)."""
+        if self._closing:
+            raise ClientClosedError()
+        if self._accumulator.buffered_bytes >= self.buffer_memory:
+            self._wait_for_space()
+        if not self._cluster.topics.get(topic):
+            run(self.partitions_for(topic), self.max_block_ms / 1000)
+        return self._queue_section(topic, section, partition)
+
     def _queue_section(self, topic: str, section: Section, partition: int) -> BatchFuture:
         size = section.size
         if size > self._max_record_bytes:

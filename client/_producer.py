@@ -437,16 +437,6 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             run(self.partitions_for(topic), self.max_block_ms / 1000)
         return self._queue_batch(topic, partition, *checked)
 
-    def send_section_from_thread(self, run, topic, section, partition) -> BatchFuture:
-        """``send_section`` that may block, as ``send_batch_from_thread``."""
-        if self._closing:
-            raise ClientClosedError()
-        if self._accumulator.buffered_bytes >= self.buffer_memory:
-            self._wait_for_space()
-        if not self._cluster.topics.get(topic):
-            run(self.partitions_for(topic), self.max_block_ms / 1000)
-        return self._queue_section(topic, section, partition)
-
     def _wait_for_space(self) -> None:
         """Block the calling thread while the buffer is full; the sender frees space."""
         accumulator = self._accumulator
