@@ -14,7 +14,9 @@ Record futures: a ``RecordFuture`` is (batch, index). The batch owns one
 metadata is derived from it (offset = base_offset + index). One future per batch keeps
 ``send`` cheap and works across threads, awaited from asyncio or waited on with ``get()``.
 ``send_batch`` skips the per-record work entirely: its lists become a batch as they are
-(``append_batch``), and its ``BatchFuture`` makes metadata only when asked.
+(``append_batch``), and its ``BatchFuture`` makes metadata only when asked. ``send_section``
+goes further: its records section is encoded already (``append_section``), and ``build``
+only adds the header with the producer id and sequence.
 
 Delivery deadlines: every batch gets ``deadline = created + delivery_timeout`` when it is
 made (a record joining an open batch inherits the batch's, earlier than its own), and

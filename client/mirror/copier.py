@@ -192,7 +192,7 @@ class Mirror:
         wave = [self._prepare(queue.pop(0)) for queue in queues.values()]
         while wave:
             futures = [producer.send_section(*prepared[:3]) for prepared in wave]
-            # The next wave's lists are cut while this one is on the wire; it is sent only
+            # The next wave's sections are built while this one is on the wire; it is sent only
             # after every batch of this one was acknowledged.
             queues = {key: queue for key, queue in queues.items() if queue}
             following = [self._prepare(queue.pop(0)) for queue in queues.values()]

@@ -1,7 +1,8 @@
 """docs/mirror.md's "## Security" example runs as written: a source with TLS and a SCRAM
 login, a target with a SCRAM login as another user (its password in the environment), the
-mirror copies every record; then the same command with a wrong target password exits 1 with
-one line naming the target, no traceback and no password. Only the addresses are replaced
+mirror copies every record and ``groups translate`` moves a group with the same two files;
+then the same command with a wrong target password exits 1 with one line naming the target,
+no traceback and no password. Only the addresses are replaced
 (127.0.0.1:9092 by the source, 127.0.0.1:9093 by the target)."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from tests.helpers.broker_process import BrokerProcess
 from tests.helpers.mirror import as_source, end_offsets, read_all, source_offsets, wait_for
 from tests.helpers.tls import Security, make_tls_files
-from tslog.client import Admin, Producer
+from tslog.client import Admin, Producer, TopicPartition
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -118,6 +119,20 @@ def test_the_security_example_mirrors_and_a_wrong_target_password_is_one_line(cl
     logged = log_path.read_text() + source.log_text() + target.log_text()
     assert SOURCE_PASSWORD not in logged and TARGET_PASSWORD not in logged
     assert "authenticated as User:dc2-mirror" in target.log_text()
+
+    # groups translate takes the same two files (the password from the environment here)
+    with Admin(source.bootstrap, security=source_login) as admin:
+        admin.alter_consumer_group_offsets("billing", {TopicPartition("orders", 0): 5})
+    translate = subprocess.run(
+        [sys.executable, "-m", "tslog.client.cli", "groups", "translate", "billing",
+         "--source", source.bootstrap, "--target", target.bootstrap, "--execute",
+         "--source-config", "source.properties", "--target-config", "target.properties"],
+        cwd=tmp_path, env={**env_without_tslog(), "TSLOG_TARGET_SASL_PASSWORD": TARGET_PASSWORD},
+        capture_output=True, text=True, timeout=60)
+    assert translate.returncode == 0, translate.stderr
+    with Admin(target.bootstrap, security=target_login) as admin:
+        moved = admin.list_consumer_group_offsets("billing")
+    assert {tp: meta.offset for tp, meta in moved.items()} == {TopicPartition("orders", 0): 5}
 
     (tmp_path / "target-password.txt").write_text("not-the-password\n")
     failed = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
