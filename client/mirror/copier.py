@@ -231,8 +231,14 @@ class Mirror:
 
 
 def _weight(piece: Slice) -> int:
-    """Roughly the bytes a slice becomes on the target, reserved headers included."""
-    return piece.data_bytes + _HEADER_BYTES * piece.count
+    """Roughly the bytes a slice becomes on the target, reserved headers included (and the
+    records' own headers, measured only when the source batch has any)."""
+    weight = piece.data_bytes + _HEADER_BYTES * piece.count
+    own = piece.batch.columns.headers
+    if own is not None:
+        weight += sum(len(name) + len(value) + 4 for entry in own[piece.start:piece.stop]
+                      if entry for name, value in entry)
+    return weight
 
 
 def _slices(batch) -> list[Slice]:

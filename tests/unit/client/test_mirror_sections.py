@@ -99,3 +99,14 @@ def test_large_run_uses_msgpack_array16_and_array32_forms():
         assert len(decode_columns(batch).headers) == count
         if count < 100:
             assert batch == _expected([Slice(_batch(columns), 0, count)], 0)
+
+
+def test_a_large_fetched_batch_is_cut_into_runs_under_the_target_batch_limit():
+    from tslog.client.mirror.copier import _RUN_BYTES, _slices, _weight
+
+    columns = _fetched([b"v" * 100] * 3000, headers=[[("big", b"h" * 400)]] * 3000)
+    pieces = _slices(_batch(columns, 10))
+    assert len(pieces) > 1 and pieces[0].start == 10 and pieces[-1].stop == 3000
+    assert all(a.stop == b.start for a, b in zip(pieces, pieces[1:]))
+    assert all(_weight(piece) <= _RUN_BYTES for piece in pieces)
+    assert all(len(seal_section(build_section([p], 0))) < _RUN_BYTES + 4096 for p in pieces)
