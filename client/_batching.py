@@ -57,7 +57,7 @@ class BatchingMixin:
         builds the section with a few array operations; this path then does no work per
         record at all - no type or length checks, no lists - and the batch still gets the
         producer's id and sequence (idempotence), retries and deadlines like any other.
-        The broker checks the section before it accepts it (CORRUPT_RECORDS if malformed).
+        The broker checks the section before it accepts it (CORRUPT_MESSAGE if malformed).
 
         Raises: ClientClosedError; MessageTooLargeError for a section over the producer's
         ``max_request_size``; UnknownTopicOrPartitionError for a partition the topic lacks.
