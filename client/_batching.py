@@ -135,7 +135,7 @@ class BatchingMixin:
                 raise ValueError(f"{len(keys)} keys for {count} values")
             if not set(map(type, keys)) <= _BYTES_OR_NONE:
                 raise TypeError("key and value must be bytes-like or None (or pass a serializer)")
-            if any(keys):
+            if keys.count(None) != count:  # not any(keys): an empty key is a key
                 lengths = [length + (0 if key is None else len(key))
                            for length, key in zip(lengths, keys)]
             else:

@@ -78,6 +78,18 @@ def test_keys_headers_timestamps_and_nulls_come_back_exactly(broker):
         assert offsets == sorted(offsets)
 
 
+def test_empty_keys_stay_empty_not_null(broker):
+    """An empty key is a key: Kafka and ``send`` keep ``b""`` apart from a null key."""
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("empty-keys", partitions=1)
+    with Producer(broker.bootstrap) as producer:
+        producer.send_batch("empty-keys", [b"a", b"b"], keys=[b"", b""], partition=0).get(10)
+        producer.send_batch("empty-keys", [b"c", b"d"], keys=[None, b""], partition=0).get(10)
+    records = consume_all(broker.bootstrap, "empty-keys", 4)
+    assert [(r.key, r.value) for r in records] == [(b"", b"a"), (b"", b"b"), (None, b"c"),
+                                                   (b"", b"d")]
+
+
 def test_explicit_partition_acks_zero_and_callbacks(broker):
     with Admin(broker.bootstrap) as admin:
         admin.create_topic("pick", partitions=2)
