@@ -44,6 +44,9 @@ class BrokerConfig:
     listen: str = "127.0.0.1:9092"  # HOST:PORT to accept clients on (port 0 = any free port)
     advertised_listen: str | None = None  # HOST:PORT put in Metadata; None = the bound address
     metrics_listen: str | None = None  # HOST:PORT serving /metrics to Prometheus; None = off
+    # HOST:PORT speaking Kafka's wire protocol (docs/kafka.md); None = off. Port 0 = any free
+    # port (single node only: a cluster publishes it in etcd for the others' Metadata).
+    kafka_listen: str | None = None
     # Prometheus exporter-toolkit web config (YAML): TLS and basic auth for /metrics
     metrics_web_config_file: str | None = None
     node_id: int = 0  # this broker's id in Metadata
@@ -239,7 +242,7 @@ def _value_problems(config: BrokerConfig) -> list[str]:
     if config.metrics_web_config_file is not None and config.metrics_listen is None:
         problems.append("metrics_web_config_file needs metrics_listen (there is no "
                         "metrics endpoint to secure)")
-    for name in ("listen", "advertised_listen", "metrics_listen"):
+    for name in ("listen", "advertised_listen", "metrics_listen", "kafka_listen"):
         value = getattr(config, name)
         if value is not None:
             try:
@@ -256,7 +259,23 @@ def _value_problems(config: BrokerConfig) -> list[str]:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
     return (problems + _cluster_problems(config) + _group_problems(config)
             + _protected_mode_problems(config) + _sasl_problems(config)
-            + _tls_problems(config))
+            + _tls_problems(config) + _kafka_problems(config))
+
+
+def _kafka_problems(config: BrokerConfig) -> list[str]:
+    """What the Kafka listener cannot serve yet stops the start, rather than letting Kafka
+    clients past a login or ACLs the native listener would enforce (docs/kafka.md)."""
+    if config.kafka_listen is None:
+        return []
+    problems = []
+    if config.sasl_mechanism_list:
+        problems.append("kafka_listen cannot be used with sasl_mechanisms yet: the Kafka "
+                        "listener has no SASL login, and would serve Kafka clients "
+                        "unauthenticated (docs/kafka.md)")
+    if config.clustered and config.kafka_listen.endswith(":0"):
+        problems.append("a clustered broker needs a fixed kafka_listen port (other brokers "
+                        "advertise it in their Metadata)")
+    return problems
 
 
 def _protected_mode_problems(config: BrokerConfig) -> list[str]:
@@ -266,13 +285,22 @@ def _protected_mode_problems(config: BrokerConfig) -> list[str]:
     this check stands on its own."""
     if config.allow_anonymous or client_authentication(config):
         return []
+    problems = []
+    for name in ("listen", "kafka_listen"):
+        address = getattr(config, name, None)
+        if address is not None:
+            problems += _open_listener_problem(name, address)
+    return problems
+
+
+def _open_listener_problem(name: str, address: str) -> list[str]:
     try:
-        host, port = parse_host_port(config.listen)
+        host, port = parse_host_port(address)
     except ValueError:
         return []  # reported above
     if is_loopback(host):
         return []
-    return [f"protected mode: listen = {config.listen} accepts clients from other hosts, and "
+    return [f"protected mode: {name} = {address} accepts clients from other hosts, and "
             f"no client authentication is configured (sasl_mechanisms, or tls_client_auth = "
             f"\"required\"), so anyone who can reach port {port} could read, write and delete "
             f"every topic; configure authentication (docs/security.md), listen on 127.0.0.1, "
