@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer as ConfluentConsumer
