@@ -86,3 +86,31 @@ def test_a_kafka_listener_with_a_sasl_login_refuses_to_start(broker_factory):
     broker.launch()
     assert broker.exit_code() == 2
     assert "kafka_listen cannot be used with sasl_mechanisms" in broker.log_text()
+
+
+def test_the_authorizer_judges_kafka_requests_as_it_judges_native_ones(broker_factory):
+    """ACLs on, none granted (and no allow-everyone): a Kafka Produce is denied per
+    partition, a ListOffsets too, and Metadata hides the topic, as on the native port."""
+    from tslog.client import Admin
+    from tslog.protocol.kafka.record_batch import encode_batch
+    from tests.helpers.broker_process import free_port
+
+    port = free_port()
+    broker = broker_factory(args=["--kafka-listen", f"127.0.0.1:{port}"])
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("guarded")
+    broker.restart(env={"TSLOG_AUTHORIZER_ENABLED": "true"})
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        batch = encode_batch([b"v"], [None], [1])
+        _send(sock, encode_request(0, 9, 1, "acl-test", {
+            "acks": 1, "timeout_ms": 1000, "topic_data": [
+                {"name": "guarded", "partition_data": [{"index": 0, "records": batch}]}]}))
+        _, body = decode_response(0, 9, _receive(sock))
+        assert body["responses"][0]["partition_responses"][0]["error_code"] == 29
+        _send(sock, encode_request(2, 7, 2, "acl-test", {"replica_id": -1, "topics": [
+            {"name": "guarded", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}))
+        _, body = decode_response(2, 7, _receive(sock))
+        assert body["topics"][0]["partitions"][0]["error_code"] == 29
+        _send(sock, encode_request(3, 12, 3, "acl-test", {"topics": None}))
+        _, body = decode_response(3, 12, _receive(sock))
+        assert body["topics"] == []
