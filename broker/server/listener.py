@@ -181,7 +181,8 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
 
     def make_services(connection: KafkaConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
-        return KafkaServices(native, broker.topics, broker.cluster, config)
+        return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
+                             broker.offsets)
 
     try:
         server = await loop.create_server(

@@ -10,7 +10,8 @@ the connection's principal by the same rules (Kafka's operation per API).
 The rest is read-only context the translation needs and the native bodies do not carry: the
 topic catalog (each topic's ``message.timestamp.type`` decides how batches and time lookups
 are translated), the cluster view (brokers' Kafka addresses, partition leader epochs) and
-the broker's settings.
+the broker's settings; and, for the group adapters (``group_apis.py``, added to
+``dispatch.ADAPTER_GROUPS``), the group coordinator and the committed offsets.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any, Callable
 from ...cluster.view import ClusterView
 from ...config import BrokerConfig
 from ...topics import TopicManager
+from ..committed_offsets import CommittedOffsets
+from ..group_service import GroupService
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,8 @@ class KafkaServices:
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig
+    groups: GroupService  # the consumer-group coordinator, for the group adapters
+    offsets: CommittedOffsets  # the groups' committed offsets
 
     def timestamp_type(self, topic: str, partition: int) -> str:
         """The partition's ``message.timestamp.type``, read from its open log's config (kept
