@@ -7,6 +7,8 @@ against a LogAppendTime topic. One broker serves the whole module."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -17,7 +19,7 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 
-from tslog.client import Consumer, Producer, TopicPartition
+from tslog.client import Admin, Consumer, Producer, TopicPartition
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 BASE_MS = int(time.time() * 1000) - 60_000  # CreateTimes a minute ago, inside the bounds
@@ -195,3 +197,31 @@ def test_a_log_append_time_topic_hands_kafka_clients_the_brokers_time(kafka_brok
         assert [(ts, kind) for *_, ts, kind in got] == \
             [(r.log_append_time, 1) for r in native]
         assert all(r.log_append_time > r.create_time for r in native)
+
+
+def test_message_timestamp_type_is_a_topic_config_like_the_others(kafka_broker):
+    """Set by the `tslog` CLI, described, and altered: Kafka consumers see the new type at
+    once (the open log's config is replaced, as for every config)."""
+    cli = [sys.executable, "-m", "tslog.client.cli"]
+    done = subprocess.run(cli + ["topics", "create", "viacli", "--config",
+                                 "message.timestamp.type=CreateTime", "--bootstrap",
+                                 kafka_broker.bootstrap], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    bad = subprocess.run(cli + ["topics", "create", "badtype", "--config",
+                                "message.timestamp.type=createtime", "--bootstrap",
+                                kafka_broker.bootstrap], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode != 0
+    assert "message.timestamp.type must be one of LogAppendTime, CreateTime" in bad.stderr
+    records = _records("alter", "none")
+    _kafka_python_produce(kafka_broker.kafka, "viacli", "none", records)
+    assert [(ts, kind) for *_, ts, kind in _kafka_python_consume(kafka_broker.kafka, "viacli",
+                                                                 3)] == \
+        [(ts, 0) for *_, ts in records]
+    with Admin(kafka_broker.bootstrap) as admin:
+        assert admin.describe_configs("viacli")["message.timestamp.type"].value == "CreateTime"
+        admin.alter_configs("viacli", {"message.timestamp.type": "LogAppendTime"})
+    got = _confluent_consume(kafka_broker.kafka, "viacli", 3)
+    assert [kind for *_, kind in got] == [1, 1, 1]
+    assert all(ts > records[-1][3] for *_, ts, _ in got)
