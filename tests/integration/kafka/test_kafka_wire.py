@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
+from tslog.client import Producer
 from tslog.protocol.kafka import decode_response, encode_request
+from tslog.protocol.kafka.record_batch import iter_batches
 
 UNSUPPORTED_VERSION = 35
 
@@ -114,3 +117,34 @@ def test_the_authorizer_judges_kafka_requests_as_it_judges_native_ones(broker_fa
         _send(sock, encode_request(3, 12, 3, "acl-test", {"topics": None}))
         _, body = decode_response(3, 12, _receive(sock))
         assert body["topics"] == []
+
+
+def _fetch_body(topic: str, offset: int, *, max_wait_ms: int, min_bytes: int,
+                partition_max_bytes: int = 1 << 20) -> dict:
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+            "max_bytes": 50 << 20, "isolation_level": 1, "topics": [
+                {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset,
+                                                 "partition_max_bytes": partition_max_bytes}]}]}
+
+
+def test_a_fetch_long_polls_until_a_produce_and_honours_partition_max_bytes(kafka_broker):
+    """An empty partition's Fetch (read_committed) waits, is woken by a produce on the
+    native port well before max_wait_ms, and a 1-byte partition max still gets one batch."""
+    topic = kafka_broker.topic("poll")
+    with _connect(kafka_broker) as sock, Producer(kafka_broker.bootstrap) as producer:
+        _send(sock, encode_request(1, 12, 1, "poll-test", _fetch_body(
+            topic, 0, max_wait_ms=20_000, min_bytes=1)))
+        time.sleep(0.3)  # the fetch is parked at the broker by now
+        started = time.monotonic()
+        producer.send(topic, b"first", partition=0).get(10)
+        _, body = decode_response(1, 12, _receive(sock))
+        assert time.monotonic() - started < 5
+        part = body["responses"][0]["partitions"][0]
+        assert (part["error_code"], part["high_watermark"]) == (0, 1)
+        assert [b.values for b in iter_batches(part["records"])] == [[b"first"]]
+        producer.send(topic, b"second", partition=0).get(10)
+        _send(sock, encode_request(1, 12, 2, "poll-test", _fetch_body(
+            topic, 0, max_wait_ms=0, min_bytes=0, partition_max_bytes=1)))
+        _, body = decode_response(1, 12, _receive(sock))
+        records = body["responses"][0]["partitions"][0]["records"]
+        assert [b.values for b in iter_batches(records)] == [[b"first"]]
