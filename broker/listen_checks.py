@@ -22,15 +22,10 @@ def parse_host_port(text: str) -> tuple[str, int]:
 
 
 def kafka_listener_problems(config) -> list[str]:
-    """What the Kafka listener cannot serve yet stops the start, rather than letting Kafka
-    clients past a login or ACLs the native listener would enforce (docs/kafka.md)."""
+    """A clustered Kafka listener needs a fixed port: the other brokers advertise it."""
     if config.kafka_listen is None:
         return []
     problems = []
-    if config.sasl_mechanism_list:
-        problems.append("kafka_listen cannot be used with sasl_mechanisms yet: the Kafka "
-                        "listener has no SASL login, and would serve Kafka clients "
-                        "unauthenticated (docs/kafka.md)")
     if config.clustered and config.kafka_listen.endswith(":0"):
         problems.append("a clustered broker needs a fixed kafka_listen port (other brokers "
                         "advertise it in their Metadata)")

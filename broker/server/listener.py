@@ -186,7 +186,8 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
 
     try:
         server = await loop.create_server(
-            lambda: KafkaConnection(make_services, config, registry), host, port,
+            lambda: KafkaConnection(make_services, config, registry, broker.authenticator),
+            host, port,
             reuse_address=True, backlog=1024, ssl=server_ssl,
             ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
     except OSError as exc:

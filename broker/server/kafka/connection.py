@@ -24,7 +24,12 @@ has no generic error shape to send instead). Nothing reaches the client but Kafk
 
 Shared with the native listener: the ``ConnectionRegistry`` (one ``max_connections`` and
 per-address limit for both ports, drained together at shutdown), the TLS context, and the
-principal (a verified client certificate's subject, else ``User:ANONYMOUS``).
+principal (a verified client certificate's subject, else ``User:ANONYMOUS``), and the SCRAM
+login (``security/sasl_session.py``): SaslHandshake v1 and SaslAuthenticate carry the same
+fields in Kafka's protocol as in tslog's, so the native session serves them unchanged; until
+it succeeds only ApiVersions, SaslHandshake and SaslAuthenticate are served, anything else
+closes the connection. SaslHandshake v0 (raw tokens without Kafka framing after it) is not
+advertised: every client tested asks for v1.
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ from tslog.protocol.errors import ErrorCode, RemoteProtocolError
 from tslog.protocol.frames import FrameReceiver, FrameTooLargeError, frame_prefix
 from tslog.protocol.kafka import UnsupportedKafkaVersion, decode_request, encode_response
 from tslog.protocol.kafka.codec import API_VERSIONS
+from tslog.protocol.messages import ApiKey
 
 from ...config import BrokerConfig
-from ...security import ANONYMOUS
+from ...security.sasl_session import SaslSession
 from ...security.tls import certificate_principal
 from ..connection_registry import ConnectionRegistry
 from .dispatch import ADVERTISED, TABLE, api_versions_body
@@ -50,6 +56,7 @@ log = logging.getLogger("tslog.broker.kafka")
 
 _UNSUPPORTED = int(ErrorCode.UNSUPPORTED_VERSION)
 _HEADER_AND_ERROR = struct.Struct(">ih")  # response header v0 + an int16 error code
+_SASL_KEYS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 _DISCARD = bytearray(64 * 1024)  # where a closing connection's last bytes are read to
 
 
@@ -64,7 +71,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     """
 
     def __init__(self, make_services, config: BrokerConfig, registry: ConnectionRegistry,
-                 table=None, advertised=None) -> None:
+                 authenticator=None, table=None, advertised=None) -> None:
         self._make_services = make_services
         self.registry = registry
         self.table = TABLE if table is None else table
@@ -74,8 +81,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.receiver = FrameReceiver(config.max_frame_bytes)
         self.peer = "?"
         self.host = "?"
-        self.principal = ANONYMOUS
-        self.authenticated = True  # no SASL on this listener (the config refuses it)
+        # The login: the native listener's SCRAM session as it is (it sets ``principal``
+        # and ``authenticated``; without sasl_mechanisms a connection is authenticated at once).
+        self._sasl = SaslSession(authenticator, self)
+        self._refusal = None
         self.services = None
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future = self._loop.create_future()
@@ -103,6 +112,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             transport.abort()
             return
         self.services = self._make_services(self)
+        self._sasl.start(self._loop)
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
 
@@ -132,6 +142,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self.registry.release(self)
+        self._sasl.stop()
         if self._idle_handle is not None:
             self._idle_handle.cancel()
         for task in list(self._tasks):
@@ -188,18 +199,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not low <= version <= high:
             self._unsupported(key, version, cid)
             return
-        info = KafkaRequestInfo(request.client_id, self.host, self.principal)
+        # The slot first: a handler that ends the connection (a failed login) still has its
+        # answer written before the close.
+        slot = [cid, key, version, None]
+        self._slots.append(slot)
         try:
-            result = self.table[key](self.services, request.body, version, info)
+            if key in _SASL_KEYS or (not self.authenticated and key != API_VERSIONS):
+                result = self._sasl.handle(ApiKey(key), request.body)  # logs a refusal
+                if result is None:  # a request before the login: closed, unanswered
+                    self._close()
+                    return
+            else:
+                info = KafkaRequestInfo(request.client_id, self.host, self.principal)
+                result = self.table[key](self.services, request.body, version, info)
         except Exception:
             log.exception("%s: Kafka %s v%d adapter failed", self.peer, request.api_name,
                           version)
             self._close()
             return
         if result is None:  # Produce with acks = 0: Kafka sends no response
+            self._slots.pop()  # the last one: adapters are called in arrival order
             return
-        slot = [cid, key, version, None]
-        self._slots.append(slot)
         if type(result) is dict:
             self._settle(slot, result)
             return
@@ -284,8 +304,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- what the registry asks of a connection ----------------------------------------------
 
     def refuse(self, refusal) -> None:
-        """Over a limit after the fact (a principal's count): close, Kafka has no answer."""
-        self._close()
+        """Over a limit after the fact (a SCRAM login's principal count): the login's answer
+        says so (``refusal_response``), then the connection closes."""
+        self._refusal = refusal
+
+    def refusal_response(self, api_key: int) -> dict | None:
+        """SaslAuthenticate's answer when the registry refused the logged-in principal."""
+        if self._refusal is None:
+            return None
+        return {"error_code": int(self._refusal.code), "error_message": self._refusal.message,
+                "auth_bytes": b"", "session_lifetime_ms": 0}
 
     def begin_shutdown(self) -> None:
         """Read no more requests; close once the ones read are answered."""

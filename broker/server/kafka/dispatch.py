@@ -50,6 +50,9 @@ _VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
 }
+# Served by the connection itself (its SCRAM session), not by an adapter: SaslHandshake v1
+# only (v0 would switch the stream to raw tokens), SaslAuthenticate 0-2.
+CONNECTION_APIS = {int(ApiKey.SASL_HANDSHAKE): (1, 1), int(ApiKey.SASL_AUTHENTICATE): (0, 2)}
 
 
 def build_table(groups: tuple[dict[int, Adapter], ...] = ADAPTER_GROUPS
@@ -61,6 +64,7 @@ def build_table(groups: tuple[dict[int, Adapter], ...] = ADAPTER_GROUPS
         table.update({int(key): adapter for key, adapter in group.items()})
     advertised = {key: _VERSIONS.get(key, SUPPORTED[key]) for key in table}
     advertised[int(ApiKey.API_VERSIONS)] = _VERSIONS[ApiKey.API_VERSIONS]
+    advertised.update(CONNECTION_APIS)
     return table, advertised
 
 

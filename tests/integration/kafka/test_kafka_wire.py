@@ -1,12 +1,14 @@
 """The Kafka listener at the byte level: an API or version it does not serve is answered
 UNSUPPORTED_VERSION and the connection goes on; garbage closes that connection only; the
-broker refuses to start when the Kafka listener would bypass a configured SASL login."""
+authorizer judges Kafka requests as native ones; a Fetch long-polls."""
 
 from __future__ import annotations
 
 import socket
 import struct
 import time
+
+import pytest
 
 from tslog.client import Producer
 from tslog.protocol.kafka import decode_response, encode_request
@@ -83,14 +85,7 @@ def test_garbage_closes_that_connection_only(kafka_broker):
     assert kafka_broker.process.running
 
 
-def test_a_kafka_listener_with_a_sasl_login_refuses_to_start(broker_factory):
-    broker = broker_factory(args=["--kafka-listen", "127.0.0.1:0"],
-                            env={"TSLOG_SASL_MECHANISMS": "SCRAM-SHA-256"}, start=False)
-    broker.launch()
-    assert broker.exit_code() == 2
-    assert "kafka_listen cannot be used with sasl_mechanisms" in broker.log_text()
-
-
+@pytest.mark.slow  # two broker starts (about 5 s)
 def test_the_authorizer_judges_kafka_requests_as_it_judges_native_ones(broker_factory):
     """ACLs on, none granted (and no allow-everyone): a Kafka Produce is denied per
     partition, a ListOffsets too, and Metadata hides the topic, as on the native port."""

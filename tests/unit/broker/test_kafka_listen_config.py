@@ -1,8 +1,8 @@
 """``kafka_listen`` as the broker's configuration reads it, and the Kafka address a
 broker publishes with its cluster registration.
 
-Goal: off unless set; a bad address, protected mode, SASL (not served on the Kafka port) and
-a clustered port 0 stop the start with one line each; the flag and the environment set it;
+Goal: off unless set; a bad address, protected mode and a clustered port 0 stop the start
+with one line each (a SCRAM login lifts protected mode, as on the native port); the flag and the environment set it;
 a registration carrying a Kafka address is read back, one without it leaves the broker out
 of the Kafka Metadata."""
 
@@ -29,8 +29,6 @@ def test_off_unless_set_and_read_from_the_flag_and_the_environment():
 @pytest.mark.parametrize("config, problem", [
     ({"kafka_listen": "9093"}, "kafka_listen: '9093' is not HOST:PORT"),
     ({"kafka_listen": "0.0.0.0:9093"}, "protected mode: kafka_listen = 0.0.0.0:9093 accepts"),
-    ({"kafka_listen": "127.0.0.1:9093", "sasl_mechanisms": "SCRAM-SHA-256"},
-     "kafka_listen cannot be used with sasl_mechanisms yet"),
     ({"kafka_listen": "127.0.0.1:0", "etcd_endpoints": "127.0.0.1:2379", "listen":
       "127.0.0.1:9092"}, "a clustered broker needs a fixed kafka_listen port"),
 ])
@@ -40,8 +38,10 @@ def test_what_the_kafka_listener_cannot_serve_stops_the_start(config, problem):
     assert any(p.startswith(problem) for p in error.value.problems), error.value.problems
 
 
-def test_an_open_kafka_listener_starts_with_allow_anonymous():
+def test_an_open_kafka_listener_starts_with_allow_anonymous_or_a_login():
     assert BrokerConfig(kafka_listen="0.0.0.0:9093", allow_anonymous=True).kafka_listen
+    assert BrokerConfig(kafka_listen="0.0.0.0:9093", listen="0.0.0.0:9092",
+                        sasl_mechanisms="SCRAM-SHA-256").kafka_listen
 
 
 def test_the_published_kafka_address_is_read_back_and_a_broker_without_one_left_out():
