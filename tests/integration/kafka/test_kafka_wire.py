@@ -143,3 +143,21 @@ def test_a_fetch_long_polls_until_a_produce_and_honours_partition_max_bytes(kafk
         _, body = decode_response(1, 12, _receive(sock))
         records = body["responses"][0]["partitions"][0]["records"]
         assert [b.values for b in iter_batches(records)] == [[b"first"]]
+
+
+def test_list_offsets_earliest_latest_and_max_timestamp(kafka_broker):
+    """-2, -1 and -3 (KIP-734) on a CreateTime topic whose CreateTimes go up and down."""
+    topic = kafka_broker.topic("special", message_timestamp_type="CreateTime")
+    now = int(time.time() * 1000)
+    with Producer(kafka_broker.bootstrap) as producer:
+        for delta in (-5000, -1000, -3000):
+            producer.send(topic, b"x", partition=0, timestamp_ms=now + delta).get(10)
+    with _connect(kafka_broker) as sock:
+        answers = []
+        for cid, timestamp in enumerate((-2, -1, -3)):
+            _send(sock, encode_request(2, 7, cid, "special", {"replica_id": -1, "topics": [
+                {"name": topic, "partitions": [{"partition_index": 0,
+                                                "timestamp": timestamp}]}]}))
+            part = decode_response(2, 7, _receive(sock))[1]["topics"][0]["partitions"][0]
+            answers.append((part["error_code"], part["offset"], part["timestamp"]))
+    assert answers == [(0, 0, -1), (0, 3, -1), (0, 1, now - 1000)]
