@@ -194,6 +194,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except RemoteProtocolError as exc:  # KafkaDecodeError: not a Kafka request
             self._close_bad(str(exc))
             return
+        except Exception:  # the codec promises only the two above: a bug, kept off the wire
+            log.exception("%s: decoding a Kafka request failed", self.peer)
+            self._close()
+            return
         key, version, cid = request.api_key, request.api_version, request.correlation_id
         low, high = self.advertised.get(key, (1, 0))
         if not low <= version <= high:
