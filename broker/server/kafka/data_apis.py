@@ -90,7 +90,7 @@ def produce(services: KafkaServices, body: dict, version: int, info: KafkaReques
             except KafkaBatchError as exc:
                 code = int(getattr(exc, "error_code", _CORRUPT))
                 refused[name, entry["index"]] = (code, str(exc))
-                log.info("%s: produce %s-%d refused: %s", info.client_host, name,
+                log.info("%s: produce %r-%d refused: %s", info.client_host, name,
                          entry["index"], exc)
         if partitions:
             topics.append({"topic": name, "partitions": partitions})
