@@ -1,5 +1,6 @@
 """Broker benchmark over loopback: produce, consume, lookup by time, against Redis Streams;
-the cost of TLS + SASL/SCRAM beside plain TCP.
+the cost of TLS + SASL/SCRAM beside plain TCP; confluent-kafka through the Kafka listener
+beside the native raw path.
 
 Starts its own ``tslog-broker`` (temporary data directory, a free 127.0.0.1 port) and, unless
 ``--no-redis``, its own ``redis-server`` (no persistence, temporary directory, a free port);
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helper
 from bench.broker_bench.common import BATCH_RECORDS, VALUE  # noqa: E402
 from bench.broker_bench.consume import section_consume  # noqa: E402
 from bench.broker_bench.context import Setup, broker_process  # noqa: E402
+from bench.broker_bench.kafka import section_kafka  # noqa: E402
 from bench.broker_bench.lookups import section_lookups  # noqa: E402
 from bench.broker_bench.produce import section_fill, section_produce  # noqa: E402
 from bench.broker_bench.redis_server import Redis, describe_redis  # noqa: E402
@@ -46,7 +48,8 @@ from tests.helpers.broker_process import free_port  # noqa: E402
 
 SECTIONS = {"produce": section_produce, "fill": section_fill, "consume": section_consume,
             "lookups": section_lookups, "scrape": section_scrape,
-            "replication": section_replication, "security": section_security}
+            "replication": section_replication, "security": section_security,
+            "kafka": section_kafka}
 
 
 def main(argv=None) -> int:
@@ -74,9 +77,9 @@ def main(argv=None) -> int:
 
     redis_missing = [] if args.no_redis else Redis.missing()
     root = Path(tempfile.mkdtemp(prefix="tslog-bench-broker-", dir=args.dir))
-    metrics_port = free_port()
-    setup = Setup(broker=broker_process(root, metrics_port), redis=None, runs=runs,
-                  metrics_port=metrics_port, **sizes)
+    metrics_port, kafka_port = free_port(), free_port()
+    setup = Setup(broker=broker_process(root, metrics_port, kafka_port), redis=None, runs=runs,
+                  metrics_port=metrics_port, kafka_port=kafka_port, **sizes)
     code = None
     try:
         print(f"tslog broker benchmark: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "

@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="accept unauthenticated clients on a non-loopback --listen "
                              "(protected mode refuses to start otherwise)")
     parser.add_argument("--listen", help="HOST:PORT for clients (127.0.0.1:9092)")
+    parser.add_argument("--kafka-listen", dest="kafka_listen",
+                        help="HOST:PORT speaking Kafka's protocol to Kafka clients (off unless "
+                             "given; docs/kafka.md)")
     parser.add_argument("--metrics-listen", dest="metrics_listen", help="HOST:PORT serving Prometheus /metrics (off unless given)")
     parser.add_argument("--metrics-web-config", dest="metrics_web_config_file",
                         help="Prometheus web config YAML: TLS and basic auth for /metrics")

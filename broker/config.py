@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .groups import ASSIGNORS, CoordinatorConfig
+from .listen_checks import kafka_listener_problems, parse_host_port, protected_mode_problems
 from .storage.config import ConfigError, LogConfig
 
 ENV_PREFIX = "TSLOG_"
@@ -44,6 +45,9 @@ class BrokerConfig:
     listen: str = "127.0.0.1:9092"  # HOST:PORT to accept clients on (port 0 = any free port)
     advertised_listen: str | None = None  # HOST:PORT put in Metadata; None = the bound address
     metrics_listen: str | None = None  # HOST:PORT serving /metrics to Prometheus; None = off
+    # HOST:PORT speaking Kafka's wire protocol (docs/kafka.md); None = off. Port 0 = any free
+    # port (single node only: a cluster publishes it in etcd for the others' Metadata).
+    kafka_listen: str | None = None
     # Prometheus exporter-toolkit web config (YAML): TLS and basic auth for /metrics
     metrics_web_config_file: str | None = None
     node_id: int = 0  # this broker's id in Metadata
@@ -167,17 +171,6 @@ class BrokerConfig:
         return values
 
 
-def parse_host_port(text: str) -> tuple[str, int]:
-    """``"host:port"`` or ``"[v6]:port"`` -> (host, port). Raises ValueError."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not port_text.isdigit():
-        raise ValueError(f"{text!r} is not HOST:PORT")
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} is out of range")
-    return host.strip("[]"), port
-
-
 _FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
 
 
@@ -239,7 +232,7 @@ def _value_problems(config: BrokerConfig) -> list[str]:
     if config.metrics_web_config_file is not None and config.metrics_listen is None:
         problems.append("metrics_web_config_file needs metrics_listen (there is no "
                         "metrics endpoint to secure)")
-    for name in ("listen", "advertised_listen", "metrics_listen"):
+    for name in ("listen", "advertised_listen", "metrics_listen", "kafka_listen"):
         value = getattr(config, name)
         if value is not None:
             try:
@@ -255,46 +248,8 @@ def _value_problems(config: BrokerConfig) -> list[str]:
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
     return (problems + _cluster_problems(config) + _group_problems(config)
-            + _protected_mode_problems(config) + _sasl_problems(config)
-            + _tls_problems(config))
-
-
-def _protected_mode_problems(config: BrokerConfig) -> list[str]:
-    """Redis' protected mode: an open broker reachable beyond this host needs a yes.
-
-    The authentication settings belong to the TLS and SCRAM parts; read with defaults so
-    this check stands on its own."""
-    if config.allow_anonymous or client_authentication(config):
-        return []
-    try:
-        host, port = parse_host_port(config.listen)
-    except ValueError:
-        return []  # reported above
-    if is_loopback(host):
-        return []
-    return [f"protected mode: listen = {config.listen} accepts clients from other hosts, and "
-            f"no client authentication is configured (sasl_mechanisms, or tls_client_auth = "
-            f"\"required\"), so anyone who can reach port {port} could read, write and delete "
-            f"every topic; configure authentication (docs/security.md), listen on 127.0.0.1, "
-            f"or set allow_anonymous = true (--allow-anonymous, TSLOG_ALLOW_ANONYMOUS=true) "
-            f"to accept unauthenticated clients"]
-
-
-def client_authentication(config: BrokerConfig) -> bool:
-    """True when every client must authenticate: SASL on, or mutual TLS required."""
-    return bool(getattr(config, "sasl_mechanisms", "").strip()
-                or getattr(config, "tls_client_auth", "none") == "required")
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 and ``localhost`` are loopback; any other name or address is not
-    (0.0.0.0 and :: are every address; a host name may resolve anywhere)."""
-    if host.lower() in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+            + protected_mode_problems(config) + _sasl_problems(config)
+            + _tls_problems(config) + kafka_listener_problems(config))
 
 
 def _sasl_problems(config: BrokerConfig) -> list[str]:

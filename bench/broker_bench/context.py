@@ -12,12 +12,16 @@ from .common import HOST
 from .redis_server import Redis
 
 
-def broker_process(root: Path, metrics_port: int | None = None) -> BrokerProcess:
+def broker_process(root: Path, metrics_port: int | None = None,
+                   kafka_port: int | None = None) -> BrokerProcess:
     """A broker for the benchmark (not started): data under ``root``, WARNING logs only (its
-    log file is printed when a run fails), /metrics on ``metrics_port`` if given."""
+    log file is printed when a run fails), /metrics on ``metrics_port`` and the Kafka
+    listener on ``kafka_port`` if given."""
     args = ["--log-level", "WARNING"]
     if metrics_port is not None:
         args += ["--metrics-listen", f"{HOST}:{metrics_port}"]
+    if kafka_port is not None:
+        args += ["--kafka-listen", f"{HOST}:{kafka_port}"]
     return BrokerProcess(root / "broker-data", args=args)
 
 
@@ -34,6 +38,7 @@ class Setup:
     lookups: int
     xadd_requests: int
     metrics_port: int  # the broker's /metrics, scraped by the scrape section
+    kafka_port: int | None = None  # the broker's Kafka listener (the kafka section)
     window: int = 8
     topic: str = "timeline"
     append_times: list[int] = field(default_factory=list)  # LAT of each batch of `topic`

@@ -37,7 +37,7 @@ from .errors import DuplicateBrokerError, EtcdError
 from .etcd import Etcd, WatchEvent, follow_prefix
 from .etcd_tls import etcd_tls
 from .records import Changes, ClusterCache, ClusterKeys, TopicRecord, encode, encode_state
-from .view import NO_LEADER, PartitionState, StaleStateError, StateListener
+from .view import NO_LEADER, kafka_address, PartitionState, StaleStateError, StateListener
 
 log = logging.getLogger("tslog.broker.cluster")
 
@@ -52,6 +52,7 @@ class EtcdClusterView:
         self.node_id = config.node_id
         self.config = config
         self.address = address
+        self.kafka_address = kafka_address(config)
         self.etcd = etcd
         self.keys = ClusterKeys(config.cluster_name)
         self.cache = ClusterCache(self.keys)
@@ -150,6 +151,9 @@ class EtcdClusterView:
 
     def brokers(self) -> dict[int, tuple[str, int]]:
         return dict(self.cache.brokers)
+
+    def kafka_brokers(self) -> dict[int, tuple[str, int]]:
+        return dict(self.cache.kafka_brokers)
 
     def controller_id(self) -> int:
         return self.cache.controller_id
@@ -312,7 +316,10 @@ class EtcdClusterView:
         """Create brokers/<id> on a new lease; wait out a previous run's expiring key."""
         lease_id, granted = await self.etcd.grant_lease(self.ttl_s)
         key = self.keys.broker(self.node_id)
-        value = encode({"host": self.address[0], "port": self.address[1]})
+        registration = {"host": self.address[0], "port": self.address[1]}
+        if self.kafka_address is not None:
+            registration["kafka_host"], registration["kafka_port"] = self.kafka_address
+        value = encode(registration)
         deadline = asyncio.get_running_loop().time() + self.ttl_s + 1.0
         warned = False
         while True:

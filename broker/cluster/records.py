@@ -2,7 +2,8 @@
 
 Layout under ``/<cluster_name>/`` (docs/cluster.md has the whole table):
 
-- ``brokers/<node_id>``: ``{"host", "port"}``, bound to the broker's lease (gone when it dies)
+- ``brokers/<node_id>``: ``{"host", "port"}`` (and ``"kafka_host", "kafka_port"`` with a Kafka
+  listener), bound to the broker's lease (gone when it dies)
 - ``controller``: ``{"node_id"}``, bound to the controller's lease; its create_revision is
   the controller epoch every controller write is fenced on
 - ``topics/<name>``: ``{"partitions", "replication_factor", "configs", "topic_id"}``
@@ -113,6 +114,8 @@ class ClusterCache:
     def __init__(self, keys: ClusterKeys) -> None:
         self.keys = keys
         self.brokers: dict[int, tuple[str, int]] = {}
+        # The Kafka listener's address of each broker that has one (docs/kafka.md).
+        self.kafka_brokers: dict[int, tuple[str, int]] = {}
         self.broker_revisions: dict[int, int] = {}  # create_revision of each registration
         self.controller_id = NO_LEADER
         self.controller_revision = 0  # create_revision of the controller key (its epoch)
@@ -150,10 +153,15 @@ class ClusterCache:
             node_id = int(key[len(keys.brokers):])
             if value is None:
                 self.brokers.pop(node_id, None)
+                self.kafka_brokers.pop(node_id, None)
                 self.broker_revisions.pop(node_id, None)
             else:
                 doc = json.loads(value)
                 self.brokers[node_id] = (str(doc["host"]), int(doc["port"]))
+                if "kafka_port" in doc:
+                    self.kafka_brokers[node_id] = (str(doc["kafka_host"]), int(doc["kafka_port"]))
+                else:
+                    self.kafka_brokers.pop(node_id, None)
                 self.broker_revisions[node_id] = create_revision
             changes.brokers_changed = True
         elif key == keys.controller:

@@ -42,6 +42,9 @@ class ClusterView(Protocol):
     def brokers(self) -> dict[int, tuple[str, int]]:
         """Live brokers' advertised (host, port), by id."""
 
+    def kafka_brokers(self) -> dict[int, tuple[str, int]]:
+        """Live brokers' Kafka listener (host, port), by id; brokers without one are absent."""
+
     def controller_id(self) -> int:
         """The broker currently acting as controller, or NO_LEADER."""
 
@@ -66,10 +69,14 @@ class LocalClusterView:
     def __init__(self, node_id: int, address: tuple[str, int]) -> None:
         self.node_id = node_id
         self.address = address
+        self.kafka_address: tuple[str, int] | None = None  # set once the Kafka port is bound
         self._next_producer_id = 0
 
     def brokers(self) -> dict[int, tuple[str, int]]:
         return {self.node_id: self.address}
+
+    def kafka_brokers(self) -> dict[int, tuple[str, int]]:
+        return {} if self.kafka_address is None else {self.node_id: self.kafka_address}
 
     def controller_id(self) -> int:
         return self.node_id
@@ -92,3 +99,15 @@ class LocalClusterView:
         """Unique within this broker's lifetime; the broker seeds it from the log on start."""
         self._next_producer_id += 1
         return self._next_producer_id
+
+
+def kafka_address(config) -> tuple[str, int] | None:
+    """The (host, port) this broker's Kafka listener is reached at, or None without one. A
+    wildcard host (0.0.0.0, ::) is advertised as the native listener's advertised host."""
+    if config.kafka_listen is None:
+        return None
+    from ..config import parse_host_port  # the config imports nothing of the cluster's
+    host, port = parse_host_port(config.kafka_listen)
+    if host in ("0.0.0.0", "::", ""):
+        host = parse_host_port(config.advertised_listen or config.listen)[0]
+    return host, port

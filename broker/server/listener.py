@@ -42,6 +42,8 @@ from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
 from .connection import BrokerConnection
 from .connection_registry import ConnectionRegistry
+from .kafka.connection import KafkaConnection
+from .kafka.services import KafkaServices
 from .state import Broker
 
 log = logging.getLogger("tslog.broker")
@@ -166,6 +168,37 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
             loop.remove_signal_handler(signum)
 
 
+async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: ConnectionRegistry,
+                        server_ssl) -> asyncio.Server | None:
+    """The Kafka listener (``kafka_listen``; None when unset): same TLS context, connection
+    registry and handlers as the native one. Logs ``tslog-broker Kafka listener on
+    HOST:PORT`` with the bound port (``kafka_listen`` may say port 0)."""
+    if config.kafka_listen is None:
+        return None
+    loop = asyncio.get_running_loop()
+    host, port = parse_host_port(config.kafka_listen)
+    dispatch, gate = broker.dispatch, broker.gate
+
+    def make_services(connection: KafkaConnection) -> KafkaServices:
+        native = dispatch if gate is None else gate.bind(dispatch, connection)
+        return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
+                             broker.offsets)
+
+    try:
+        server = await loop.create_server(
+            lambda: KafkaConnection(make_services, config, registry, broker.authenticator),
+            host, port,
+            reuse_address=True, backlog=1024, ssl=server_ssl,
+            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
+    except OSError as exc:
+        raise ListenError("--kafka-listen", host, port, exc) from None
+    bound_port = server.sockets[0].getsockname()[1]
+    broker.set_kafka_port(bound_port)
+    log.info("tslog-broker Kafka listener on %s:%d%s", host, bound_port,
+             " (TLS)" if server_ssl is not None else "")
+    return server
+
+
 def _web_config(config: BrokerConfig) -> WebConfig | None:
     """The /metrics web config, read and checked; raises ConfigError naming the file."""
     if config.metrics_web_config_file is None:
@@ -233,6 +266,11 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     reloads = _reload_on_sighup(loop, broker, config, server_ssl, metrics)
     bound_port = server.sockets[0].getsockname()[1]
     broker.set_bound_port(bound_port)
+    try:
+        kafka_server = await _listen_kafka(broker, config, registry, server_ssl)
+    except BaseException:
+        server.close()
+        raise
     tasks = {
         asyncio.create_task(_periodically(config.log_retention_check_interval_ms,
                                           lambda: _retention(broker), "retention")),
@@ -250,6 +288,8 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     finally:
         log.info("shutting down: no new connections, draining in-flight requests")
         server.close()
+        if kafka_server is not None:
+            kafka_server.close()
         broker.lifecycle.stopping = True
         broker.notifier.notify_all()
         await registry.drain(config.shutdown_grace_ms / 1000)
@@ -259,5 +299,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         await broker.replicas.stop()
         await broker.groups.stop()
         await server.wait_closed()
+        if kafka_server is not None:
+            await kafka_server.wait_closed()
         if reloads:
             loop.remove_signal_handler(signal.SIGHUP)

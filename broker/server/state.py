@@ -22,7 +22,7 @@ from typing import Callable
 
 from tslog.protocol.sasl import ScramLogin
 
-from ..cluster.view import ClusterView, LocalClusterView
+from ..cluster.view import ClusterView, LocalClusterView, kafka_address
 from ..config import BrokerConfig, parse_host_port
 from ..group_offsets import GroupOffsetStore
 from ..group_state import GroupStateStore
@@ -169,6 +169,13 @@ class Broker:
             self.advertised_port = port
             if self._local_view is not None:
                 self._local_view.address = (self.advertised_host, port)
+
+    def set_kafka_port(self, port: int) -> None:
+        """Advertise the Kafka listener's bound port in this broker's Metadata (a cluster's
+        brokers publish theirs in etcd, from ``kafka_listen``, whose port is fixed)."""
+        if self._local_view is not None:
+            host = kafka_address(self.config)[0]
+            self._local_view.kafka_address = (host, port)
 
     def close(self) -> None:
         """Finish the group commit's rounds and stop its thread; checkpoint replication

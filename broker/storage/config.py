@@ -45,6 +45,14 @@ RANGES: dict[str, tuple[int, int]] = {
     "producer.id.expiration.ms": (1, _INT64_MAX),
 }
 
+# Keys whose value is one word of a fixed set rather than an integer (Kafka's spelling).
+# ``message.timestamp.type`` says which timestamp Kafka clients see (docs/kafka.md): tslog
+# stamps every batch with a LogAppendTime and indexes both times, so storage never reads
+# it; only the Kafka listener does, per batch it converts and per time lookup.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "message.timestamp.type": ("LogAppendTime", "CreateTime"),
+}
+
 
 class ConfigError(ValueError):
     """Configuration values are invalid: a topic's, the broker's ``[log]`` defaults or the
@@ -80,11 +88,18 @@ class LogConfig:
     min_insync_replicas: int = 1  # acks=all is refused (NOT_ENOUGH_REPLICAS) with a smaller ISR
     replica_lag_time_max_ms: int = 30_000  # a follower not caught up this long leaves the ISR
     producer_id_expiration_ms: int = _DAY_MS  # forget an idempotent producer idle this long
+    # What Kafka clients are handed as each record's timestamp (CHOICES); LogAppendTime
+    # fits tslog's design: the broker's LAT is the time every index and retention runs on.
+    message_timestamp_type: str = "LogAppendTime"
 
     def __post_init__(self) -> None:
         problems = []
         for name, key in _KEYS.items():
             value = getattr(self, name)
+            if key in CHOICES:
+                if value not in CHOICES[key]:
+                    problems.append(_choice_problem(key, value))
+                continue
             low, high = RANGES[key]
             if not _is_int(value):
                 problems.append(f"{key} must be an integer, got {_shown(value)}")
@@ -105,6 +120,12 @@ class LogConfig:
         changes = {}
         problems = []
         for key, value in values.items():
+            if key in CHOICES:
+                if value in CHOICES[key]:
+                    changes[known[key]] = value
+                else:
+                    problems.append(_choice_problem(key, value))
+                continue
             if isinstance(value, str):
                 text = value.strip(" \t")
                 if not _DECIMAL.fullmatch(text):
@@ -125,7 +146,7 @@ class LogConfig:
             raise ConfigError(problems)
         return dataclasses.replace(base or cls(), **changes)
 
-    def to_mapping(self) -> dict[str, int]:
+    def to_mapping(self) -> dict[str, int | str]:
         return {key: getattr(self, name) for name, key in _KEYS.items()}
 
     def create_time_problem(self, min_create_time: int, max_create_time: int, now: int) -> str | None:
@@ -154,14 +175,18 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# Field name -> Kafka's dotted key. Every field is read and checked as an integer (a decimal
-# string from the wire or the environment, an int from TOML), so the annotations must say
-# so: a field of another type needs its own parser here before it can be added.
+# Field name -> Kafka's dotted key. Every field but the CHOICES is read and checked as an
+# integer (a decimal string from the wire or the environment, an int from TOML), so the
+# annotations must say so: a field of another type needs its own parser here first.
 _KEYS = {field.name: _dotted(field.name) for field in dataclasses.fields(LogConfig)}
 _NOT_INT = sorted(name for name, hint in typing.get_type_hints(LogConfig).items()
-                  if name in _KEYS and hint is not int)
+                  if name in _KEYS and _KEYS[name] not in CHOICES and hint is not int)
 if _NOT_INT:
     raise TypeError(f"LogConfig fields must be int (they are parsed as integers): {_NOT_INT}")
+
+
+def _choice_problem(key: str, value: Any) -> str:
+    return f"{key} must be one of {', '.join(CHOICES[key])}, got {_shown(value)}"
 
 
 def _shown(value: Any) -> str:

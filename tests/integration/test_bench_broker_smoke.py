@@ -23,7 +23,8 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
                   "Consume from a timestamp to the end",
                   "Lookup by time: ListOffsets round trip",
                   "Produce while Prometheus-speed scraping",
-                  "Security: plain TCP against TLS + SASL/SCRAM-SHA-256 (same run)"):
+                  "Security: plain TCP against TLS + SASL/SCRAM-SHA-256 (same run)",
+                  "Kafka listener: confluent-kafka against the native raw path"):
         assert title in out, out
     for header in ("| acks", "records/s (min-max)", "tslog/Redis XADD c=1", "target?",
                    "p50 us", "p99 us (min-max)", "p99.9 us"):

@@ -13,14 +13,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tslog.broker.storage.config import RANGES, ConfigError, LogConfig
+from tslog.broker.storage.config import CHOICES, RANGES, ConfigError, LogConfig
 
 KEYS = sorted(RANGES)
 
 
 def test_every_key_has_a_range_and_the_defaults_are_inside_it():
-    assert set(RANGES) == set(LogConfig().to_mapping())
+    assert set(RANGES) | set(CHOICES) == set(LogConfig().to_mapping())
+    assert not set(RANGES) & set(CHOICES)
     for key, value in LogConfig().to_mapping().items():
+        if key in CHOICES:
+            assert value in CHOICES[key], key
+            continue
         low, high = RANGES[key]
         assert low <= value <= high, key
 
@@ -121,3 +125,12 @@ def test_the_documented_table_matches_the_ranges():
 def _documented(bound: int) -> str:
     names = {2**31 - 1: "2^31-1", 2**63 - 1: "2^63-1", 1 << 30: "2^30"}
     return names.get(bound, str(bound))
+
+
+def test_a_choice_takes_only_its_words():
+    config = LogConfig.from_mapping({"message.timestamp.type": "CreateTime"})
+    assert config.message_timestamp_type == "CreateTime"
+    assert LogConfig().message_timestamp_type == "LogAppendTime"
+    for bad in ("createtime", "", 1, "LogAppendTime "):
+        with pytest.raises(ConfigError, match="message.timestamp.type must be one of"):
+            LogConfig.from_mapping({"message.timestamp.type": bad})

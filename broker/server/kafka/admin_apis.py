@@ -1,0 +1,210 @@
+"""Kafka's Metadata, CreateTopics, DeleteTopics, DescribeConfigs and InitProducerId, served
+by tslog's native handlers (``handlers.py``, ``replication_handlers.py``).
+
+As in ``data_apis.py``: a Kafka body in, the native body to the native (gated) handler, its
+answer back in Kafka's shape. What only the Kafka side knows is added here: Metadata lists
+the brokers' *Kafka* addresses (``ClusterView.kafka_brokers``; a broker without a Kafka
+listener is left out), topic ids are the null UUID (tslog names topics only; no version that
+needs ids is advertised), and DescribeConfigs reports Kafka's config sources and types.
+
+Refused, with INVALID_REQUEST and a message, rather than half-done: CreateTopics with
+``validate_only`` or explicit replica ``assignments``, and InitProducerId for a
+``transactional_id`` (tslog has no transactions).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.messages import ApiKey
+
+from ...storage.config import CHOICES
+from ...topics import TopicError
+from .request_info import KafkaRequestInfo
+from .services import KafkaServices
+from .data_apis import _then
+
+_NULL_UUID = uuid.UUID(int=0)
+_INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
+# Kafka's DescribeConfigs sources and types (DescribeConfigsResponse.json).
+_SOURCE = {"topic": 1, "broker": 4, "default": 5}  # DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT
+_STRING, _LONG = 2, 5
+_TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
+
+
+# ------------------------------------------------------------------------------- metadata
+
+
+def metadata(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    topics = body["topics"]
+    names = None if topics is None or (version == 0 and not topics) else \
+        [t["name"] for t in topics if t.get("name") is not None]
+    native = services.native[ApiKey.METADATA]({"topics": names})
+    brokers = [{"node_id": node, "host": host, "port": port, "rack": None}
+               for node, (host, port) in sorted(services.cluster.kafka_brokers().items())]
+    out = []
+    for topic in native.get("topics", ()):
+        out.append({
+            "error_code": int(topic["error_code"]), "name": topic["topic"],
+            "topic_id": _NULL_UUID, "is_internal": False,
+            "topic_authorized_operations": -2147483648,
+            "partitions": [{"error_code": int(p["error_code"]),
+                            "partition_index": p["partition"], "leader_id": p["leader"],
+                            "leader_epoch": p["leader_epoch"], "replica_nodes": p["replicas"],
+                            "isr_nodes": p["isr"], "offline_replicas": []}
+                           for p in topic["partitions"]]})
+    return {"throttle_time_ms": 0, "brokers": brokers,
+            "cluster_id": services.config.cluster_name,
+            "controller_id": native.get("controller_id", -1), "topics": out,
+            "cluster_authorized_operations": -2147483648}
+
+
+# --------------------------------------------------------------------------- create/delete
+
+
+def create_topics(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    entries, refused = [], {}
+    for topic in body["topics"]:
+        name = topic["name"]
+        if body.get("validate_only"):
+            refused[name] = "validate_only is not served by tslog's Kafka listener"
+        elif topic["assignments"]:
+            refused[name] = "replica assignments are chosen by tslog, not by the client"
+        else:
+            entries.append({"topic": name, "partitions": topic["num_partitions"],
+                            "replication_factor": topic["replication_factor"],
+                            "configs": {c["name"]: c["value"] for c in topic["configs"]
+                                        if c["value"] is not None}})
+    if not entries:
+        return _created(services, body, {}, refused)
+    result = services.native[ApiKey.CREATE_TOPICS]({"topics": entries,
+                                                    "timeout_ms": max(body["timeout_ms"], 0)})
+    return _then(result, lambda native: _created(services, body, native, refused))
+
+
+def _created(services: KafkaServices, body: dict, native: dict, refused: dict) -> dict:
+    results = {r["topic"]: r for r in native.get("topics", ())}
+    whole = None if "topics" in native or not native else native
+    out = []
+    for topic in body["topics"]:
+        name = topic["name"]
+        entry = {"name": name, "topic_id": _NULL_UUID, "num_partitions": -1,
+                 "replication_factor": -1, "configs": None}
+        result = results.get(name)
+        if name in refused:
+            entry.update(error_code=_INVALID_REQUEST, error_message=refused[name])
+        elif result is None:
+            entry.update(error_code=int((whole or {}).get("error_code", _INVALID_REQUEST)),
+                         error_message=(whole or {}).get("error_message"))
+        else:
+            entry.update(error_code=int(result["error_code"]),
+                         error_message=result.get("error_message"))
+            created = services.topics.topics.get(name)
+            if entry["error_code"] == 0 and created is not None:
+                entry.update(num_partitions=created.partitions,
+                             replication_factor=created.replication_factor,
+                             configs=_topic_configs(services, name, None, 5))
+        out.append(entry)
+    return {"throttle_time_ms": 0, "topics": out}
+
+
+def delete_topics(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    names = body["topic_names"]
+    result = services.native[ApiKey.DELETE_TOPICS]({"topics": list(names),
+                                                    "timeout_ms": max(body["timeout_ms"], 0)})
+
+    def finish(native: dict) -> dict:
+        results = {r["topic"]: int(r["error_code"]) for r in native.get("topics", ())}
+        whole = int(native.get("error_code", _INVALID_REQUEST))
+        return {"throttle_time_ms": 0, "responses": [
+            {"name": name, "error_code": results.get(name, whole), "error_message": None}
+            for name in names]}
+
+    return _then(result, finish)
+
+
+# ------------------------------------------------------------------------------- configs
+
+
+def _topic_configs(services: KafkaServices, name: str, keys, version: int) -> list[dict] | None:
+    try:
+        entries = services.topics.describe_topic_configs(name)
+    except TopicError:  # deleted again since
+        return None
+    return _config_entries(entries, keys, version)
+
+
+def _config_entries(entries, keys, version: int) -> list[dict]:
+    wanted = None if keys is None else set(keys)
+    return [{"name": e.name, "value": e.value, "read_only": False,
+             "is_default": e.source == "default", "config_source": _SOURCE[e.source],
+             "is_sensitive": False, "synonyms": [],
+             "config_type": _STRING if e.name in CHOICES else _LONG, "documentation": None}
+            for e in entries if wanted is None or e.name in wanted]
+
+
+def describe_configs(services: KafkaServices, body: dict, version: int,
+                     info: KafkaRequestInfo):
+    kinds = {_TOPIC_RESOURCE: "topic", _BROKER_RESOURCE: "broker"}
+    asked = [r for r in body["resources"] if r["resource_type"] in kinds]
+    native = services.native[ApiKey.DESCRIBE_CONFIGS](
+        {"resources": [{"type": kinds[r["resource_type"]], "name": r["resource_name"]}
+                       for r in asked]})
+    answers = iter(native.get("resources", ()))
+    results = []
+    for resource in body["resources"]:
+        result = {"resource_type": resource["resource_type"],
+                  "resource_name": resource["resource_name"], "configs": []}
+        if resource["resource_type"] not in kinds:
+            result.update(error_code=_INVALID_REQUEST,
+                          error_message="tslog describes topics and brokers only")
+        else:
+            answer = next(answers, None)
+            if answer is None:
+                result.update(error_code=int(native.get("error_code", _INVALID_REQUEST)),
+                              error_message=native.get("error_message"))
+            else:
+                result.update(error_code=int(answer["error_code"]),
+                              error_message=answer.get("error_message"))
+                result["configs"] = _config_entries(
+                    _Entry.of(answer["configs"]), resource["configuration_keys"], version)
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+class _Entry:
+    """A native DescribeConfigs entry (a dict) read like ``topics.ConfigEntry``."""
+
+    __slots__ = ("name", "value", "source")
+
+    def __init__(self, entry: dict) -> None:
+        self.name, self.value, self.source = entry["name"], entry["value"], entry["source"]
+
+    @classmethod
+    def of(cls, entries: list[dict]) -> list["_Entry"]:
+        return [cls(entry) for entry in entries]
+
+
+# -------------------------------------------------------------------------- producer ids
+
+
+def init_producer_id(services: KafkaServices, body: dict, version: int,
+                     info: KafkaRequestInfo):
+    if body["transactional_id"] is not None:
+        return {"throttle_time_ms": 0, "error_code": _INVALID_REQUEST, "producer_id": -1,
+                "producer_epoch": -1}
+    result = services.native[ApiKey.INIT_PRODUCER_ID]({})
+    return _then(result, lambda native: {
+        "throttle_time_ms": 0, "error_code": int(native.get("error_code", 0)),
+        "producer_id": native.get("producer_id", -1),
+        "producer_epoch": native.get("producer_epoch", -1)})
+
+
+ADMIN_ADAPTERS = {
+    ApiKey.METADATA: metadata,
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id,
+}

@@ -1,0 +1,236 @@
+"""Kafka's Produce, Fetch and ListOffsets, served by tslog's own data-path handlers.
+
+Each adapter turns a Kafka body into the native body, calls the native handler (gated when
+the authorizer is on: ``services.py``), and turns its answer into the Kafka response body.
+So acks 0/1/-1, group commit, the idempotent producers' duplicate and sequence checks, the
+CreateTime bounds, the high watermark and long polls are the native path's, not copies.
+
+Records are converted at this edge, one batch at a time (``tslog.protocol.kafka.convert``):
+a produced Kafka batch becomes one tslog batch before the native handler sees it; a fetched
+tslog batch becomes one Kafka batch marked with the topic's ``message.timestamp.type``
+(LogAppendTime: tslog's LAT; CreateTime: each record's own). ListOffsets by time searches the
+index of the same type, so a Kafka client's ``offsets_for_times`` equals tslog's own lookup.
+
+Kafka's features tslog does not have are answered, not faked: a transactional batch is
+refused with INVALID_REQUEST (transactions are not served), fetch sessions are never opened
+(session id 0: clients send full fetches), and read_committed reads up to the high watermark,
+which is Kafka's last stable offset when no transaction exists.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+from tslog.protocol.errors import BatchFormatError, ErrorCode
+from tslog.protocol.kafka import convert, record_batch
+from tslog.protocol.kafka.errors import KafkaBatchError
+from tslog.protocol.messages import ApiKey
+from tslog.protocol.records import split_batches
+
+from .request_info import KafkaRequestInfo
+from .services import KafkaServices
+
+log = logging.getLogger("tslog.broker.kafka")
+
+_TRANSACTIONAL = 0x10  # RecordBatch attributes: the transactional and control bits
+_CONTROL = 0x20
+_CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
+_INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
+_TIMESTAMP_TYPE = {"LogAppendTime": record_batch.LOG_APPEND_TIME,
+                   "CreateTime": record_batch.CREATE_TIME}
+_INDEX = {"LogAppendTime": "append", "CreateTime": "create"}
+
+
+def _then(result, finish):
+    """``finish(result)`` now, or once the native handler's awaitable is done."""
+    if inspect.isawaitable(result):
+        async def later():
+            return finish(await result)
+        return later()
+    return finish(result)
+
+
+# ------------------------------------------------------------------------------------ produce
+
+
+def _to_tslog(records) -> bytes:
+    """A Kafka ``records`` field (batches back to back) as tslog batches back to back.
+
+    Raises:
+        KafkaBatchError: a malformed batch (``UnsupportedCompression`` for a codec this
+            install cannot read), or a transactional or control batch.
+    """
+    pieces = []
+    for piece in record_batch.split_batches(records):
+        batch = record_batch.decode_batch(piece)
+        if batch.attributes & (_TRANSACTIONAL | _CONTROL):
+            raise _Transactional("transactional batches are not served (no transactions)")
+        pieces.append(convert.kafka_to_tslog(batch))
+    if not pieces:
+        raise KafkaBatchError("records holds no batch")
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+class _Transactional(KafkaBatchError):
+    error_code = ErrorCode.INVALID_REQUEST
+
+
+def produce(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    acks = body["acks"]
+    refused: dict[tuple[str, int], tuple[int, str]] = {}
+    topics = []
+    for group in body["topic_data"]:
+        name = group["name"]
+        partitions = []
+        for entry in group["partition_data"]:
+            try:
+                partitions.append({"partition": entry["index"],
+                                   "records": _to_tslog(entry["records"])})
+            except KafkaBatchError as exc:
+                code = int(getattr(exc, "error_code", _CORRUPT))
+                refused[name, entry["index"]] = (code, str(exc))
+                log.info("%s: produce %r-%d refused: %s", info.client_host, name,
+                         entry["index"], exc)
+        if partitions:
+            topics.append({"topic": name, "partitions": partitions})
+    if acks not in (-1, 0, 1):  # Kafka's INVALID_REQUIRED_ACKS, on every partition
+        return _produce_response(services, body, None, refused, ErrorCode.INVALID_REQUIRED_ACKS)
+    result = None
+    if topics:
+        result = services.native[ApiKey.PRODUCE](
+            {"acks": acks, "timeout_ms": max(body["timeout_ms"], 0), "topics": topics})
+    if acks == 0:
+        return None
+    return _then(result, lambda native: _produce_response(services, body, native, refused))
+
+
+def _produce_response(services: KafkaServices, body: dict, native: dict | None,
+                      refused: dict, every: int = 0) -> dict:
+    """The Kafka answer in the request's order: the native handler's results, the batches
+    refused before it ran (``refused``), or ``every`` partition's error code."""
+    if native is not None and "topics" not in native:  # a whole-request error body
+        every = every or int(native.get("error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+    answered = {}
+    for group in (native or {}).get("topics", ()):
+        for result in group["partitions"]:
+            answered[group["topic"], result["partition"]] = result
+    responses = []
+    for group in body["topic_data"]:
+        name = group["name"]
+        out = []
+        for entry in group["partition_data"]:
+            index = entry["index"]
+            result = answered.get((name, index))
+            if every or result is None:
+                code, message = refused.get((name, index), (int(every) or _INVALID_REQUEST, None))
+                out.append({"index": index, "error_code": code, "base_offset": -1,
+                            "log_append_time_ms": -1, "log_start_offset": -1,
+                            "error_message": message})
+                continue
+            lat = -1
+            if result["error_code"] == 0 and \
+                    services.timestamp_type(name, index) == "LogAppendTime":
+                lat = result["log_append_time"]
+            out.append({"index": index, "error_code": int(result["error_code"]),
+                        "base_offset": result["base_offset"], "log_append_time_ms": lat,
+                        "log_start_offset": result["log_start_offset"]})
+        responses.append({"name": name, "partition_responses": out})
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+# -------------------------------------------------------------------------------------- fetch
+
+
+def fetch(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    max_bytes = body["max_bytes"] if version >= 3 else services.config.fetch_max_bytes
+    native_body = {
+        "replica_id": -1,  # a Kafka client is always a consumer here, never a follower
+        "max_wait_ms": max(body["max_wait_ms"], 0),
+        "min_bytes": max(body["min_bytes"], 0),
+        "max_bytes": max(max_bytes, 0),
+        "topics": [{"topic": group["topic"], "partitions": [
+            {"partition": p["partition"], "fetch_offset": p["fetch_offset"],
+             "max_bytes": max(p["partition_max_bytes"], 0)} for p in group["partitions"]]}
+            for group in body["topics"]],
+    }
+    result = services.native[ApiKey.FETCH](native_body)
+    return _then(result, lambda native: _fetch_response(services, native))
+
+
+def _fetch_response(services: KafkaServices, native: dict) -> dict:
+    if "topics" not in native:  # a whole-request error body (e.g. denied by the authorizer)
+        return {"error_code": int(native.get("error_code", -1)), "responses": []}
+    responses = []
+    for group in native["topics"]:
+        topic = group["topic"]
+        out = []
+        for result in group["partitions"]:
+            partition = result["partition"]
+            code = int(result["error_code"])
+            records = result.get("records") or b""
+            if code == 0 and records:
+                try:
+                    kind = _TIMESTAMP_TYPE[services.timestamp_type(topic, partition)]
+                    records = b"".join(convert.tslog_to_kafka(batch, kind)
+                                       for batch in split_batches(records))
+                except (BatchFormatError, ValueError) as exc:
+                    log.error("fetch %s-%d: a stored batch cannot be converted: %s", topic,
+                              partition, exc)
+                    code, records = _CORRUPT, b""
+            out.append({"partition_index": partition, "error_code": code,
+                        "high_watermark": result["high_watermark"],
+                        "last_stable_offset": result["high_watermark"],
+                        "log_start_offset": result["log_start_offset"],
+                        "aborted_transactions": None if code == 0 else [],
+                        "preferred_read_replica": -1, "records": records})
+        responses.append({"topic": topic, "partitions": out})
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+# ------------------------------------------------------------------------------- list offsets
+
+
+def list_offsets(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    """One native ListOffsets per timestamp type present (each topic's own index)."""
+    by_index: dict[str, list] = {}
+    for group in body["topics"]:
+        for entry in group["partitions"]:
+            index = _INDEX[services.timestamp_type(group["name"], entry["partition_index"])]
+            by_index.setdefault(index, []).append(
+                (group["name"], entry["partition_index"], entry["timestamp"]))
+    found: dict[tuple[str, int], dict] = {}
+    for index, entries in by_index.items():
+        grouped: dict[str, list] = {}
+        for topic, partition, timestamp in entries:
+            grouped.setdefault(topic, []).append({"partition": partition, "timestamp": timestamp})
+        native = services.native[ApiKey.LIST_OFFSETS](
+            {"replica_id": -1, "timestamp_type": index,
+             "topics": [{"topic": t, "partitions": ps} for t, ps in grouped.items()]})
+        for group in native.get("topics", ()):
+            for result in group["partitions"]:
+                found[group["topic"], result["partition"]] = result
+    topics = []
+    for group in body["topics"]:
+        out = []
+        for entry in group["partitions"]:
+            partition = entry["partition_index"]
+            result = found.get((group["name"], partition))
+            if result is None:
+                out.append({"partition_index": partition, "error_code": _INVALID_REQUEST,
+                            "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                continue
+            state = services.cluster.partition_state(group["name"], partition)
+            out.append({"partition_index": partition, "error_code": int(result["error_code"]),
+                        "timestamp": result["timestamp"], "offset": result["offset"],
+                        "leader_epoch": -1 if state is None or result["offset"] < 0
+                        else state.leader_epoch})
+        topics.append({"name": group["name"], "partitions": out})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+DATA_ADAPTERS = {
+    ApiKey.PRODUCE: produce,
+    ApiKey.FETCH: fetch,
+    ApiKey.LIST_OFFSETS: list_offsets,
+}

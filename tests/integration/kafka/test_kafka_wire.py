@@ -1,0 +1,163 @@
+"""The Kafka listener at the byte level: an API or version it does not serve is answered
+UNSUPPORTED_VERSION and the connection goes on; garbage closes that connection only; the
+authorizer judges Kafka requests as native ones; a Fetch long-polls."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+from tslog.client import Producer
+from tslog.protocol.kafka import decode_response, encode_request
+from tslog.protocol.kafka.record_batch import iter_batches
+
+UNSUPPORTED_VERSION = 35
+
+
+def _connect(broker) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", broker.kafka_port), timeout=10)
+
+
+def _send(sock, data: bytes) -> None:
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def _receive(sock) -> bytes | None:
+    """One response without its size, or None when the broker closed the connection."""
+    head = _read(sock, 4)
+    if head is None:
+        return None
+    return _read(sock, struct.unpack(">I", head)[0])
+
+
+def _read(sock, count: int) -> bytes | None:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _api_versions_ok(sock, correlation_id: int) -> None:
+    _send(sock, encode_request(18, 3, correlation_id, "wire-test", {}))
+    got, body = decode_response(18, 3, _receive(sock))
+    assert (got, body["error_code"]) == (correlation_id, 0)
+    keys = {entry["api_key"]: (entry["min_version"], entry["max_version"])
+            for entry in body["api_keys"]}
+    assert keys[0] == (3, 11) and keys[1] == (4, 12) and keys[18] == (0, 4)
+
+
+def test_an_unserved_api_or_version_is_answered_unsupported_and_the_connection_goes_on(
+        kafka_broker):
+    with _connect(kafka_broker) as sock:
+        # CreatePartitions (37): not in the codec, not served.
+        _send(sock, struct.pack(">hhih", 37, 0, 11, -1))
+        assert _receive(sock) == struct.pack(">ih", 11, UNSUPPORTED_VERSION)
+        # Produce v0: decodable, but not advertised (no RecordBatch v2 before v3).
+        _send(sock, encode_request(0, 0, 12, None, {"acks": 1, "timeout_ms": 10,
+                                                    "topic_data": []}))
+        assert _receive(sock) == struct.pack(">ih", 12, UNSUPPORTED_VERSION)
+        # ApiVersions in a version from the future: Kafka's v0 answer, with the versions.
+        _send(sock, struct.pack(">hhih", 18, 99, 13, -1))
+        got, body = decode_response(18, 0, _receive(sock))
+        assert (got, body["error_code"]) == (13, UNSUPPORTED_VERSION)
+        assert {entry["api_key"] for entry in body["api_keys"]} >= {0, 1, 2, 3, 18}
+        _api_versions_ok(sock, 14)
+
+
+def test_garbage_closes_that_connection_only(kafka_broker):
+    with _connect(kafka_broker) as bystander:
+        _api_versions_ok(bystander, 1)
+        for garbage in (b"\x00\x00\x00\x03abc",  # shorter than a request header
+                        b"\xff\xff\xff\xf0" + b"x" * 64,  # a size past max_frame_bytes
+                        struct.pack(">I", 12) + struct.pack(">hhi", 3, 12, 5) + b"\xff" * 4,
+                        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"):
+            with _connect(kafka_broker) as sock:
+                sock.sendall(garbage)
+                assert _receive(sock) is None, garbage
+        _api_versions_ok(bystander, 2)
+    assert "Traceback" not in kafka_broker.process.log_text()
+    assert kafka_broker.process.running
+
+
+@pytest.mark.slow  # two broker starts (about 5 s)
+def test_the_authorizer_judges_kafka_requests_as_it_judges_native_ones(broker_factory):
+    """ACLs on, none granted (and no allow-everyone): a Kafka Produce is denied per
+    partition, a ListOffsets too, and Metadata hides the topic, as on the native port."""
+    from tslog.client import Admin
+    from tslog.protocol.kafka.record_batch import encode_batch
+    from tests.helpers.broker_process import free_port
+
+    port = free_port()
+    broker = broker_factory(args=["--kafka-listen", f"127.0.0.1:{port}"])
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("guarded")
+    broker.restart(env={"TSLOG_AUTHORIZER_ENABLED": "true"})
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        batch = encode_batch([b"v"], [None], [1])
+        _send(sock, encode_request(0, 9, 1, "acl-test", {
+            "acks": 1, "timeout_ms": 1000, "topic_data": [
+                {"name": "guarded", "partition_data": [{"index": 0, "records": batch}]}]}))
+        _, body = decode_response(0, 9, _receive(sock))
+        assert body["responses"][0]["partition_responses"][0]["error_code"] == 29
+        _send(sock, encode_request(2, 7, 2, "acl-test", {"replica_id": -1, "topics": [
+            {"name": "guarded", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}))
+        _, body = decode_response(2, 7, _receive(sock))
+        assert body["topics"][0]["partitions"][0]["error_code"] == 29
+        _send(sock, encode_request(3, 12, 3, "acl-test", {"topics": None}))
+        _, body = decode_response(3, 12, _receive(sock))
+        assert body["topics"] == []
+
+
+def _fetch_body(topic: str, offset: int, *, max_wait_ms: int, min_bytes: int,
+                partition_max_bytes: int = 1 << 20) -> dict:
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+            "max_bytes": 50 << 20, "isolation_level": 1, "topics": [
+                {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset,
+                                                 "partition_max_bytes": partition_max_bytes}]}]}
+
+
+def test_a_fetch_long_polls_until_a_produce_and_honours_partition_max_bytes(kafka_broker):
+    """An empty partition's Fetch (read_committed) waits, is woken by a produce on the
+    native port well before max_wait_ms, and a 1-byte partition max still gets one batch."""
+    topic = kafka_broker.topic("poll")
+    with _connect(kafka_broker) as sock, Producer(kafka_broker.bootstrap) as producer:
+        _send(sock, encode_request(1, 12, 1, "poll-test", _fetch_body(
+            topic, 0, max_wait_ms=20_000, min_bytes=1)))
+        time.sleep(0.3)  # the fetch is parked at the broker by now
+        started = time.monotonic()
+        producer.send(topic, b"first", partition=0).get(10)
+        _, body = decode_response(1, 12, _receive(sock))
+        assert time.monotonic() - started < 5
+        part = body["responses"][0]["partitions"][0]
+        assert (part["error_code"], part["high_watermark"]) == (0, 1)
+        assert [b.values for b in iter_batches(part["records"])] == [[b"first"]]
+        producer.send(topic, b"second", partition=0).get(10)
+        _send(sock, encode_request(1, 12, 2, "poll-test", _fetch_body(
+            topic, 0, max_wait_ms=0, min_bytes=0, partition_max_bytes=1)))
+        _, body = decode_response(1, 12, _receive(sock))
+        records = body["responses"][0]["partitions"][0]["records"]
+        assert [b.values for b in iter_batches(records)] == [[b"first"]]
+
+
+def test_list_offsets_earliest_latest_and_max_timestamp(kafka_broker):
+    """-2, -1 and -3 (KIP-734) on a CreateTime topic whose CreateTimes go up and down."""
+    topic = kafka_broker.topic("special", message_timestamp_type="CreateTime")
+    now = int(time.time() * 1000)
+    with Producer(kafka_broker.bootstrap) as producer:
+        for delta in (-5000, -1000, -3000):
+            producer.send(topic, b"x", partition=0, timestamp_ms=now + delta).get(10)
+    with _connect(kafka_broker) as sock:
+        answers = []
+        for cid, timestamp in enumerate((-2, -1, -3)):
+            _send(sock, encode_request(2, 7, cid, "special", {"replica_id": -1, "topics": [
+                {"name": topic, "partitions": [{"partition_index": 0,
+                                                "timestamp": timestamp}]}]}))
+            part = decode_response(2, 7, _receive(sock))[1]["topics"][0]["partitions"][0]
+            answers.append((part["error_code"], part["offset"], part["timestamp"]))
+    assert answers == [(0, 0, -1), (0, 3, -1), (0, 1, now - 1000)]
