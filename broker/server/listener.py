@@ -241,6 +241,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     }
     broker.replicas.start()
     broker.groups.start()
+    broker.classic_groups.start()
     log.info("tslog-broker listening on %s:%d%s", host, bound_port,
              " (TLS)" if server_ssl is not None else "")
     if ready is not None:
@@ -258,6 +259,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         await asyncio.gather(*tasks, return_exceptions=True)
         await broker.replicas.stop()
         await broker.groups.stop()
+        await broker.classic_groups.stop()
         await server.wait_closed()
         if reloads:
             loop.remove_signal_handler(signal.SIGHUP)
