@@ -47,86 +47,24 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 
 from ...protocol.errors import ErrorCode
+from .classic_views import (
+    PENDING,
+    ClassicConfig,
+    ClassicGroupDescription,
+    ClassicMemberDescription,
+    ClassicState,
+    Completed,
+    JoinResponse,
+    SyncResponse,
+    _Pending,
+)
 
+__all__ = ["PENDING", "ClassicConfig", "ClassicGroupDescription", "ClassicGroups",
+           "ClassicMemberDescription", "ClassicState", "Completed", "JoinResponse",
+           "SyncResponse"]
 
-class ClassicState(Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicConfig:
-    """Kafka's broker settings of the same names (``group.min.session.timeout.ms`` ...)."""
-
-    min_session_timeout_ms: int = 6_000
-    max_session_timeout_ms: int = 1_800_000
-    group_max_size: int = 1_000
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResponse:
-    """``members`` (member id, protocol metadata) is filled for the leader only."""
-
-    error: ErrorCode
-    member_id: str
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    members: tuple[tuple[str, bytes], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResponse:
-    error: ErrorCode
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class Completed:
-    """A JoinGroup or SyncGroup answered after the call that made it wait."""
-
-    token: object
-    response: JoinResponse | SyncResponse
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicMemberDescription:
-    member_id: str
-    client_id: str
-    session_timeout_ms: int
-    last_seen_ms: int
-    awaiting_join: bool
-    awaiting_sync: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicGroupDescription:
-    group_id: str
-    state: ClassicState
-    generation_id: int
-    protocol_type: str | None
-    protocol_name: str | None
-    leader: str | None
-    members: tuple[ClassicMemberDescription, ...]
-
-
-class _Pending:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "PENDING"
-
-
-PENDING = _Pending()  # the answer will come as a ``Completed`` event
 
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's preference order
 
