@@ -173,7 +173,8 @@ class ClassicGroups:
                 self._membership_changed(group, now_ms)
             if (group.state is ClassicState.PREPARING_REBALANCE
                     and group.join_deadline_ms is not None and group.join_deadline_ms <= now_ms):
-                self._complete_join(group, now_ms)
+                removed.extend((group.group_id, member_id)
+                               for member_id in self._complete_join(group, now_ms))
             else:
                 self._try_complete_join(group, now_ms)
         return removed
@@ -282,17 +283,18 @@ class ClassicGroups:
                 and all(m.join_token is not None for m in group.members.values())):
             self._complete_join(group, now_ms)
 
-    def _complete_join(self, group: _Group, now_ms: int) -> None:
-        """Drop the members that did not rejoin, start the next generation, answer the
-        JoinGroups."""
-        for member_id in [m.member_id for m in group.members.values() if m.join_token is None]:
+    def _complete_join(self, group: _Group, now_ms: int) -> list[str]:
+        """Drop the members that did not rejoin (their ids are returned), start the next
+        generation, answer the JoinGroups."""
+        dropped = [m.member_id for m in group.members.values() if m.join_token is None]
+        for member_id in dropped:
             self._remove(group, member_id)
         group.generation_id += 1
         group.join_deadline_ms = None
         if not group.members:
             group.state = ClassicState.EMPTY
             group.protocol_name = group.protocol_type = group.leader = None
-            return
+            return dropped
         group.protocol_name = self._select_protocol(group)
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
@@ -305,6 +307,7 @@ class ClassicGroups:
             member.assignment = b""
             token, member.join_token = member.join_token, None
             self._events.append(Completed(token, self._join_answer(group, member)))
+        return dropped
 
     @staticmethod
     def _select_protocol(group: _Group) -> str:
