@@ -249,3 +249,17 @@ async def test_acls_kafkas_mapping_with_the_requests_principal(make_broker):
     assert (await kcall(services, FETCH, 7, {"group_id": "g", "topics": None},
                         principal="User:eve"))["error_code"] == (
         ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+
+async def test_a_broker_stopping_answers_waiting_requests_coordinator_not_available(broker):
+    services = services_of(broker)
+    first = await kcall(services, JOIN, 1, join_body(), client="a")
+    waiting = asyncio.ensure_future(kcall(services, SYNC, 1, {
+        "group_id": "g", "generation_id": 1, "member_id": "someone-else", "assignments": []}))
+    follower_join = asyncio.ensure_future(kcall(services, JOIN, 1, join_body(), client="b"))
+    await asyncio.sleep(0.01)
+    assert (await waiting)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert not follower_join.done()  # waits for a to rejoin
+    await broker.classic_groups.stop()
+    assert (await follower_join)["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert first["generation_id"] == 1
