@@ -60,6 +60,11 @@ class ClassicGroupService:
     def has_members(self, group_id: str) -> bool:
         return self.machine.has_members(group_id)
 
+    def listings(self) -> list[tuple[str, str, int]]:
+        """(group id, state, member count) of every classic group, for ListGroups."""
+        described = (self.machine.describe(group_id) for group_id in self.machine.group_ids())
+        return [(d.group_id, d.state.name, len(d.members)) for d in described]
+
     # -- the timer ---------------------------------------------------------------------------
 
     def start(self) -> None:

@@ -94,6 +94,8 @@ class GroupService:
         # group id -> whether a Kafka classic group of that id has members (set by the broker
         # once the classic service exists): a join to such a group id is refused.
         self.classic_busy: Callable[[str], bool] = lambda group_id: False
+        # (group id, state, member count) of every Kafka classic group, for ListGroups.
+        self.classic_listing: Callable[[], list[tuple[str, str, int]]] = lambda: []
         if store is not None:
             self._term = self._restore(FileGroupRecords(store), store.load())
 

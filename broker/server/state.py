@@ -111,6 +111,7 @@ class Broker:
         # offsets in ``offsets``; a group id is a classic group or a tslog one, never both.
         self.classic_groups = ClassicGroupService(clock, self._native_group_busy)
         self.groups.classic_busy = self.classic_groups.has_members
+        self.groups.classic_listing = self.classic_groups.listings
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,

@@ -302,3 +302,12 @@ async def test_any_well_typed_request_gets_an_answer_of_its_version(broker, api_
     assert not waiting or api_key in (JOIN, SYNC)
     for pending in waiting:
         pending.cancel()
+
+
+async def test_list_groups_shows_classic_groups_beside_tslogs(broker):
+    services = services_of(broker)
+    await join_two(services)
+    listed = await call(broker, ApiKey.LIST_GROUPS, {"states": None})
+    assert {"group_id": "g", "state": "COMPLETING_REBALANCE", "members": 2} in listed["groups"]
+    only_stable = await call(broker, ApiKey.LIST_GROUPS, {"states": ["stable"]})
+    assert only_stable["groups"] == []
