@@ -132,13 +132,17 @@ def handle_consumer_group_describe(services: GroupApis, body: dict) -> dict:
 
 
 def handle_list_groups(services: GroupApis, body: dict) -> dict:
-    """The coordinator's groups and every group with committed offsets (Empty, 0 members),
-    sorted by id; ``states`` (if given) keeps only groups in one of them."""
+    """The coordinator's groups, Kafka's classic groups (their states are Kafka's names, e.g.
+    PREPARING_REBALANCE) and every group with committed offsets (Empty, 0 members), sorted
+    by id; ``states`` (if given) keeps only groups in one of them."""
     code = coordinator_problem(services)
     if code:
         return {"error_code": int(code), "groups": []}
     listed = {listing.group_id: (listing.state.name, listing.member_count)
               for listing in services.groups.coordinator.list_groups()}
+    for group_id, state, members in services.groups.classic_listing():  # Kafka's classic
+        if not listed.get(group_id, ("", 0))[1]:  # a group id is one kind while it has members
+            listed[group_id] = (state, members)
     for group_id, offsets in services.offsets.all_groups().items():
         if offsets and group_id not in listed:
             listed[group_id] = (GroupState.EMPTY.name, 0)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from typing import Callable, Protocol
 
 from tslog.protocol.errors import ErrorCode
 
 from ..group_state import GroupStateStore
-from ..groups import CoordinatorConfig, GroupCoordinator, HeartbeatResponse
+from ..groups import JOIN_EPOCH, CoordinatorConfig, GroupCoordinator, HeartbeatResponse
 from ..topics import TopicManager
 from .clock import BrokerClock
 
@@ -91,6 +91,11 @@ class GroupService:
         self._wanted: GroupRecords | None = None  # the store the follower should run on
         self._follower: asyncio.Task | None = None
         self._stopped = False
+        # group id -> whether a Kafka classic group of that id has members (set by the broker
+        # once the classic service exists): a join to such a group id is refused.
+        self.classic_busy: Callable[[str], bool] = lambda group_id: False
+        # (group id, state, member count) of every Kafka classic group, for ListGroups.
+        self.classic_listing: Callable[[], list[tuple[str, str, int]]] = lambda: []
         if store is not None:
             self._term = self._restore(FileGroupRecords(store), store.load())
 
@@ -187,7 +192,8 @@ class GroupService:
 
     async def heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                         subscribed_topics, owned) -> HeartbeatResponse:
-        """One member's heartbeat, answered once the group's resulting state is durable.
+        """One member's heartbeat, answered once the group's resulting state is durable. A
+        join to a group id that a Kafka classic group uses answers INCONSISTENT_GROUP_PROTOCOL.
 
         A failed write (or no term at all) answers COORDINATOR_NOT_AVAILABLE: the member
         retries the same heartbeat, which the coordinator accepts again (it keeps the
@@ -195,6 +201,10 @@ class GroupService:
         term = self._term
         if term is None:
             return HeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id,
+                                     member_epoch, 0, None)
+        if member_epoch == JOIN_EPOCH and self.classic_busy(group_id):
+            # One group id, one kind of group (Kafka 4): this one is a classic group.
+            return HeartbeatResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id,
                                      member_epoch, 0, None)
         term.coordinator.set_topics(self._partition_counts())
         answer = term.coordinator.heartbeat(group_id, member_id, member_epoch,

@@ -182,7 +182,8 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     def make_services(connection: KafkaConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
-                             broker.offsets)
+                             broker.offsets, broker.classic_groups,
+                             None if gate is None else gate.authorizer)
 
     try:
         server = await loop.create_server(
@@ -279,6 +280,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     }
     broker.replicas.start()
     broker.groups.start()
+    broker.classic_groups.start()
     log.info("tslog-broker listening on %s:%d%s", host, bound_port,
              " (TLS)" if server_ssl is not None else "")
     if ready is not None:
@@ -298,6 +300,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         await asyncio.gather(*tasks, return_exceptions=True)
         await broker.replicas.stop()
         await broker.groups.stop()
+        await broker.classic_groups.stop()
         await server.wait_closed()
         if kafka_server is not None:
             await kafka_server.wait_closed()

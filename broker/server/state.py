@@ -37,6 +37,7 @@ from ..security.scram import Authenticator
 from ..security.tls import peer_context
 from ..topics import TopicManager
 from .clock import BrokerClock
+from .classic_group_service import ClassicGroupService
 from .committed_offsets import CommittedOffsets, OffsetStore
 from .group_service import GroupService
 from .dispatch import Dispatch, bind_handlers
@@ -106,6 +107,11 @@ class Broker:
         # cluster the controller does, from etcd (cluster_sync.follow_controller).
         self.groups = GroupService(None if config.clustered else GroupStateStore(
             Path(config.data_dir)), topics, clock, config.coordinator_config)
+        # Kafka's classic groups (the Kafka listener's JoinGroup/SyncGroup): in memory, their
+        # offsets in ``offsets``; a group id is a classic group or a tslog one, never both.
+        self.classic_groups = ClassicGroupService(clock, self._native_group_busy)
+        self.groups.classic_busy = self.classic_groups.has_members
+        self.groups.classic_listing = self.classic_groups.listings
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
@@ -153,6 +159,10 @@ class Broker:
         if broker._local_view is not None:  # a cluster allocates producer ids in its store
             broker._local_view.seed_producer_ids(broker.replicas.largest_producer_id())
         return broker
+
+    def _native_group_busy(self, group_id: str) -> bool:
+        coordinator = self.groups.coordinator
+        return coordinator is not None and bool(coordinator.describe(group_id).members)
 
     def use_group_store(self, store: OffsetStore) -> None:
         """Keep committed offsets in ``store`` from now on (a clustered broker's etcd store,

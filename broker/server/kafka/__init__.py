@@ -5,5 +5,7 @@
 an adapter that translates the Kafka body to the native one, calls the native handler the
 msgpack listener uses (so validation, durability, idempotence, long polls and ACLs are
 shared), and translates the answer back. Records are converted per batch at this edge; they
-stay stored in tslog's format. docs/kafka.md is the user's page.
+stay stored in tslog's format. ``group_apis`` serves the classic consumer-group APIs
+(FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
+through ``classic_group_service``. docs/kafka.md is the user's page.
 """

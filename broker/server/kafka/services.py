@@ -10,8 +10,9 @@ the connection's principal by the same rules (Kafka's operation per API).
 The rest is read-only context the translation needs and the native bodies do not carry: the
 topic catalog (each topic's ``message.timestamp.type`` decides how batches and time lookups
 are translated), the cluster view (brokers' Kafka addresses, partition leader epochs) and
-the broker's settings; and, for the group adapters (``group_apis.py``, added to
-``dispatch.ADAPTER_GROUPS``), the group coordinator and the committed offsets.
+the broker's settings; and, for the group adapters (``group_apis.py``, which read the same
+attributes as their own ``KafkaGroupServices``), tslog's group coordinator, the classic
+groups, the committed offsets and the authorizer.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any, Callable
 from ...cluster.view import ClusterView
 from ...config import BrokerConfig
 from ...topics import TopicManager
+from ...security.acl import Authorizer
+from ..classic_group_service import ClassicGroupService
 from ..committed_offsets import CommittedOffsets
 from ..group_service import GroupService
 
@@ -34,6 +37,12 @@ class KafkaServices:
     config: BrokerConfig
     groups: GroupService  # the consumer-group coordinator, for the group adapters
     offsets: CommittedOffsets  # the groups' committed offsets
+    classic: ClassicGroupService  # Kafka's classic groups (JoinGroup, SyncGroup, ...)
+    authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
+
+    def kafka_address(self, node_id: int) -> tuple[str, int] | None:
+        """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""
+        return self.cluster.kafka_brokers().get(node_id)
 
     def timestamp_type(self, topic: str, partition: int) -> str:
         """The partition's ``message.timestamp.type``, read from its open log's config (kept
