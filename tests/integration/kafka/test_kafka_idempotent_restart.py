@@ -22,6 +22,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka import Producer as ConfluentProducer
 
 from tests.helpers.broker_process import free_port
+from tslog.broker.storage import PartitionLog
+from tslog.broker.storage.headers import headers_from
 from tslog.client import Admin, Consumer, TopicPartition
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]  # two broker restarts, ~4 s each
@@ -102,3 +104,13 @@ def test_idempotent_librdkafka_producer_across_a_restart_writes_each_record_once
     for partition in range(PARTITIONS):
         assert got[partition] == [b"%d" % i for i in range(partition, COUNT, PARTITIONS)], \
             (partition, len(got[partition]))
+    # librdkafka kept its producer id and epoch across the restart: the broker took its
+    # sequence numbers up where they were, without a new InitProducerId.
+    broker.terminate()
+    for partition in range(PARTITIONS):
+        plog = PartitionLog(broker.data_dir / f"{topic}-{partition}")
+        try:
+            ids = {(h.producer_id, h.producer_epoch) for h in headers_from(plog, 0)}
+        finally:
+            plog.close_handles()
+        assert len(ids) == 1 and min(ids)[0] >= 0, ids
