@@ -49,3 +49,16 @@ def test_the_examples_run_as_written(tmp_path):
         assert done.stdout == printed
     finally:
         broker.cleanup()
+
+
+def test_the_table_of_served_apis_is_what_api_versions_advertises():
+    """The page's "APIs and versions served" table, row by row, against ApiVersions' answer."""
+    from tslog.broker.server.kafka.dispatch import ADVERTISED
+
+    text = DOC.read_text()
+    table = text[text.index("## APIs and versions served"):text.index("Each adapter")]
+    documented = {}
+    for key, versions in re.findall(r"^\| [A-Za-z]+ \| (\d+) \| ([\d–]+) \|", table, flags=re.M):
+        low, _, high = versions.partition("–")
+        documented[int(key)] = (int(low), int(high or low))
+    assert documented == ADVERTISED
