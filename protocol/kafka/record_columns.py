@@ -69,10 +69,66 @@ def _scatter_varints(out: np.ndarray, positions: np.ndarray, codes: np.ndarray,
 
 def _ragged_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
     """Indices ``starts[i] + 0 .. starts[i] + lengths[i] - 1`` for every i, in order, as
-    index arithmetic (a repeat and an arange), not a loop per piece."""
+    index arithmetic, not a loop per piece: a run of ones whose first element per piece is
+    the jump from the previous piece's last index, summed up (two passes over ``total``)."""
+    present = lengths > 0
+    starts, lengths = starts[present], lengths[present]
+    dtype = np.int32 if int(starts[-1]) + int(lengths[-1]) < 1 << 31 else np.int64
+    steps = np.ones(total, dtype=dtype)
     firsts = np.zeros(len(lengths), dtype=np.int64)
     np.cumsum(lengths[:-1], out=firsts[1:])
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, lengths)
+    jumps = np.empty(len(starts), dtype=np.int64)
+    jumps[0] = starts[0]
+    jumps[1:] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)
+    steps[firsts] = jumps
+    return np.cumsum(steps, dtype=dtype)
+
+
+_MAX_RUNS = 16
+
+
+def _runs(starts: np.ndarray, sizes: np.ndarray):
+    """The pieces as a few runs of one size at one stride, or None when there are more
+    than ``_MAX_RUNS``. Fixed-size keys and values make records of one size but for the
+    offset-delta varint's width (1 byte below 64, 2 below 8192, ...), so a batch of them is
+    two or three such runs: a strided copy per run then moves them all, with no index array
+    per byte (a third of the time of the fancy-indexed copy at 100-byte values)."""
+    n = len(starts)
+    if n == 1:
+        return [(0, 1, 1)]
+    steps = np.diff(starts)
+    # Pieces 0..n-2 grouped by (step to the next piece, size); the last piece runs alone.
+    breaks = np.flatnonzero((steps[1:] != steps[:-1]) | (sizes[1:-1] != sizes[:-2])) + 1
+    if len(breaks) >= _MAX_RUNS:
+        return None
+    edges = [0] + breaks.tolist() + [n - 1]
+    runs = [(first, stop - first, int(steps[first])) for first, stop in zip(edges, edges[1:])]
+    runs.append((n - 1, 1, 1))
+    return runs
+
+
+def _run_views(array: np.ndarray, starts: np.ndarray, sizes: np.ndarray, runs):
+    """(strided (count, size) view of ``array``, offset into the blob) per run."""
+    offset = 0
+    for first, count, stride in runs:
+        size = int(sizes[first])
+        if size:
+            yield (np.lib.stride_tricks.as_strided(array[int(starts[first]):],
+                                                   shape=(count, size),
+                                                   strides=(stride, 1), writeable=True),
+                   offset)
+        offset += count * size
+
+
+def _scatter_blob(out: np.ndarray, starts: np.ndarray, sizes: np.ndarray, blob, total: int):
+    """Copy the pieces of ``blob`` (back to back) to ``out`` at ``starts``."""
+    source = np.frombuffer(blob, dtype=np.uint8, count=total)
+    runs = _runs(starts, sizes)
+    if runs is None:
+        out[_ragged_index(starts, sizes, total)] = source
+        return
+    for view, offset in _run_views(out, starts, sizes, runs):
+        view[:] = source[offset:offset + view.size].reshape(view.shape)
 
 
 def _header_bytes(pairs) -> bytes:
@@ -132,15 +188,13 @@ def encode_records(timestamp_deltas: np.ndarray, key_lengths: np.ndarray, keys,
     position += klen_sizes
     key_total = int(key_sizes.sum())
     if key_total:
-        out[_ragged_index(position, key_sizes, key_total)] = \
-            np.frombuffer(keys, dtype=np.uint8, count=key_total)
+        _scatter_blob(out, position, key_sizes, keys, key_total)
     position += key_sizes
     _scatter_varints(out, position, value_codes, vlen_sizes)
     position += vlen_sizes
     value_total = int(value_sizes.sum())
     if value_total:
-        out[_ragged_index(position, value_sizes, value_total)] = \
-            np.frombuffer(values, dtype=np.uint8, count=value_total)
+        _scatter_blob(out, position, value_sizes, values, value_total)
     position += value_sizes
     if with_headers:
         rows = np.array(with_headers, dtype=np.int64)
@@ -181,6 +235,9 @@ def _record_bounds(buf: bytes, count: int) -> tuple[np.ndarray, np.ndarray]:
         raw = buf[pos]
         if raw < 0x80:
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:  # records of 64..8191 bytes
+            raw = (raw & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
         else:
             raw, pos = _uvarint(buf, pos, end)
         size = (raw >> 1) ^ -(raw & 1)
@@ -225,7 +282,10 @@ def _gather(data: np.ndarray, positions: np.ndarray, lengths: np.ndarray) -> byt
     total = int(sizes.sum())
     if not total:
         return b""
-    return data[_ragged_index(positions, sizes, total)].tobytes()
+    runs = _runs(positions, sizes)
+    if runs is None:
+        return data[_ragged_index(positions, sizes, total)].tobytes()
+    return b"".join(view.tobytes() for view, _offset in _run_views(data, positions, sizes, runs))
 
 
 def _headers(buf: bytes, pos: int, stop: int, count: int) -> list:
