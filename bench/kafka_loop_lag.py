@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,14 @@ from tests.helpers.broker_process import free_port, probe  # noqa: E402
 from tslog.client import Admin, Producer  # noqa: E402
 
 FETCH_BYTES = 8_000_000
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def _fill(bootstrap: str, topic: str, batches: int) -> int:
@@ -69,7 +78,7 @@ def run(python: str, root: Path, batches: int) -> dict:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
-        while not probe("127.0.0.1", port) or not probe("127.0.0.1", kafka_port):
+        while not probe("127.0.0.1", port) or not _accepts(kafka_port):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"broker did not start: see {root}")
             time.sleep(0.05)
