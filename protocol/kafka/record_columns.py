@@ -222,34 +222,83 @@ def _uvarint(buf: bytes, pos: int, end: int):
             raise KafkaBatchError("varint longer than 10 bytes in a record")
 
 
-def _record_bounds(buf: bytes, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first byte after each record's length varint, each record's end): the one walk
-    that cannot be vectorised, reading nothing but the length varints."""
+def _length_at(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(record length, first byte after the length varint) of the record at ``pos``."""
+    if pos >= end:
+        raise KafkaBatchError("a record runs past the end of the batch")
+    raw = buf[pos]
+    if raw < 0x80:
+        pos += 1
+    elif pos + 1 < end and buf[pos + 1] < 0x80:  # records of 64..8191 bytes
+        raw = (raw & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
+    else:
+        raw, pos = _uvarint(buf, pos, end)
+    size = (raw >> 1) ^ -(raw & 1)
+    if size < 6 or pos + size > end:
+        raise KafkaBatchError(f"record length {size} does not fit the batch")
+    return size, pos
+
+
+_SPECULATION_MISSES = 8  # runs shorter than _SHORT_RUN before the walk goes record by record
+_SHORT_RUN = 16
+
+
+def _same_size_run(data: np.ndarray, pos: int, total: int, left: int, end: int) -> int:
+    """How many records from ``pos`` on are each ``total`` bytes long, the first included:
+    the length varints at ``pos``, ``pos + total``, ... read at once (one to three bytes
+    each; a longer one ends the run) and compared. A record's start depends only on the
+    sizes before it, so a prefix of records that all say ``total`` is exactly what the walk
+    one by one would find."""
+    count = min(left, (end - pos) // total)
+    at = pos + total * np.arange(count, dtype=np.int64)
+    b0, b1, b2 = data[at].astype(np.int64), data[at + 1].astype(np.int64), \
+        data[at + 2].astype(np.int64)
+    one, two = b0 < 0x80, (b0 >= 0x80) & (b1 < 0x80)
+    three = (b0 >= 0x80) & (b1 >= 0x80) & (b2 < 0x80)
+    raw = np.where(one, b0, np.where(two, (b0 & 0x7F) | (b1 << 7),
+                                     (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)))
+    width = np.where(one, 1, np.where(two, 2, 3))
+    size = (raw >> 1) ^ -(raw & 1)
+    same = (one | two | three) & (width + size == total)
+    misses = np.flatnonzero(~same)
+    return count if not misses.size else int(misses[0])
+
+
+def _record_bounds(buf: bytes, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first byte after each record's length varint, each record's end).
+
+    Where each record starts depends on the length varint of the one before, so this is a
+    walk; but records of one size (fixed-size keys and values: only the offset delta's width
+    varies) are found a run at a time by ``_same_size_run``. After a few short runs (sizes
+    that vary) the walk goes one record at a time in Python, reading nothing but the length
+    varints: about 0.3-0.6 us a record on a busy 2-core VM, the floor of this design."""
     end = len(buf)
     firsts, stops = [], []
-    first_append, stop_append = firsts.append, stops.append
-    pos = 0
-    for _ in range(count):
-        if pos >= end:
-            raise KafkaBatchError("a record runs past the end of the batch")
-        raw = buf[pos]
-        if raw < 0x80:
-            pos += 1
-        elif pos + 1 < end and buf[pos + 1] < 0x80:  # records of 64..8191 bytes
-            raw = (raw & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            raw, pos = _uvarint(buf, pos, end)
-        size = (raw >> 1) ^ -(raw & 1)
-        stop = pos + size
-        if size < 6 or stop > end:
-            raise KafkaBatchError(f"record length {size} does not fit the batch")
-        first_append(pos)
-        stop_append(stop)
-        pos = stop
+    pos = done = misses = 0
+    while done < count and misses < _SPECULATION_MISSES:
+        size, body = _length_at(buf, pos, end)
+        total = body - pos + size
+        run = _same_size_run(data, pos, total, count - done, end)
+        starts = pos + total * np.arange(run, dtype=np.int64)
+        firsts.append(starts + (body - pos))
+        stops.append(starts + total)
+        pos += total * run
+        done += run
+        misses += run < _SHORT_RUN
+    if done < count:
+        first_list, stop_list = [], []
+        first_append, stop_append = first_list.append, stop_list.append
+        for _ in range(count - done):
+            size, pos = _length_at(buf, pos, end)
+            first_append(pos)
+            pos += size
+            stop_append(pos)
+        firsts.append(np.array(first_list, dtype=np.int64))
+        stops.append(np.array(stop_list, dtype=np.int64))
     if pos != end:
         raise KafkaBatchError(f"{end - pos} bytes after the batch's {count} records")
-    return np.array(firsts, dtype=np.int64), np.array(stops, dtype=np.int64)
+    return np.concatenate(firsts), np.concatenate(stops)
 
 
 def _read_varints(data: np.ndarray, positions: np.ndarray, stops: np.ndarray):
@@ -337,8 +386,8 @@ def decode_records(buf: bytes, count: int) -> RecordColumns:
         empty = np.zeros(0, dtype=np.int64)
         return RecordColumns(empty, empty, empty.astype(np.int32), b"", empty.astype(np.int32),
                              b"", None)
-    firsts, stops = _record_bounds(buf, count)
     data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
+    firsts, stops = _record_bounds(buf, data, count)
     position = firsts + 1  # record attributes: unused by every Kafka version so far
     timestamp_deltas, widths = _read_varints(data, position, stops)
     position = position + widths

@@ -135,3 +135,14 @@ def test_fixed_size_records_take_the_strided_copy_and_equal_the_oracle(n):
     assert data == oracle.encode_batch(values, keys, 1_700_000_000_000)
     batch = rb.decode_batch(data)
     assert batch.keys == keys and batch.values == values
+
+
+def test_a_record_over_a_mebibyte_and_runs_of_sizes_decode_as_the_oracle():
+    """A 4-byte length varint ends a same-size run; many short runs switch the walk to one
+    record at a time; both must find the same records as the per-record decoder."""
+    values = [b"a" * 10] * 40 + [b"b" * (1 << 21)] + [b"c" * (i % 5) for i in range(60)]
+    keys = [None] * len(values)
+    data = rb.encode_batch(values, keys, 3)
+    assert data == oracle.encode_batch(values, keys, 3)
+    assert rb.decode_batch(data).values == values
+    assert tuple(rb.decode_batch(data)) == tuple(oracle.decode_batch(data))
