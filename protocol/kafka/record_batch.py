@@ -253,8 +253,8 @@ def encode_columns(times: np.ndarray, key_lengths: np.ndarray, keys, value_lengt
     records = compression.compress(codec, body)
     if max_timestamp is None:
         max_timestamp = high
-    attributes = (codec & CODEC_MASK) | (TIMESTAMP_LOG_APPEND if timestamp_type == LOG_APPEND_TIME else 0) \
-        | (TRANSACTIONAL if transactional else 0)
+    attributes = (codec & CODEC_MASK) | (TRANSACTIONAL if transactional else 0) \
+        | (TIMESTAMP_LOG_APPEND if timestamp_type == LOG_APPEND_TIME else 0)
     header = bytearray(HEADER.pack(base_offset, HEADER_SIZE - _LENGTH_PREFIX + len(records),
                                    partition_leader_epoch, MAGIC, 0, attributes, n - 1,
                                    base_timestamp, max_timestamp, producer_id, producer_epoch,

@@ -54,7 +54,8 @@ def _zigzag(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _scatter_varints(out: np.ndarray, positions: np.ndarray, codes: np.ndarray,
                      sizes: np.ndarray) -> None:
     """Write each varint's bytes at its position: one vectorised store per byte index."""
-    out[positions] = (codes & np.uint64(0x7F)).astype(np.uint8) | ((sizes > 1).astype(np.uint8) << 7)
+    continued = (sizes > 1).astype(np.uint8) << 7
+    out[positions] = (codes & np.uint64(0x7F)).astype(np.uint8) | continued
     longer = np.flatnonzero(sizes > 1)
     shift = 7
     while longer.size:
