@@ -4,7 +4,8 @@
 - ``schema``: Kafka's JSON message schemas (vendored in ``schemas/``) compiled per version.
 - ``codec``: whole requests and responses, headers v0-v2, typed errors for unknown versions.
 - ``record_batch`` + ``compression``: RecordBatch v2 with gzip, snappy, lz4 and zstd.
-- ``convert``: Kafka batches to tslog's own batches and back.
+- ``record_columns``: a batch's varint records <-> numpy columns, without a loop per record.
+- ``convert``: Kafka batches to tslog's own batches and back, column-wise.
 
 Why a schema interpreter, not ``kio`` nor hand-written codecs. The issue asks for a codec
 "generated from, or checked against, Kafka's published JSON message schemas". Three options

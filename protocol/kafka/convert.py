@@ -1,27 +1,36 @@
-"""Kafka RecordBatch v2 <-> tslog batches, one batch at a time.
+"""Kafka RecordBatch v2 <-> tslog batches, one batch at a time, column-wise.
 
 Records stay stored in tslog's own format (``protocol/records.py``); the Kafka listener
-converts at its edge. Kafka -> tslog: the decoded batch's key, value and timestamp columns go
-to ``build_batch`` in one call (tslog's builder is column-wise), CreateTime = base timestamp +
-each record's delta (done as one list comprehension), headers kept (a null header value, which
-tslog's headers cannot hold, becomes ``b""``), the producer id, epoch and base sequence carried
-for idempotence. tslog -> Kafka: ``decode_columns`` gives the columns without a loop, the key
-and value blobs are cut with the same slicing the tslog client uses, and the batch is marked
-LogAppendTime (tslog's LAT as max timestamp, which Kafka consumers read as every record's
-timestamp) or CreateTime (each record's own).
+converts at its edge. Kafka -> tslog (``kafka_bytes_to_tslog``): the batch decodes to columns
+(``record_columns.py``: one walk over the length varints, every field read for all records at
+once), and tslog's records section is assembled from those columns directly (int64 times,
+int32 lengths, the key and value blobs as gathered) and sealed by ``seal_section``: no list
+per record. CreateTime = base timestamp + each record's delta; headers kept (a null header
+value, which tslog's headers cannot hold, becomes ``b""``); the producer id, epoch and base
+sequence carried for idempotence. tslog -> Kafka (``tslog_to_kafka``): ``decode_columns``
+gives the columns, and ``record_batch.encode_columns`` writes Kafka's records from them with
+vectorised varints. The batch is marked LogAppendTime (tslog's LAT as max timestamp, which
+Kafka consumers read as every record's timestamp) or CreateTime (each record's own).
 
-The per-record Python work left is Kafka's varint framing itself: reading a Kafka batch walks
-its records once, and writing one emits each record's varints (``record_batch.py`` says why
-neither can be done column-wise). Nothing else touches records one by one.
+``kafka_to_tslog`` takes a list-based ``KafkaBatch`` (tools and tests); it goes through
+``build_batch``.
 """
+
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._record_builder import Section, _pack_headers, seal_section
+from .._record_check import SECTION_SIZES
 from ..batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, parse_header
-from ..records import build_batch, decode_columns, field_slices
+from ..records import build_batch, decode_columns
 from . import compression
 from .errors import KafkaBatchError
-from .record_batch import CREATE_TIME, LOG_APPEND_TIME, KafkaBatch, encode_batch
+from .record_batch import (CREATE_TIME, LOG_APPEND_TIME, KafkaBatch, decode_batch_columns,
+                           encode_columns)
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def kafka_to_tslog(batch: KafkaBatch) -> bytes:
@@ -49,6 +58,43 @@ def kafka_to_tslog(batch: KafkaBatch) -> bytes:
         raise KafkaBatchError(f"the Kafka batch does not fit a tslog batch: {exc}") from None
 
 
+def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
+    """(attributes, the tslog batch) of one Kafka batch's bytes, column-wise.
+
+    The same rules and errors as ``kafka_to_tslog`` (which the property tests hold it to),
+    plus ``decode_batch``'s errors for malformed bytes; the Kafka attributes are returned so
+    the caller can refuse transactional or control batches."""
+    head, columns = decode_batch_columns(data)
+    n = head.record_count
+    if n == 0:
+        raise KafkaBatchError("a Kafka batch without records cannot become a tslog batch")
+    if not np.array_equal(columns.offset_deltas, np.arange(n)):
+        raise KafkaBatchError("a produced batch must have offset deltas 0..n-1")
+    deltas = columns.timestamp_deltas
+    base = head.base_timestamp
+    low, high = base + int(deltas.min()), base + int(deltas.max())
+    if low < _INT64_MIN or high > _INT64_MAX:
+        raise KafkaBatchError("the Kafka batch does not fit a tslog batch: a create time "
+                              "does not fit in an int64")
+    times = deltas + np.int64(base)
+    headers_blob = b""
+    if columns.headers is not None:
+        headers_blob = _pack_headers(
+            [[(key, b"" if value is None else value) for key, value in pairs] or None
+             for pairs in columns.headers], n)
+    parts = [SECTION_SIZES.pack(len(columns.keys), len(columns.values), len(headers_blob)),
+             times.astype("<i8").tobytes(), columns.key_lengths.astype("<i4").tobytes(),
+             columns.value_lengths.astype("<i4").tobytes(), columns.keys, columns.values,
+             headers_blob]
+    section = Section(parts, n, int(times[0]), low, high, bool(headers_blob))
+    codec = COMPRESSION_NONE if head.compression == compression.NONE else COMPRESSION_ZSTD
+    try:
+        return head.attributes, seal_section(section, codec, head.producer_id,
+                                             head.producer_epoch, head.base_sequence)
+    except ValueError as exc:
+        raise KafkaBatchError(f"the Kafka batch does not fit a tslog batch: {exc}") from None
+
+
 def tslog_to_kafka(batch, timestamp_type: int = LOG_APPEND_TIME, *,
                    codec: int = compression.NONE, partition_leader_epoch: int | None = None
                    ) -> bytes:
@@ -60,13 +106,12 @@ def tslog_to_kafka(batch, timestamp_type: int = LOG_APPEND_TIME, *,
     """
     header = parse_header(batch)
     columns = decode_columns(batch)
-    keys = list(field_slices(columns.keys, columns.key_offsets, columns.key_valid))
-    values = list(field_slices(columns.values, columns.value_offsets, columns.value_valid))
-    headers = None if columns.headers is None else [list(h) if h else None for h in columns.headers]
-    times = columns.create_time.tolist()
+    key_lengths = np.where(columns.key_valid, np.diff(columns.key_offsets), -1)
+    value_lengths = np.where(columns.value_valid, np.diff(columns.value_offsets), -1)
     lat = timestamp_type == LOG_APPEND_TIME
-    return encode_batch(
-        values, keys, times, headers, codec=codec,
+    return encode_columns(
+        columns.create_time, key_lengths, columns.keys, value_lengths, columns.values,
+        columns.headers, codec=codec,
         timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
         max_timestamp=columns.log_append_time if lat else None,
         base_offset=columns.base_offset,

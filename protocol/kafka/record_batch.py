@@ -12,11 +12,10 @@ Layout (big-endian; the CRC covers ``attributes`` to the end)::
             varint header count, then per header varint key length + UTF-8 key,
             varint value length (-1 null) + value
 
-Why a Python loop over records is unavoidable here: every field of a Kafka record is a varint
-whose width depends on its value, so where one record ends is known only after reading the
-one before. The loop is kept to one pass of plain index arithmetic with a one-byte fast path
-(the common case for every per-record varint but the lengths), and it yields columns (lists
-of keys, values, timestamp deltas) that tslog's column-wise ``build_batch`` takes in one call.
+The records section is converted column-wise in ``record_columns.py`` (vectorised varints,
+ragged blob copies by index arithmetic); this module frames batches, checks CRCs and handles
+codecs. ``KafkaBatch`` keeps list columns for callers that want records one by one (tests,
+tools); the broker's hot path takes ``decode_batch_columns`` and ``encode_columns`` instead.
 Magic 0 and 1 (pre-0.11 message sets) are refused: every client the issue names writes v2.
 """
 
@@ -25,11 +24,13 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
+import numpy as np
 from crc32c import crc32c
 
 from . import compression
+from .._record_builder import _pack_column
 from .errors import KafkaBatchError
-from .primitives import write_varlong
+from .record_columns import RecordColumns, decode_records, encode_records
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -116,10 +117,31 @@ def split_batches(records, allow_partial_tail: bool = False) -> list[memoryview]
     return out
 
 
-def decode_batch(data, *, verify_crc: bool = True,
-                 max_uncompressed: int = compression.MAX_UNCOMPRESSED) -> KafkaBatch:
-    """Decode exactly one batch. Raises ``KafkaBatchError`` (``UnsupportedCompression`` for a
-    codec this install lacks) for anything that is not a well-formed v2 batch."""
+class BatchHead(NamedTuple):
+    """A batch's header fields, for the column-wise path (``decode_batch_columns``)."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & CODEC_MASK
+
+
+def decode_batch_columns(data, *, verify_crc: bool = True,
+                         max_uncompressed: int = compression.MAX_UNCOMPRESSED
+                         ) -> tuple[BatchHead, RecordColumns]:
+    """Decode exactly one batch into its header and its records as columns. Raises
+    ``KafkaBatchError`` (``UnsupportedCompression`` for a codec this install lacks) for
+    anything that is not a well-formed v2 batch."""
     buf = bytes(data)
     if len(buf) < HEADER_SIZE:
         raise KafkaBatchError(f"{len(buf)} bytes are shorter than a batch header")
@@ -138,9 +160,22 @@ def decode_batch(data, *, verify_crc: bool = True,
                                   max_uncompressed)
     if count > len(body):
         raise KafkaBatchError(f"{count} records in {len(body)} bytes")
-    columns = _decode_records(body, count)
-    return KafkaBatch(base_offset, leader_epoch, attributes, last_offset_delta, base_timestamp,
-                      max_timestamp, producer_id, producer_epoch, base_sequence, *columns)
+    head = BatchHead(base_offset, leader_epoch, attributes, last_offset_delta, base_timestamp,
+                     max_timestamp, producer_id, producer_epoch, base_sequence, count)
+    return head, decode_records(body, count)
+
+
+def decode_batch(data, *, verify_crc: bool = True,
+                 max_uncompressed: int = compression.MAX_UNCOMPRESSED) -> KafkaBatch:
+    """Decode exactly one batch with list columns (errors as ``decode_batch_columns``)."""
+    head, columns = decode_batch_columns(data, verify_crc=verify_crc,
+                                         max_uncompressed=max_uncompressed)
+    count = head.record_count
+    headers = columns.headers if columns.headers is not None else [[] for _ in range(count)]
+    return KafkaBatch(*head[:-1], columns.offset_deltas.tolist(),
+                      columns.timestamp_deltas.tolist(),
+                      _cut(columns.keys, columns.key_lengths),
+                      _cut(columns.values, columns.value_lengths), headers)
 
 
 def iter_batches(records, allow_partial_tail: bool = False, verify_crc: bool = True
@@ -149,133 +184,13 @@ def iter_batches(records, allow_partial_tail: bool = False, verify_crc: bool = T
         yield decode_batch(piece, verify_crc=verify_crc)
 
 
-def _uvarint(buf: bytes, pos: int, end: int):
-    result = shift = 0
-    while True:
-        if pos >= end:
-            raise KafkaBatchError("truncated varint in a record")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise KafkaBatchError("varint longer than 10 bytes in a record")
-
-
-def _decode_records(buf: bytes, count: int):
-    """The records section as columns; one pass, checking each record's own length.
-
-    Each varint is read inline when it is one byte (zigzag values -64..63: attributes,
-    offset deltas under 64, short keys, header counts) and through ``_uvarint`` otherwise;
-    that halves the time per record against a call per field. An index past the end can only
-    mean a truncated record and becomes ``KafkaBatchError``.
-    """
-    offset_deltas, timestamp_deltas, keys, values, headers = [], [], [], [], []
-    end = len(buf)
-    pos = 0
-    try:
-        for _ in range(count):
-            raw = buf[pos]
-            if raw < 0x80:
-                pos += 1
-            else:
-                raw, pos = _uvarint(buf, pos, end)
-            size = (raw >> 1) ^ -(raw & 1)
-            stop = pos + size
-            if size < 6 or stop > end:
-                raise KafkaBatchError(f"record length {size} does not fit the batch")
-            pos += 1  # record attributes: unused by every Kafka version so far
-            raw = buf[pos]
-            if raw < 0x80:
-                pos += 1
-            else:
-                raw, pos = _uvarint(buf, pos, stop)
-            timestamp_deltas.append((raw >> 1) ^ -(raw & 1))
-            raw = buf[pos]
-            if raw < 0x80:
-                pos += 1
-            else:
-                raw, pos = _uvarint(buf, pos, stop)
-            offset_deltas.append((raw >> 1) ^ -(raw & 1))
-            for column in (keys, values):
-                raw = buf[pos]
-                if raw < 0x80:
-                    pos += 1
-                else:
-                    raw, pos = _uvarint(buf, pos, stop)
-                if raw == 1:  # zigzag -1: null
-                    column.append(None)
-                    continue
-                length = (raw >> 1) ^ -(raw & 1)
-                if length < 0 or pos + length > stop:
-                    raise KafkaBatchError("a record's key or value runs past the record")
-                column.append(buf[pos:pos + length])
-                pos += length
-            raw = buf[pos]
-            if raw == 0:
-                pos += 1
-                headers.append([])
-            else:
-                raw, pos = _uvarint(buf, pos, stop)
-                headers.append(_headers(buf, pos, stop, (raw >> 1) ^ -(raw & 1)))
-                pos = stop
-            if pos != stop:
-                raise KafkaBatchError(f"record ends {stop - pos} bytes after its fields")
-    except IndexError:
-        raise KafkaBatchError("a record runs past the end of the batch") from None
-    if pos != end:
-        raise KafkaBatchError(f"{end - pos} bytes after the batch's {count} records")
-    return offset_deltas, timestamp_deltas, keys, values, headers
-
-
-def _headers(buf: bytes, pos: int, stop: int, count: int) -> list:
-    """One record's headers, which must end exactly at ``stop``."""
-    if count < 0 or count > stop - pos:
-        raise KafkaBatchError(f"record header count {count} does not fit")
-    pairs = []
-    for _header in range(count):
-        raw, pos = _uvarint(buf, pos, stop)
-        length = (raw >> 1) ^ -(raw & 1)
-        if length < 0 or pos + length > stop:
-            raise KafkaBatchError("a record header key runs past the record")
-        try:
-            key = buf[pos:pos + length].decode("utf-8")
-        except UnicodeDecodeError:
-            raise KafkaBatchError("a record header key is not UTF-8") from None
-        pos += length
-        raw, pos = _uvarint(buf, pos, stop)
-        length = (raw >> 1) ^ -(raw & 1)
-        if length < 0:
-            pairs.append((key, None))
-            continue
-        if pos + length > stop:
-            raise KafkaBatchError("a record header value runs past the record")
-        pairs.append((key, buf[pos:pos + length]))
-        pos += length
-    if pos != stop:
-        raise KafkaBatchError(f"record ends {stop - pos} bytes after its headers")
-    return pairs
-
-
-_NULL = b"\x01"  # zigzag(-1): a null key, value or header value
-_SMALL_ZIGZAG = []
-for _value in range(1 << 14):
-    _out = bytearray()
-    write_varlong(_out, _value)
-    _SMALL_ZIGZAG.append(bytes(_out))
-del _value, _out
-
-
-def _zigzag(value: int) -> bytes:
-    """A zigzag varlong's bytes; the 0..16383 a record's lengths and deltas mostly are come
-    from a table built at import (one list index instead of a loop of appends)."""
-    if 0 <= value < 16384:
-        return _SMALL_ZIGZAG[value]
-    out = bytearray()
-    write_varlong(out, value)
-    return bytes(out)
+def _cut(blob: bytes, lengths) -> list:
+    """A (lengths, blob) column as a list of bytes / None (the list-based ``KafkaBatch``)."""
+    bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.maximum(lengths, 0), out=bounds[1:])
+    edges = bounds.tolist()
+    return [None if size < 0 else blob[start:end]
+            for start, end, size in zip(edges, edges[1:], lengths.tolist())]
 
 
 def encode_batch(values, keys=None, timestamps=None, headers=None, *,
@@ -294,34 +209,52 @@ def encode_batch(values, keys=None, timestamps=None, headers=None, *,
     n = len(values)
     if n == 0:
         raise ValueError("a batch needs at least one record")
-    keys = [None] * n if keys is None else keys
-    times = [timestamps or 0] * n if timestamps is None or isinstance(timestamps, int) else list(timestamps)
-    if len(keys) != n or len(times) != n or (headers is not None and len(headers) != n):
+    if timestamps is None or isinstance(timestamps, int):
+        times = np.full(n, timestamps or 0, dtype=np.int64)
+    else:
+        if len(timestamps) != n:
+            raise ValueError("keys, timestamps and headers must be as long as values")
+        try:
+            times = np.array(timestamps, dtype=np.int64)
+        except OverflowError:
+            raise ValueError("a timestamp is out of the int64 range") from None
+    if (keys is not None and len(keys) != n) or (headers is not None and len(headers) != n):
         raise ValueError("keys, timestamps and headers must be as long as values")
-    base_timestamp = times[0]
-    parts = []
-    append = parts.append
-    for i in range(n):
-        key, value = keys[i], values[i]
-        fields = [b"\x00", _zigzag(times[i] - base_timestamp), _zigzag(i),
-                  _NULL if key is None else _zigzag(len(key)), key or b"",
-                  _NULL if value is None else _zigzag(len(value)), value or b""]
-        pairs = headers[i] if headers is not None and headers[i] else ()
-        fields.append(_zigzag(len(pairs)))
-        for header_key, header_value in pairs:
-            raw = header_key.encode("utf-8")
-            fields += [_zigzag(len(raw)), raw,
-                       _NULL if header_value is None else _zigzag(len(header_value)),
-                       header_value or b""]
-        record = b"".join(fields)
-        append(_zigzag(len(record)))
-        append(record)
-    body = b"".join(parts)
-    records = compression.compress(codec, bytes(body))
+    value_lengths, value_blob = _pack_column(values, n, "values")
+    if keys is None:
+        key_lengths, key_blob = np.full(n, -1, dtype=np.int32), b""
+    else:
+        key_lengths, key_blob = _pack_column(keys, n, "keys")
+        key_lengths = np.frombuffer(key_lengths, dtype="<i4")
+    return encode_columns(times, key_lengths, key_blob, np.frombuffer(value_lengths, dtype="<i4"),
+                          value_blob, headers, codec=codec, timestamp_type=timestamp_type,
+                          max_timestamp=max_timestamp, base_offset=base_offset,
+                          partition_leader_epoch=partition_leader_epoch,
+                          producer_id=producer_id, producer_epoch=producer_epoch,
+                          base_sequence=base_sequence, transactional=transactional)
+
+
+def encode_columns(times: np.ndarray, key_lengths: np.ndarray, keys, value_lengths: np.ndarray,
+                   values, headers=None, *, codec: int = compression.NONE,
+                   timestamp_type: int = CREATE_TIME, max_timestamp: int | None = None,
+                   base_offset: int = 0, partition_leader_epoch: int = -1,
+                   producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                   transactional: bool = False) -> bytes:
+    """``encode_batch`` from columns: int64 ``times`` (ms), int32 key and value lengths (-1
+    null) with their blobs (``record_columns.py``); headers as for ``encode_batch``. No
+    Python work per record but for records that carry headers."""
+    n = len(times)
+    base_timestamp = int(times[0])
+    low, high = int(times.min()), int(times.max())
+    if low - base_timestamp < -(1 << 63) or high - base_timestamp >= 1 << 63:
+        raise ValueError("timestamps too far apart for a varlong delta")
+    body = encode_records(times - np.int64(base_timestamp), key_lengths, keys, value_lengths,
+                          values, headers)
+    records = compression.compress(codec, body)
     if max_timestamp is None:
-        max_timestamp = max(times)
-    attributes = (codec & CODEC_MASK) | (TIMESTAMP_LOG_APPEND if timestamp_type == LOG_APPEND_TIME else 0) \
-        | (TRANSACTIONAL if transactional else 0)
+        max_timestamp = high
+    attributes = (codec & CODEC_MASK) | (TRANSACTIONAL if transactional else 0) \
+        | (TIMESTAMP_LOG_APPEND if timestamp_type == LOG_APPEND_TIME else 0)
     header = bytearray(HEADER.pack(base_offset, HEADER_SIZE - _LENGTH_PREFIX + len(records),
                                    partition_leader_epoch, MAGIC, 0, attributes, n - 1,
                                    base_timestamp, max_timestamp, producer_id, producer_epoch,

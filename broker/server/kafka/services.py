@@ -17,7 +17,7 @@ groups, the committed offsets and the authorizer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...cluster.view import ClusterView
@@ -27,6 +27,14 @@ from ...security.acl import Authorizer
 from ..classic_group_service import ClassicGroupService
 from ..committed_offsets import CommittedOffsets
 from ..group_service import GroupService
+
+
+@dataclass(slots=True)
+class ProduceOrder:
+    """Per connection: the last Produce still converting off the loop (its future is done
+    once its batches were handed to the native handler), so later ones append after it."""
+
+    tail: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +47,7 @@ class KafkaServices:
     offsets: CommittedOffsets  # the groups' committed offsets
     classic: ClassicGroupService  # Kafka's classic groups (JoinGroup, SyncGroup, ...)
     authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
+    produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""
