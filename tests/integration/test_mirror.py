@@ -140,3 +140,29 @@ def test_mirror_bad_input_is_one_line():
     assert result.returncode == 2
     assert result.stderr.decode().count("\n") == 1
     assert "--topics is not a regular expression" in result.stderr.decode()
+
+
+def test_a_small_max_message_bytes_on_the_target_sizes_the_runs(broker_factory, tmp_path):
+    """A source topic with max.message.bytes of 16 KiB (copied to the target) still mirrors:
+    runs are sized from the target topic's limit, where a fixed size would have been refused
+    as too large and retried for ever."""
+    source, target = broker_factory("small-src"), broker_factory("small-dst")
+    with Admin(source.bootstrap) as admin:
+        admin.create_topic("small", 1, config={"max.message.bytes": "16384"})
+    with Producer(source.bootstrap) as producer:
+        for n in range(30):  # 30 batches of 100 records of 100 B: runs would join them
+            producer.send_batch("small", [b"%03d-%096d" % (n, i) for i in range(100)],
+                                partition=0).get(timeout=30)
+    mirror = MirrorProcess(tmp_path / "mirror.log", "--source", source.bootstrap,
+                           "--target", target.bootstrap, "--topics", "small")
+    mirror.start()
+    try:
+        wait_for(lambda: copied_count(target.bootstrap, "small", 1) == 3000,
+                 "the target to hold every record", timeout_s=30)
+    finally:
+        mirror.kill()
+    copied, original = (read_all(target.bootstrap, "small", 1),
+                        read_all(source.bootstrap, "small", 1))
+    assert [r.value for r in copied[0]] == [r.value for r in original[0]]
+    with Admin(target.bootstrap) as admin:
+        assert admin.describe_configs("small")["max.message.bytes"].value == "16384"
