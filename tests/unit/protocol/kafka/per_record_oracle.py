@@ -6,97 +6,18 @@ test_record_columns.py). Not imported by tslog itself.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from crc32c import crc32c
 
 from tslog.protocol.kafka import compression
 from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.kafka.primitives import write_varlong
-
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
-_CRC_START = 21  # attributes onwards
-_LENGTH_PREFIX = 12  # base offset and batch length: not counted in batch_length
-MAGIC = 2
-CODEC_MASK = 0x07
-TIMESTAMP_LOG_APPEND = 0x08
-TRANSACTIONAL = 0x10
-CONTROL = 0x20
-CREATE_TIME, LOG_APPEND_TIME = 0, 1
-
-
-class KafkaBatch(NamedTuple):
-    """One decoded batch: the header's fields and the records as parallel columns."""
-
-    base_offset: int
-    partition_leader_epoch: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    offset_deltas: list[int]
-    timestamp_deltas: list[int]
-    keys: list[bytes | None]
-    values: list[bytes | None]
-    headers: list[list[tuple[str, bytes | None]]]
-
-    @property
-    def compression(self) -> int:
-        return self.attributes & CODEC_MASK
-
-    @property
-    def timestamp_type(self) -> int:
-        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_LOG_APPEND else CREATE_TIME
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL)
-
-    @property
-    def record_count(self) -> int:
-        return len(self.values)
-
-    def timestamps(self) -> list[int]:
-        """Each record's timestamp as Kafka consumers read it: the batch's max timestamp for
-        LogAppendTime, else base timestamp plus delta."""
-        if self.timestamp_type == LOG_APPEND_TIME:
-            return [self.max_timestamp] * len(self.values)
-        base = self.base_timestamp
-        return [base + delta for delta in self.timestamp_deltas]
-
-
-def split_batches(records, allow_partial_tail: bool = False) -> list[memoryview]:
-    """Cut a ``records`` field (batches back to back) into batches by their length fields.
-
-    A Fetch response may end with a partial batch (a broker cuts at max bytes); a consumer
-    passes ``allow_partial_tail=True`` to drop it. Anywhere else a short batch is an error.
-    """
-    view = memoryview(records).cast("B") if records is not None else memoryview(b"")
-    out, pos, end = [], 0, len(view)
-    while pos < end:
-        if pos + _LENGTH_PREFIX > end:
-            if allow_partial_tail:
-                break
-            raise KafkaBatchError(f"{end - pos} trailing bytes are not a batch")
-        (length,) = struct.unpack_from(">i", view, pos + 8)
-        if length < HEADER_SIZE - _LENGTH_PREFIX:
-            raise KafkaBatchError(f"batch length {length} is shorter than a header")
-        stop = pos + _LENGTH_PREFIX + length
-        if stop > end:
-            if allow_partial_tail:
-                break
-            raise KafkaBatchError(f"batch of {length} bytes runs past the records' end")
-        out.append(view[pos:stop])
-        pos = stop
-    return out
+# The header layout, its constants, the batch tuple and the batch cutting are the product's
+# own (unchanged by the column-wise rewrite); only the per-record walk is kept here.
+from tslog.protocol.kafka.record_batch import (
+    _CRC_START, _LENGTH_PREFIX, CODEC_MASK, CREATE_TIME, HEADER, HEADER_SIZE, LOG_APPEND_TIME,
+    MAGIC, TIMESTAMP_LOG_APPEND, TRANSACTIONAL, KafkaBatch, split_batches)
 
 
 def decode_batch(data, *, verify_crc: bool = True,
