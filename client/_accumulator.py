@@ -335,27 +335,25 @@ class RecordAccumulator:
         The partition's open batch (records sent before) is closed first, so order holds.
         Returns (the new batch, the open batch closed by this call or None).
         """
-        closed = None
-        open_batch = self._open.get(tp)
-        if open_batch is not None:
-            closed = self._close(tp, open_batch)
-        if now is None:
-            now = time.monotonic()
-        batch = ProducerBatch(tp, now, now + self.delivery_timeout_s)
+        batch, closed = self._own_batch(tp, size, now)
         batch.values = values
         batch.keys = keys
         batch.create_times = create_times
         batch.headers = headers
-        batch.size_bytes = size
-        self._closed.setdefault(tp, collections.deque()).append(batch)
-        self._track(batch)
-        self.buffered_bytes += size
         return batch, closed
 
     def append_section(self, tp: TopicPartition, section: Section, now: float | None = None
                        ) -> tuple[ProducerBatch, ProducerBatch | None]:
         """Queue a pre-encoded section as one batch of its own, as ``append_batch`` does
         with lists."""
+        batch, closed = self._own_batch(tp, section.size, now)
+        batch.section = section
+        return batch, closed
+
+    def _own_batch(self, tp: TopicPartition, size: int, now: float | None
+                   ) -> tuple[ProducerBatch, ProducerBatch | None]:
+        """A new closed batch of ``size`` bytes queued behind the partition's open batch
+        (closed first, so order holds): (the batch, the open batch closed or None)."""
         closed = None
         open_batch = self._open.get(tp)
         if open_batch is not None:
@@ -363,11 +361,10 @@ class RecordAccumulator:
         if now is None:
             now = time.monotonic()
         batch = ProducerBatch(tp, now, now + self.delivery_timeout_s)
-        batch.section = section
-        batch.size_bytes = section.size
+        batch.size_bytes = size
         self._closed.setdefault(tp, collections.deque()).append(batch)
         self._track(batch)
-        self.buffered_bytes += batch.size_bytes
+        self.buffered_bytes += size
         return batch, closed
 
     def _track(self, batch: ProducerBatch) -> None:
