@@ -149,13 +149,15 @@ def handle_offset_commit(services: GroupApis, body: dict):
     response = {"topics": topics_out}
     if not offsets:
         return response
-    return _commit_durably(services, group_id, offsets, response)
+    return commit_durably(services, group_id, offsets, response)
 
 
-async def _commit_durably(services: GroupApis, group_id: str, offsets: dict,
+async def commit_durably(services: GroupApis, group_id: str, offsets: dict,
                           response: dict) -> dict:
     """Answer once the offsets are fsynced. A per-group asyncio lock (FIFO) keeps commits of
-    one group in arrival order, so an older snapshot never lands after a newer one."""
+    one group in arrival order, so an older snapshot never lands after a newer one. Kafka's
+    OffsetCommit answer has the same topics/partitions/error_code shape, so the Kafka
+    listener's adapter uses this too."""
     try:
         await services.offsets.commit(group_id, offsets)
         observe_commit(group_id)

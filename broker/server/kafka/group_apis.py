@@ -24,14 +24,12 @@ Every user error is an error code in the answer; nothing here raises on a well-t
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from tslog.protocol.errors import ErrorCode
 
 from ...group_offsets import MAX_METADATA_BYTES, group_id_problem
-from ...metrics.observe import observe_commit
 from ...security.acl import Authorizer
 from ...topics import TopicManager
 from ...cluster.view import ClusterView
@@ -39,8 +37,8 @@ from ..classic_group_service import ClassicGroupService
 from ..committed_offsets import CommittedOffsets
 from ..group_handlers import coordinator_problem
 from ..group_service import GroupService
+from ..handlers import commit_durably
 
-log = logging.getLogger("tslog.broker.groups")
 
 GROUP_KEY_TYPE = 0  # FindCoordinator's key type for a group (1 is a transactional id)
 
@@ -216,7 +214,7 @@ def offset_commit(services: KafkaGroupServices, body: dict, version: int, info):
     response = {"topics": topics_out}
     if not offsets:
         return response
-    return _commit_durably(services, group_id, offsets, response)
+    return commit_durably(services, group_id, offsets, response)
 
 
 def _fence(services: KafkaGroupServices, body: dict, version: int) -> int:
@@ -242,20 +240,6 @@ def _commit_code(services: KafkaGroupServices, topic: str, entry: dict) -> int:
     if len(metadata.encode()) > MAX_METADATA_BYTES:
         return ErrorCode.OFFSET_METADATA_TOO_LARGE
     return 0
-
-
-async def _commit_durably(services: KafkaGroupServices, group_id: str, offsets: dict,
-                          response: dict) -> dict:
-    try:
-        await services.offsets.commit(group_id, offsets)
-        observe_commit(group_id)
-    except OSError as exc:
-        log.error("committing offsets of group %r failed: %r", group_id, exc)
-        for topic in response["topics"]:
-            for result in topic["partitions"]:
-                if result["error_code"] == 0:
-                    result["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
-    return response
 
 
 def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
