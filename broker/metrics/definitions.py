@@ -153,6 +153,20 @@ API = {api: ApiMetrics(api.name.lower()) for api in ApiKey}
 FOLLOWER_FETCH = ApiMetrics("fetch_follower")
 
 
+_KAFKA_API: dict[int, ApiMetrics] = {}
+
+
+def kafka_api_metrics(api_key: int, api_name: str) -> ApiMetrics:
+    """The metrics of a request on the Kafka listener: the same families, ``api`` named
+    ``kafka_<api>`` (Kafka's ``JoinGroup`` is ``kafka_join_group``), bound on first use so a broker
+    without the listener scrapes no Kafka lines."""
+    api = _KAFKA_API.get(api_key)
+    if api is None:
+        snake = "".join("_" + c.lower() if c.isupper() else c for c in api_name).lstrip("_")
+        api = _KAFKA_API[api_key] = ApiMetrics("kafka_" + snake)
+    return api
+
+
 def api_metrics(api_key: ApiKey, body: dict) -> ApiMetrics:
     """The metrics a request counts in: its API's, or ``fetch_follower`` for a replica's."""
     if api_key is ApiKey.FETCH and body["replica_id"] >= 0:

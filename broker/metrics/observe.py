@@ -55,6 +55,35 @@ def count_errors(api: ApiMetrics, body: dict) -> None:
                             api.error(code).inc()
 
 
+def finish_kafka_request(api: ApiMetrics, body: dict | None, started: float) -> None:
+    """``finish_request`` for a Kafka response: its codes sit at the top level and in any
+    list of entries (``topics``, ``responses``, ``results``, ``coordinators``, ``members``)
+    and the lists inside those (``partitions``, ``partition_responses``), whatever the API
+    calls them."""
+    api.finish(time.perf_counter() - started)
+    if body is None:
+        return
+    code = body.get("error_code")
+    if code:
+        api.error(code).inc()
+    for entries in body.values():
+        if type(entries) is not list:
+            continue
+        for entry in entries:
+            if type(entry) is not dict:
+                continue
+            code = entry.get("error_code")
+            if code:
+                api.error(code).inc()
+            for inner in entry.values():
+                if type(inner) is list:
+                    for result in inner:
+                        if type(result) is dict:
+                            code = result.get("error_code")
+                            if code:
+                                api.error(code).inc()
+
+
 def observe_produce(topic: str, records: int, size: int, log_append_time: int,
                     max_create_time: int) -> None:
     """One partition's successful append: ``records`` records in ``size`` bytes, stamped

@@ -38,6 +38,7 @@ import asyncio
 import collections
 import logging
 import struct
+import time
 
 from tslog.protocol.errors import ErrorCode, RemoteProtocolError
 from tslog.protocol.frames import FrameReceiver, FrameTooLargeError, frame_prefix
@@ -46,6 +47,8 @@ from tslog.protocol.kafka.codec import API_VERSIONS
 from tslog.protocol.messages import ApiKey
 
 from ...config import BrokerConfig
+from ...metrics.definitions import kafka_api_metrics
+from ...metrics.observe import finish_kafka_request
 from ...security.sasl_session import SaslSession
 from ...security.tls import certificate_principal
 from ..connection_registry import ConnectionRegistry
@@ -89,7 +92,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future = self._loop.create_future()
         self._transport: asyncio.Transport | None = None
-        self._slots: collections.deque[list] = collections.deque()  # [cid, key, ver, frame]
+        self._slots: collections.deque[list] = collections.deque()
+        # each slot: [cid, api key, version, frames or None, ApiMetrics, started]
         self._tasks: set[asyncio.Task] = set()
         self._closing = False
         self._draining = False  # shutdown or the client's EOF: answer what was read, close
@@ -205,7 +209,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         # The slot first: a handler that ends the connection (a failed login) still has its
         # answer written before the close.
-        slot = [cid, key, version, None]
+        slot = [cid, key, version, None, kafka_api_metrics(key, request.api_name),
+                time.perf_counter()]
         self._slots.append(slot)
         try:
             if key in _SASL_KEYS or (not self.authenticated and key != API_VERSIONS):
@@ -223,6 +228,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if result is None:  # Produce with acks = 0: Kafka sends no response
             self._slots.pop()  # the last one: adapters are called in arrival order
+            finish_kafka_request(slot[4], None, slot[5])
             return
         if type(result) is dict:
             self._settle(slot, result)
@@ -263,6 +269,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._close()
             return
         slot[3] = [frame_prefix(len(data)), data]
+        finish_kafka_request(slot[4], body, slot[5])
         self._write_due()
 
     def _write_due(self) -> None:

@@ -88,13 +88,16 @@ def test_garbage_closes_that_connection_only(kafka_broker):
 @pytest.mark.slow  # two broker starts (about 5 s)
 def test_the_authorizer_judges_kafka_requests_as_it_judges_native_ones(broker_factory):
     """ACLs on, none granted (and no allow-everyone): a Kafka Produce is denied per
-    partition, a ListOffsets too, and Metadata hides the topic, as on the native port."""
+    partition, a ListOffsets too, and Metadata hides the topic, as on the native port; the
+    scrape counts each Kafka request and its denial under ``kafka_<api>``."""
     from tslog.client import Admin
     from tslog.protocol.kafka.record_batch import encode_batch
     from tests.helpers.broker_process import free_port
+    from tests.integration.test_metrics_endpoint import scrape
 
-    port = free_port()
-    broker = broker_factory(args=["--kafka-listen", f"127.0.0.1:{port}"])
+    port, metrics_port = free_port(), free_port()
+    broker = broker_factory(args=["--kafka-listen", f"127.0.0.1:{port}",
+                                  "--metrics-listen", f"127.0.0.1:{metrics_port}"])
     with Admin(broker.bootstrap) as admin:
         admin.create_topic("guarded")
     broker.restart(env={"TSLOG_AUTHORIZER_ENABLED": "true"})
@@ -112,6 +115,13 @@ def test_the_authorizer_judges_kafka_requests_as_it_judges_native_ones(broker_fa
         _send(sock, encode_request(3, 12, 3, "acl-test", {"topics": None}))
         _, body = decode_response(3, 12, _receive(sock))
         assert body["topics"] == []
+    metrics = scrape(metrics_port)
+    denied = 'tslog_request_errors_total{api="%s",error="topic_authorization_failed"}'
+    assert metrics['tslog_requests_total{api="kafka_produce"}'] == 1
+    assert metrics[denied % "kafka_produce"] == 1
+    assert metrics['tslog_requests_total{api="kafka_list_offsets"}'] == 1
+    assert metrics[denied % "kafka_list_offsets"] == 1
+    assert metrics['tslog_requests_total{api="kafka_metadata"}'] == 1
 
 
 def _fetch_body(topic: str, offset: int, *, max_wait_ms: int, min_bytes: int,
