@@ -6,9 +6,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# CI runs more examples than a developer's default; both are bounded in time.
+# CI runs more examples than a developer's default; both are bounded in time (CI's whole run
+# must stay under 30 minutes: 300 examples each put it at 29).
 settings.register_profile(
-    "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
     "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
