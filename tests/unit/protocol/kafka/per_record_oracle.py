@@ -18,6 +18,9 @@ from tslog.protocol.kafka.primitives import write_varlong
 from tslog.protocol.kafka.record_batch import (
     _CRC_START, _LENGTH_PREFIX, CODEC_MASK, CREATE_TIME, HEADER, HEADER_SIZE, LOG_APPEND_TIME,
     MAGIC, TIMESTAMP_LOG_APPEND, TRANSACTIONAL, KafkaBatch, split_batches)
+# A record's headers and the varint reader were per-record before and stay so in the product:
+# the oracle shares them (kafka-python's reader is the independent check of both).
+from tslog.protocol.kafka.record_columns import _headers, _uvarint
 
 
 def decode_batch(data, *, verify_crc: bool = True,
@@ -51,21 +54,6 @@ def iter_batches(records, allow_partial_tail: bool = False, verify_crc: bool = T
                  ) -> Iterator[KafkaBatch]:
     for piece in split_batches(records, allow_partial_tail):
         yield decode_batch(piece, verify_crc=verify_crc)
-
-
-def _uvarint(buf: bytes, pos: int, end: int):
-    result = shift = 0
-    while True:
-        if pos >= end:
-            raise KafkaBatchError("truncated varint in a record")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise KafkaBatchError("varint longer than 10 bytes in a record")
 
 
 def _decode_records(buf: bytes, count: int):
@@ -132,35 +120,6 @@ def _decode_records(buf: bytes, count: int):
     if pos != end:
         raise KafkaBatchError(f"{end - pos} bytes after the batch's {count} records")
     return offset_deltas, timestamp_deltas, keys, values, headers
-
-
-def _headers(buf: bytes, pos: int, stop: int, count: int) -> list:
-    """One record's headers, which must end exactly at ``stop``."""
-    if count < 0 or count > stop - pos:
-        raise KafkaBatchError(f"record header count {count} does not fit")
-    pairs = []
-    for _header in range(count):
-        raw, pos = _uvarint(buf, pos, stop)
-        length = (raw >> 1) ^ -(raw & 1)
-        if length < 0 or pos + length > stop:
-            raise KafkaBatchError("a record header key runs past the record")
-        try:
-            key = buf[pos:pos + length].decode("utf-8")
-        except UnicodeDecodeError:
-            raise KafkaBatchError("a record header key is not UTF-8") from None
-        pos += length
-        raw, pos = _uvarint(buf, pos, stop)
-        length = (raw >> 1) ^ -(raw & 1)
-        if length < 0:
-            pairs.append((key, None))
-            continue
-        if pos + length > stop:
-            raise KafkaBatchError("a record header value runs past the record")
-        pairs.append((key, buf[pos:pos + length]))
-        pos += length
-    if pos != stop:
-        raise KafkaBatchError(f"record ends {stop - pos} bytes after its headers")
-    return pairs
 
 
 _NULL = b"\x01"  # zigzag(-1): a null key, value or header value
