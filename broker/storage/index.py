@@ -154,16 +154,34 @@ class MmapIndex:
         None if the index was sealed already. So an I/O worker holds the log's lock only
         for this swap of maps (microseconds) and trims and syncs outside it; until then the
         file keeps its zero padding, which is what a crash leaves of an active index (the
-        next open rebuilds it). No ``msync``: ``fsync`` writes the shared map's pages too."""
+        next open rebuilds it). No ``msync``: ``fsync`` writes the shared map's pages too.
+
+        The writable map stays, not swapped for a read-only one of the trimmed length: an
+        ``munmap`` holds the GIL (CPython's mmap does not release it) and, in a process
+        whose threads run on several CPUs, waits for every CPU to drop the mapping from its
+        TLB; on this VM that kept the event loop from running for milliseconds at every roll
+        (``bench/loop_stall.py``). Reads never go past ``entries``, so the map's pages past
+        the trimmed end are never touched."""
         if not self._writable:
             return None
         self._writable = False
         self._capacity = self.entries
-        length = self.entries * self.ENTRY.size
-        fd = os.dup(self._fd)
         self._torn = False
-        self._map_file(length)
-        return fd, length
+        fd, self._fd = self._fd, -1  # the map holds a descriptor of its own
+        return fd, self.entries * self.ENTRY.size
+    @classmethod
+    def make_spare_file(cls, path: Path, capacity_bytes: int) -> None:
+        """Make a next segment's index file (``segment_roll.SpareFiles``): preallocated to
+        ``capacity_bytes`` in whole entries, its first page written (``touch_first_page``),
+        with plain file calls and no map: mapping and unmapping it here would hold the GIL
+        in the I/O worker for as long as the ``munmap`` takes (see ``seal_unsynced``)."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.ftruncate(fd, max(capacity_bytes // cls.ENTRY.size, 1) * cls.ENTRY.size)
+            os.pwrite(fd, b"\0", 0)
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         if self._writable and self._fd >= 0:
             self.seal()

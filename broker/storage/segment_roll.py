@@ -87,10 +87,7 @@ class SpareFiles:
             for suffix, kind in _INDEX_KINDS:
                 path = self._temp(suffix)
                 path.unlink(missing_ok=True)
-                index = kind(path)
-                index.make_writable(capacity_bytes)
-                index.touch_first_page()
-                index.close_handles()
+                kind.make_spare_file(path, capacity_bytes)
         except BaseException:
             self.discard()
             raise
