@@ -3,8 +3,8 @@
     python bench/kafka_loop_lag.py
     python bench/kafka_loop_lag.py --broker before=/tmp/old/.venv/bin/python --broker after=python
 
-Starts ``tslog-broker`` with a Kafka listener under ``bench/loop_probe.py`` (a thread pings
-the loop every ms), fills a topic through tslog's own client (batches of 1000 records of 100
+Starts ``tslog-broker`` with a Kafka listener under ``bench/loop_probe.py`` (a timer due
+every ms on the loop notes how late it ran), fills a topic through tslog's own client (batches of 1000 records of 100
 bytes), then has a confluent-kafka consumer read it all with ``fetch.max.bytes`` and
 ``max.partition.fetch.bytes`` of 8 MB, so each Fetch converts up to 8 MB of stored batches
 into Kafka's format. The table gives the lag the probes saw during the read (p50, p99, max):

@@ -3,16 +3,18 @@
     python bench/loop_stall.py                      # this tree's broker
     python bench/loop_stall.py --broker before=/tmp/old/.venv/bin/python --broker after=python
 
-Starts ``tslog-broker`` under ``bench/loop_probe.py`` (a thread pings the loop every ms and
-notes how long each ping waited), creates a topic with ``segment.bytes`` = 1 MiB, produces
-from several producers for ``--seconds``, then stops the broker and prints the lag the
-probes saw during the produce run: p50, p99, max. The produce rate is paced (``--rate-mib``)
-well below saturation: a saturated loop always has requests queued, and the probe would
-measure that queue rather than the stalls. A second row per broker produces the same
-with segments of 1 GiB (no roll), to tell the rolls' share from the rest. ``--broker``
-takes LABEL=PYTHON, any interpreter whose ``tslog`` is the broker to measure (e.g. a venv
-over an older checkout), so one table compares commits. ``--stacks N`` prints, per row, the
-thread stacks the probe's watchdog saw most often while a probe was late. Asserts nothing; timings on a
+Starts ``tslog-broker`` under ``bench/loop_probe.py`` (a timer due every ms on the broker's
+loop notes how late it ran; ``--probe thread`` pings from a thread instead, as earlier
+versions did), creates a topic with ``segment.bytes`` = 1 MiB, produces from several
+producers for ``--seconds``, then stops the broker and prints the lag the probes saw during
+the produce run: p50, p99, max. The produce rate is paced (``--rate-mib``) well below
+saturation: a saturated loop always has requests queued, and the probe would measure that
+queue rather than the stalls. A second row per broker produces the same with segments of
+1 GiB (no roll), to tell the rolls' share from the rest. ``--broker`` takes LABEL=PYTHON,
+any interpreter whose ``tslog`` is the broker to measure (e.g. a venv over an older
+checkout), so one table compares commits. ``--stacks N`` runs the probe's watchdog and
+prints, per row, the thread stacks it saw most often while the loop was late (the watchdog
+is a thread that wants the GIL too: lags read a little high with it). Asserts nothing; timings on a
 shared 2-core VM vary from run to run: compare rows within one invocation.
 """
 
@@ -76,7 +78,9 @@ def run(python: str, root: Path, segment_bytes: int, args) -> dict:
     data_dir = root / f"data-{segment_bytes}"
     samples_path = root / f"samples-{segment_bytes}.json"
     port = free_port()
-    command = [python, str(PROBE), str(samples_path), "--", "--data-dir", str(data_dir),
+    options = (["--thread-probe"] if args.probe == "thread" else []) \
+        + (["--stacks"] if args.stacks else [])
+    command = [python, str(PROBE), str(samples_path), *options, "--", "--data-dir", str(data_dir),
                "--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"]
     with open(root / f"broker-{segment_bytes}.log", "ab") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
@@ -118,6 +122,10 @@ def main(argv=None) -> int:
                         help="MiB/s produced in all: well below what the broker can take, "
                              "so the lag measured is stalls, not a queue of requests")
     parser.add_argument("--dir", default=None, help="where to put data (default: temp)")
+    parser.add_argument("--probe", choices=("timer", "thread"), default="timer",
+                        help="timer: a callback due every ms on the loop notes how late it "
+                             "ran (default); thread: a thread pings the loop, as earlier "
+                             "versions did (it adds a GIL-hungry thread; see loop_probe.py)")
     parser.add_argument("--stacks", type=int, default=0, metavar="N",
                         help="after the table, the N stacks the probe's watchdog saw most "
                              "often while the loop was late, per row")
@@ -143,7 +151,8 @@ def main(argv=None) -> int:
                            result["stalls"][:args.stacks]))
     print_table(f"Event-loop lag during {args.seconds:g} s of produce at {args.rate_mib:g} MiB/s "
                 f"({args.producers} producers, {args.partitions} partitions, "
-                f"{args.value_bytes} B values, acks=1)",
+                f"{args.value_bytes} B values, acks=1; {args.probe} probe"
+                f"{', with the stack watchdog' if args.stacks else ''})",
                 ["broker", "segment.bytes", "rolls", "MiB/s", "probes", "p50 ms", "p99 ms",
                  "max ms"], rows)
     for title, seen in stacks if args.stacks else ():
