@@ -5,10 +5,11 @@ the authorizer is on: ``services.py``), and turns its answer into the Kafka resp
 So acks 0/1/-1, group commit, the idempotent producers' duplicate and sequence checks, the
 CreateTime bounds, the high watermark and long polls are the native path's, not copies.
 
-Records are converted at this edge, one batch at a time (``tslog.protocol.kafka.convert``):
-a produced Kafka batch becomes one tslog batch before the native handler sees it; a fetched
-tslog batch becomes one Kafka batch marked with the topic's ``message.timestamp.type``
-(LogAppendTime: tslog's LAT; CreateTime: each record's own). ListOffsets by time searches the
+Records are converted at this edge (``tslog.protocol.kafka.convert``): a produced Kafka
+batch becomes one tslog batch before the native handler sees it; each fetched tslog batch
+becomes one Kafka batch marked with the topic's ``message.timestamp.type`` (LogAppendTime:
+tslog's LAT; CreateTime: each record's own), all of a partition's batches in one
+conversion (a constant number of numpy calls, not one set per batch). ListOffsets by time searches the
 index of the same type, so a Kafka client's ``offsets_for_times`` equals tslog's own lookup.
 
 Kafka's features tslog does not have are answered, not faked: a transactional batch is
@@ -27,7 +28,6 @@ from tslog.protocol.errors import BatchFormatError, ErrorCode
 from tslog.protocol.kafka import convert, record_batch
 from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.messages import ApiKey
-from tslog.protocol.records import split_batches
 
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
@@ -235,8 +235,7 @@ def _convert_fetch(services: KafkaServices, native: dict) -> dict:
             if code == 0 and records:
                 try:
                     kind = _TIMESTAMP_TYPE[services.timestamp_type(topic, partition)]
-                    records = b"".join(convert.tslog_to_kafka(batch, kind)
-                                       for batch in split_batches(records))
+                    records = convert.tslog_batches_to_kafka(records, kind)
                 except (BatchFormatError, ValueError) as exc:
                     log.error("fetch %s-%d: a stored batch cannot be converted: %s", topic,
                               partition, exc)
