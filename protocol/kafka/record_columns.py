@@ -289,25 +289,22 @@ _SPECULATION_MISSES = 8  # runs shorter than _SHORT_RUN before the walk goes rec
 _SHORT_RUN = 16
 
 
-def _same_size_run(data: np.ndarray, pos: int, total: int, left: int, end: int) -> int:
+def _same_size_run(data: np.ndarray, pos: int, total: int, prefix: int, left: int,
+                   end: int) -> int:
     """How many records from ``pos`` on are each ``total`` bytes long, the first included:
-    the length varints at ``pos``, ``pos + total``, ... read at once (one to three bytes
-    each; a longer one ends the run) and compared. A record's start depends only on the
-    sizes before it, so a prefix of records that all say ``total`` is exactly what the walk
-    one by one would find."""
+    the records whose length varint is byte for byte the first's (its ``prefix`` bytes),
+    read as ``prefix`` strided slices of the buffer (no index array), compared at once. A
+    record's start depends only on the sizes before it, so a prefix of records that all say
+    ``total`` is exactly what the walk one by one would find; a record that says it in
+    other bytes (a varint padded with 0x80s) only ends the run, and the walk reads it."""
     count = min(left, (end - pos) // total)
-    at = pos + total * np.arange(count, dtype=np.int64)
-    b0, b1, b2 = data[at].astype(np.int64), data[at + 1].astype(np.int64), \
-        data[at + 2].astype(np.int64)
-    one, two = b0 < 0x80, (b0 >= 0x80) & (b1 < 0x80)
-    three = (b0 >= 0x80) & (b1 >= 0x80) & (b2 < 0x80)
-    raw = np.where(one, b0, np.where(two, (b0 & 0x7F) | (b1 << 7),
-                                     (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)))
-    width = np.where(one, 1, np.where(two, 2, 3))
-    size = (raw >> 1) ^ -(raw & 1)
-    same = (one | two | three) & (width + size == total)
-    misses = np.flatnonzero(~same)
-    return count if not misses.size else int(misses[0])
+    stop = pos + total * count
+    same = data[pos:stop:total] == data[pos]
+    for j in range(1, prefix):
+        same &= data[pos + j:stop + j:total] == data[pos + j]
+    if same.all():
+        return count
+    return int(same.argmin())
 
 
 def _record_bounds(buf: bytes, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -324,7 +321,7 @@ def _record_bounds(buf: bytes, data: np.ndarray, count: int) -> tuple[np.ndarray
     while done < count and misses < _SPECULATION_MISSES:
         size, body = _length_at(buf, pos, end)
         total = body - pos + size
-        run = _same_size_run(data, pos, total, count - done, end)
+        run = _same_size_run(data, pos, total, body - pos, count - done, end)
         starts = pos + total * np.arange(run, dtype=np.int64)
         firsts.append(starts + (body - pos))
         stops.append(starts + total)
@@ -351,6 +348,11 @@ def _read_varints(data: np.ndarray, positions: np.ndarray, stops: np.ndarray):
     ``data`` is padded so a read past a record's end lands in the buffer, and any varint
     that ends past its record's end is an error."""
     raw = data[positions]
+    if int(raw.max()) < 0x80:  # every varint one byte (flags, small lengths and deltas)
+        if (positions >= stops).any():
+            raise KafkaBatchError("a varint runs past the end of its record")
+        small = raw.astype(np.int64)
+        return (small >> 1) ^ -(small & 1), np.ones(len(positions), dtype=np.int64)
     codes = (raw & 0x7F).astype(np.uint64)
     widths = np.ones(len(positions), dtype=np.int64)
     longer = np.flatnonzero(raw & 0x80)
