@@ -79,6 +79,15 @@ def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints) 
     if varints.widest == 1:
         out[positions] = codes.astype(np.uint8)
         return
+    if varints.widest == 2:
+        # Both bytes stored for every value: a one-byte value's second byte is 0 and lands
+        # on the next byte of its record, which is written after this (fields go in
+        # order) or stays 0 (attributes, an empty header count). Every varint has at least
+        # one byte of its record after it, so only two-byte columns take this path.
+        small = codes.astype(np.uint16)
+        out[positions] = (small & 0x7F).astype(np.uint8) | ((small > 0x7F).astype(np.uint8) << 7)
+        out[positions + 1] = (small >> 7).astype(np.uint8)
+        return
     continued = (sizes > 1).astype(np.uint8) << 7
     out[positions] = (codes & np.uint64(0x7F)).astype(np.uint8) | continued
     longer = np.flatnonzero(sizes > 1)
