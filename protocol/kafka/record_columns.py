@@ -362,6 +362,14 @@ def _read_varints(data: np.ndarray, positions: np.ndarray, stops: np.ndarray):
             raise KafkaBatchError("a varint runs past the end of its record")
         small = raw.astype(np.int64)
         return (small >> 1) ^ -(small & 1), np.ones(len(positions), dtype=np.int64)
+    more = raw >= 0x80
+    second = data[positions + 1]
+    if not (more & (second >= 0x80)).any():  # at most two bytes each (lengths, deltas)
+        widths = more.astype(np.int64) + 1
+        if (positions + widths > stops).any():
+            raise KafkaBatchError("a varint runs past the end of its record")
+        small = (raw & 0x7F).astype(np.int64) | ((second.astype(np.int64) << 7) * more)
+        return (small >> 1) ^ -(small & 1), widths
     codes = (raw & 0x7F).astype(np.uint64)
     widths = np.ones(len(positions), dtype=np.int64)
     longer = np.flatnonzero(raw & 0x80)
