@@ -25,6 +25,7 @@ from .primitives import write_varlong
 
 _PAD = 10  # bytes past the end a varint read at a record's last byte may look at
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_MAX_RUNS = 16  # runs of one stride worth strided copies (``_runs``, ``_position_runs``)
 
 
 class RecordColumns(NamedTuple):
@@ -72,12 +73,44 @@ def _zigzag(values: np.ndarray) -> _Varints:
     return _Varints(codes, sizes, widest)
 
 
-def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints) -> None:
+def _position_runs(positions: np.ndarray, max_runs: int):
+    """``positions`` (increasing) as a few runs of one stride: [(first, count, stride,
+    start)], or None when there are more than ``max_runs``. Records of one size put every
+    field of theirs at one stride, so a column's bytes are stored by a strided slice per
+    run, several times cheaper than a fancy-indexed store of every position."""
+    n = len(positions)
+    if n < 3:
+        return None
+    steps = np.diff(positions)
+    breaks = np.flatnonzero(steps[1:] != steps[:-1]) + 1
+    if len(breaks) >= max_runs:
+        return None
+    edges = [0] + breaks.tolist() + [n - 1]
+    firsts = np.array(edges, dtype=np.int64)
+    step_list = steps[firsts[:-1]].tolist() + [1]
+    counts = np.diff(edges).tolist() + [1]
+    return list(zip(edges, counts, step_list, positions[firsts].tolist()))
+
+
+def _store(out: np.ndarray, positions: np.ndarray, runs, values: np.ndarray,
+           shift: int = 0) -> None:
+    """``out[positions + shift] = values``, by strided slices when ``runs`` is known."""
+    if runs is None:
+        out[positions + shift if shift else positions] = values
+        return
+    for first, count, stride, start in runs:
+        start += shift
+        out[start:start + stride * (count - 1) + 1:stride] = values[first:first + count]
+
+
+def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints,
+                     max_runs: int = _MAX_RUNS) -> None:
     """Write each varint's bytes at its position: one vectorised store per byte index (a
-    single store when every value fits one byte, the common case of lengths and flags)."""
+    single store when every value fits one byte, the common case of lengths and flags),
+    strided when the positions fall in a few runs of one stride (``_position_runs``)."""
     codes, sizes = varints.codes, varints.sizes
     if varints.widest == 1:
-        out[positions] = codes.astype(np.uint8)
+        _store(out, positions, _position_runs(positions, max_runs), codes.astype(np.uint8))
         return
     if varints.widest == 2:
         # Both bytes stored for every value: a one-byte value's second byte is 0 and lands
@@ -85,8 +118,10 @@ def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints) 
         # order) or stays 0 (attributes, an empty header count). Every varint has at least
         # one byte of its record after it, so only two-byte columns take this path.
         small = codes.astype(np.uint16)
-        out[positions] = (small & 0x7F).astype(np.uint8) | ((small > 0x7F).astype(np.uint8) << 7)
-        out[positions + 1] = (small >> 7).astype(np.uint8)
+        runs = _position_runs(positions, max_runs)
+        _store(out, positions, runs,
+               (small & 0x7F).astype(np.uint8) | ((small > 0x7F).astype(np.uint8) << 7))
+        _store(out, positions, runs, (small >> 7).astype(np.uint8), 1)
         return
     continued = (sizes > 1).astype(np.uint8) << 7
     out[positions] = (codes & np.uint64(0x7F)).astype(np.uint8) | continued
@@ -119,7 +154,6 @@ def _ragged_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.nda
     return np.cumsum(steps, dtype=dtype)
 
 
-_MAX_RUNS = 16
 
 
 def _runs(starts: np.ndarray, sizes: np.ndarray, max_runs: int = _MAX_RUNS):
@@ -139,11 +173,11 @@ def _runs(starts: np.ndarray, sizes: np.ndarray, max_runs: int = _MAX_RUNS):
     if len(breaks) >= max_runs:
         return None
     edges = [0] + breaks.tolist() + [n - 1]
-    step_list, size_list, start_list = steps.tolist(), sizes.tolist(), starts.tolist()
-    runs = [(first, stop - first, step_list[first], size_list[first], start_list[first])
-            for first, stop in zip(edges, edges[1:])]
-    runs.append((n - 1, 1, 1, size_list[-1], start_list[-1]))
-    return runs
+    firsts = np.array(edges, dtype=np.int64)  # the last edge: the lone last piece
+    step_list = steps[firsts[:-1]].tolist() + [1]
+    size_list, start_list = sizes[firsts].tolist(), starts[firsts].tolist()
+    counts = np.diff(edges).tolist() + [1]
+    return list(zip(edges, counts, step_list, size_list, start_list))
 
 
 def _run_views(array: np.ndarray, runs):
@@ -232,19 +266,19 @@ def layout_records(timestamp_deltas: np.ndarray, offset_deltas: np.ndarray,
     total = int(ends[-1])
     max_runs = _MAX_RUNS if lead is None else _MAX_RUNS + 4 * int(np.count_nonzero(lead))
     out = np.zeros(total, dtype=np.uint8)  # leads, attributes, empty header counts stay 0
-    _scatter_varints(out, starts, lengths)
+    _scatter_varints(out, starts, lengths, max_runs)
     position = starts + lengths.sizes + 1
-    _scatter_varints(out, position, stamps)
+    _scatter_varints(out, position, stamps, max_runs)
     position += stamps.sizes
-    _scatter_varints(out, position, deltas)
+    _scatter_varints(out, position, deltas, max_runs)
     position += deltas.sizes
-    _scatter_varints(out, position, key_varints)
+    _scatter_varints(out, position, key_varints, max_runs)
     position += key_varints.sizes
     key_total = int(key_sizes.sum())
     if key_total:
         _scatter_blob(out, position, key_sizes, keys, key_total, max_runs)
     position += key_sizes
-    _scatter_varints(out, position, value_varints)
+    _scatter_varints(out, position, value_varints, max_runs)
     position += value_varints.sizes
     value_total = int(value_sizes.sum())
     if value_total:
