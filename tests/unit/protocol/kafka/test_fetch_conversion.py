@@ -1,7 +1,6 @@
 """A Fetch response's stored batches converted at once (``tslog_batches_to_kafka``) equal
-the per-batch conversion (``tslog_to_kafka``, itself held to kafka-python and the per-record
-oracle in ``test_record_batch.py``/``test_record_columns.py``) byte for byte, over random
-runs of batches: nulls, empty keys, headers, zstd sections, create times far apart, sizes
+the per-batch conversion (``tslog_to_kafka``) and the per-record oracle's batches (which
+share no code with the column-wise encoder) byte for byte, over random runs of batches: nulls, empty keys, headers, zstd sections, create times far apart, sizes
 that change from record to record and from batch to batch; and whatever is corrupt in a run,
 both refuse it with the same kind of error."""
 
@@ -10,11 +9,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, stamp
+from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, parse_header, stamp
 from tslog.protocol.errors import BatchFormatError
 from tslog.protocol.kafka import convert
 from tslog.protocol.kafka import record_batch as rb
-from tslog.protocol.records import build_batch, split_batches
+from tslog.protocol.records import build_batch, iter_records, split_batches
+from tests.unit.protocol.kafka import per_record_oracle as oracle
 
 maybe_bytes = st.none() | st.just(b"") | st.binary(max_size=150)
 headers = st.none() | st.lists(st.tuples(st.text(max_size=4), st.binary(max_size=8)),
@@ -61,6 +61,22 @@ def _per_batch(records, kind):
     return b"".join(convert.tslog_to_kafka(batch, kind) for batch in split_batches(records))
 
 
+def _per_record(records, kind):
+    """The oracle's Kafka batches of the stored batches, each record read one by one."""
+    out = []
+    for batch in split_batches(records):
+        header = parse_header(batch)
+        rows = list(iter_records(batch))
+        out.append(oracle.encode_batch(
+            [r.value for r in rows], [r.key for r in rows], [r.create_time for r in rows],
+            [list(r.headers) or None for r in rows], timestamp_type=kind,
+            max_timestamp=header.log_append_time if kind == rb.LOG_APPEND_TIME else None,
+            base_offset=header.base_offset, partition_leader_epoch=header.leader_epoch,
+            producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence))
+    return b"".join(out)
+
+
 KINDS = [rb.LOG_APPEND_TIME, rb.CREATE_TIME]
 
 
@@ -68,7 +84,9 @@ KINDS = [rb.LOG_APPEND_TIME, rb.CREATE_TIME]
 @settings(max_examples=60, deadline=None)
 @given(records=stored_run())
 def test_a_run_converts_as_each_batch_does(kind, records):
-    assert convert.tslog_batches_to_kafka(records, kind) == _per_batch(records, kind)
+    converted = convert.tslog_batches_to_kafka(records, kind)
+    assert converted == _per_batch(records, kind)
+    assert converted == _per_record(records, kind)
 
 
 def _outcome(convert_run, records, kind):
