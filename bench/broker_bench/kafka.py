@@ -173,7 +173,10 @@ def _confluent_consume(kafka: str, topic: str, records: int) -> float:
 
     consumer = Consumer({"bootstrap.servers": kafka, "group.id": "bench",
                          "enable.auto.commit": False, "fetch.max.bytes": 8 << 20,
-                         "max.partition.fetch.bytes": 8 << 20})
+                         "max.partition.fetch.bytes": 8 << 20,
+                         # librdkafka's pause when its queue is full (default 1000 ms): a
+                         # broker that outruns the Python loop would be timed by it
+                         "fetch.queue.backoff.ms": 10})
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         count = 0
