@@ -9,8 +9,9 @@ Records are converted at this edge (``tslog.protocol.kafka.convert``): a produce
 batch becomes one tslog batch before the native handler sees it; each fetched tslog batch
 becomes one Kafka batch marked with the topic's ``message.timestamp.type`` (LogAppendTime:
 tslog's LAT; CreateTime: each record's own), all of a partition's batches in one
-conversion (a constant number of numpy calls, not one set per batch). ListOffsets by time searches the
-index of the same type, so a Kafka client's ``offsets_for_times`` equals tslog's own lookup.
+conversion (a constant number of numpy calls, not one set per batch). ListOffsets by time
+searches the index of the same type, so a Kafka client's ``offsets_for_times`` equals
+tslog's own lookup.
 
 Kafka's features tslog does not have are answered, not faked: a transactional batch is
 refused with INVALID_REQUEST (transactions are not served), fetch sessions are never opened

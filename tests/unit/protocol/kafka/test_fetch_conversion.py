@@ -1,7 +1,8 @@
 """A Fetch response's stored batches converted at once (``tslog_batches_to_kafka``) equal
 the per-batch conversion (``tslog_to_kafka``) and the per-record oracle's batches (which
-share no code with the column-wise encoder) byte for byte, over random runs of batches: nulls, empty keys, headers, zstd sections, create times far apart, sizes
-that change from record to record and from batch to batch; and whatever is corrupt in a run,
+share no code with the column-wise encoder) byte for byte, over random runs of batches:
+nulls, empty keys, headers, zstd sections, create times far apart, sizes that change from
+record to record and from batch to batch; and whatever is corrupt in a run,
 both refuse it with the same kind of error."""
 
 from __future__ import annotations
