@@ -14,8 +14,9 @@ Kafka consumers read as every record's timestamp) or CreateTime (each record's o
 
 A Fetch response holds many stored batches (about nine of 1000 100-byte records per MiB),
 and per batch the conversion above is some fifty numpy calls on small arrays: their
-overhead, not the bytes, was most of its cost. ``tslog_batches_to_kafka`` converts them all
-at once, equal byte for byte to ``tslog_to_kafka`` per batch: ``decode_batches`` (the
+overhead, not the bytes, was most of its cost. ``tslog_batches_to_kafka`` converts them
+together (up to ``GROUP_BYTES`` of them at a time), equal byte for byte to
+``tslog_to_kafka`` per batch: ``decode_batches`` (the
 Spark reader's multi-batch decoder, the same checks) gives one set of columns, and
 ``record_batch.encode_many`` lays out every batch's records with one set of numpy calls,
 leaving room for each header, so only the headers and CRCs are per batch.
@@ -129,13 +130,34 @@ def tslog_to_kafka(batch, timestamp_type: int = LOG_APPEND_TIME, *,
         base_sequence=header.base_sequence)
 
 
-def tslog_batches_to_kafka(records, timestamp_type: int = LOG_APPEND_TIME) -> bytes:
+# Stored bytes converted by one set of numpy calls: large enough that the fixed cost is
+# spread (a few hundred batches of 1000 100-byte records), small enough that the temporary
+# arrays stay bounded whatever a Fetch asks for (fetch_max_bytes is 50 MiB by default, and
+# records of varying size are copied through an index array of 4 bytes per byte).
+GROUP_BYTES = 4 << 20
+
+
+def tslog_batches_to_kafka(records, timestamp_type: int = LOG_APPEND_TIME, *,
+                           group_bytes: int = GROUP_BYTES) -> bytes:
     """Kafka batches (uncompressed) holding stored tslog batches ``records`` (back to back,
     at least one), each batch as ``tslog_to_kafka`` converts it, joined: the same bytes and
     the same refusals (``BatchFormatError`` for a corrupt batch, ``ValueError`` for
-    timestamps a Kafka batch cannot hold), at a constant number of numpy calls per call
-    rather than per batch (module docstring)."""
+    timestamps a Kafka batch cannot hold), at a constant number of numpy calls per
+    ``group_bytes`` of stored batches rather than per batch (module docstring)."""
     batches = split_batches(records)
+    groups, group, size = [], [], 0
+    for batch in batches:
+        if group and size + len(batch) > group_bytes:
+            groups.append(group)
+            group, size = [], 0
+        group.append(batch)
+        size += len(batch)
+    groups.append(group)
+    pieces = [_group_to_kafka(group, timestamp_type) for group in groups]
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _group_to_kafka(batches: list, timestamp_type: int) -> bytes:
     columns = decode_batches(batches)
     fields = []
     lat = timestamp_type == LOG_APPEND_TIME

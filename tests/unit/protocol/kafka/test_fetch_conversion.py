@@ -81,11 +81,15 @@ def _per_record(records, kind):
 KINDS = [rb.LOG_APPEND_TIME, rb.CREATE_TIME]
 
 
+# Groups of one batch, of a few, of all (the default bound is 4 MiB of stored batches).
+group_bytes = st.sampled_from([1, 2_000, 20_000, convert.GROUP_BYTES])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=60, deadline=None)
-@given(records=stored_run())
-def test_a_run_converts_as_each_batch_does(kind, records):
-    converted = convert.tslog_batches_to_kafka(records, kind)
+@given(records=stored_run(), group=group_bytes)
+def test_a_run_converts_as_each_batch_does(kind, records, group):
+    converted = convert.tslog_batches_to_kafka(records, kind, group_bytes=group)
     assert converted == _per_batch(records, kind)
     assert converted == _per_record(records, kind)
 
@@ -113,9 +117,11 @@ def test_a_corrupt_run_is_refused_as_each_batch_is(records, data):
         del broken[data.draw(st.integers(1, len(broken) - 1)):]
     else:
         broken += data.draw(st.binary(min_size=1, max_size=100))
-    kind = data.draw(st.sampled_from(KINDS))
-    assert _outcome(convert.tslog_batches_to_kafka, bytes(broken), kind) == \
-        _outcome(_per_batch, bytes(broken), kind)
+    kind, group = data.draw(st.sampled_from(KINDS)), data.draw(group_bytes)
+
+    def at_once(records, kind):
+        return convert.tslog_batches_to_kafka(records, kind, group_bytes=group)
+    assert _outcome(at_once, bytes(broken), kind) == _outcome(_per_batch, bytes(broken), kind)
 
 
 def test_timestamps_a_kafka_batch_cannot_hold_are_refused_alike():
