@@ -57,7 +57,11 @@ def _consume(kafka: str, topic: str, count: int) -> int:
     consumer = Consumer({"bootstrap.servers": kafka, "group.id": "lag",
                          "enable.auto.commit": False, "fetch.max.bytes": FETCH_BYTES,
                          "max.partition.fetch.bytes": FETCH_BYTES,
-                         "receive.message.max.bytes": FETCH_BYTES + 1_000_000})
+                         "receive.message.max.bytes": FETCH_BYTES + 1_000_000,
+                         # librdkafka stops fetching for this long when its queue is full
+                         # (default 1000 ms): once the broker outruns the Python loop
+                         # draining that queue, the default times librdkafka's pause.
+                         "fetch.queue.backoff.ms": 10})
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         seen, deadline = 0, time.monotonic() + 120

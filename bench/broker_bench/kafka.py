@@ -10,11 +10,18 @@ native raw rows do on tslog's (pre-encoded RecordBatch v2 of 1000 records pipeli
 loop reading batch headers only), so they measure the listener itself: its framing, codec and
 conversions. The target, >= 0.5x of the native raw path, is printed beside the figures, never
 asserted. Skipped with a message when confluent-kafka is
-not installed (``pip install -e '.[dev]'``)."""
+not installed (``pip install -e '.[dev]'``).
+
+What the listener cannot fix is printed beside it: a "client alone" row, confluent-kafka's
+``produce()`` calls and ``produce_batch`` records per second into a Producer whose bootstrap
+answers nothing (so nothing leaves librdkafka's queue: the client's own ceiling), and for
+the confluent-kafka consume runs the CPU seconds of this process (librdkafka's threads and
+the Python loop over ``Message`` objects) against the broker process's, from ``/proc``."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 import struct
 import time
@@ -123,12 +130,53 @@ def _confluent_produce(kafka: str, topic: str, records: int) -> float:
     return time.perf_counter() - started
 
 
+def _client_alone(records: int) -> tuple[float, float]:
+    """(``produce()`` calls/s, ``produce_batch`` records/s) of confluent-kafka with no broker
+    to talk to: the bootstrap is a closed port, so every record stays in librdkafka's queue
+    and only the client's Python API and queueing are measured."""
+    from confluent_kafka import Producer
+
+    from tests.helpers.broker_process import free_port
+
+    def producer():
+        return Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}", "linger.ms": 5,
+                         "batch.num.messages": BATCH_RECORDS, "log_level": 0,
+                         "queue.buffering.max.messages": records + 1,
+                         "queue.buffering.max.kbytes": 1 << 21})
+
+    alone = producer()
+    produce = alone.produce
+    started = time.perf_counter()
+    for _ in range(records):
+        produce("alone", VALUE, partition=0)
+    calls = records / (time.perf_counter() - started)
+    alone.purge()
+    alone = producer()
+    batch = [{"value": VALUE}] * BATCH_RECORDS
+    started = time.perf_counter()
+    for _ in range(records // BATCH_RECORDS):
+        alone.produce_batch("alone", batch, partition=0)
+    batched = records // BATCH_RECORDS * BATCH_RECORDS / (time.perf_counter() - started)
+    alone.purge()
+    return calls, batched
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far, from ``/proc/<pid>/stat``."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _confluent_consume(kafka: str, topic: str, records: int) -> float:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": kafka, "group.id": "bench",
                          "enable.auto.commit": False, "fetch.max.bytes": 8 << 20,
-                         "max.partition.fetch.bytes": 8 << 20})
+                         "max.partition.fetch.bytes": 8 << 20,
+                         # librdkafka's pause when its queue is full (default 1000 ms): a
+                         # broker that outruns the Python loop would be timed by it
+                         "fetch.queue.backoff.ms": 10})
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         count = 0
@@ -157,6 +205,7 @@ def section_kafka(setup: Setup) -> None:
              "kafka": "confluent-kafka, Kafka listener"}
     rates: dict[str, list[float]] = {f"{path} {what}": [] for path in paths
                                      for what in ("produce", "consume")}
+    alone_calls, alone_batched, client_cpu, broker_cpu = [], [], [], []
     for run in range(setup.runs):
         native, raw, via_kafka = f"kafka-native-{run}", f"kafka-raw-{run}", f"kafka-kafka-{run}"
         with connect(broker.port) as wire:
@@ -167,11 +216,17 @@ def section_kafka(setup: Setup) -> None:
         rates["raw produce"].append(
             records / _raw_kafka_produce(setup.kafka_port, raw, batches, setup.window))
         rates["kafka produce"].append(records / _confluent_produce(kafka, via_kafka, records))
+        calls, batched = _client_alone(records)
+        alone_calls.append(calls)
+        alone_batched.append(batched)
         elapsed, _, read = fetch_raw(broker.port, native, 0, records, 1 << 20)
         rates["native consume"].append(read / elapsed)
         rates["raw consume"].append(
             records / _raw_kafka_fetch(setup.kafka_port, raw, records, 1 << 20))
+        ours, theirs = _cpu_seconds(os.getpid()), _cpu_seconds(broker.process.pid)
         rates["kafka consume"].append(records / _confluent_consume(kafka, via_kafka, records))
+        client_cpu.append(_cpu_seconds(os.getpid()) - ours)
+        broker_cpu.append(_cpu_seconds(broker.process.pid) - theirs)
     rows = []
     for what in ("produce", "consume"):
         base = median(rates[f"native {what}"])
@@ -181,10 +236,21 @@ def section_kafka(setup: Setup) -> None:
             rows.append([what, label, spread(values), f"{ratio:.2f}x",
                          "" if path == "native" else
                          ("yes" if ratio >= 0.5 else "no") + " (>= 0.5x)"])
+        if what == "produce":
+            for label, values in (("confluent-kafka client alone, produce()", alone_calls),
+                                  ("client alone, produce_batch", alone_batched)):
+                rows.append([what, label, spread(values),
+                             f"{median(values) / base:.2f}x", "(ceiling: no broker)"])
+    client, served = median(client_cpu), median(broker_cpu)
     print_table(f"Kafka listener: confluent-kafka against the native raw path, acks=1, "
                 f"{records:,} records of {len(VALUE)} bytes, batches of {BATCH_RECORDS}",
                 ["op", "path", "records/s (min-max)", "vs native raw", "target?"], rows,
                 ["native raw and raw Kafka: pre-encoded batches pipelined / a Fetch loop "
                  "reading batch headers only, on each port; confluent-kafka builds and reads "
                  "every record through its Python API; on the Kafka port the listener "
-                 "converts every batch"])
+                 "converts every batch",
+                 "client alone: confluent-kafka with no broker (nothing leaves its queue), "
+                 "the most its Python API takes",
+                 f"confluent-kafka consume, CPU: client (this process) {client:.2f} s, broker "
+                 f"{served:.2f} s per run (medians): the client is "
+                 f"{client / max(client + served, 1e-9):.0%} of the two"])

@@ -36,4 +36,5 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
         assert "replication rows SKIPPED" in out, out
     assert "tslog.client.Producer" in out and "raw Fetch loop" in out
     assert "connection set-up to first answer (ms)" in out
+    assert "client alone, produce_batch" in out and "confluent-kafka consume, CPU: client" in out
     assert list(tmp_path.iterdir()) == []  # the temporary data directory was removed

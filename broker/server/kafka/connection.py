@@ -99,6 +99,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._draining = False  # shutdown or the client's EOF: answer what was read, close
         self._write_paused = False
         self._read_paused = False
+        self._pumping = False  # answers settled meanwhile are written when pump() ends
         self._last_activity = 0.0
         self._idle_handle: asyncio.TimerHandle | None = None
 
@@ -164,18 +165,31 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- requests ----------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Handle whole frames while no limit holds them back; pause reading otherwise."""
+        """Handle whole frames while no limit holds them back, then write every answer due
+        in one ``writelines`` (answers settled while pumping wait for it: one send for a
+        pipelining client's burst, not one per request, as the native listener does); pause
+        reading otherwise."""
+        if self._pumping:
+            return  # the call below this one on the stack goes on from here
         receiver = self.receiver
-        while (not self._closing and len(self._slots) < self.max_in_flight
-               and not self._write_paused):
-            try:
-                frame = receiver.next_frame()
-            except RemoteProtocolError as exc:  # an oversized frame
-                self._close_bad(str(exc))
-                return
-            if frame is None:
-                break
-            self._handle(frame)
+        self._pumping = True
+        try:
+            while True:
+                while (not self._closing and len(self._slots) < self.max_in_flight
+                       and not self._write_paused):
+                    try:
+                        frame = receiver.next_frame()
+                    except RemoteProtocolError as exc:  # an oversized frame
+                        self._close_bad(str(exc))
+                        return
+                    if frame is None:
+                        break
+                    self._handle(frame)
+                # Writing frees slots: then the frames held back by max_in_flight may go on.
+                if not self._write_due() or not receiver.frames_waiting:
+                    break
+        finally:
+            self._pumping = False
         if self._closing:
             return
         if self._draining and not self._slots and not receiver.frames_waiting:
@@ -258,7 +272,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         else:
             data = _HEADER_AND_ERROR.pack(correlation_id, _UNSUPPORTED)
         self._slots.append([correlation_id, api_key, api_version, [frame_prefix(len(data)), data]])
-        self._write_due()
+        self._answered()
 
     def _settle(self, slot: list, body: dict) -> None:
         try:
@@ -270,19 +284,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         slot[3] = [frame_prefix(len(data)), data]
         finish_kafka_request(slot[4], body, slot[5])
-        self._write_due()
+        self._answered()
 
-    def _write_due(self) -> None:
-        """Write every answer whose turn has come (all earlier ones answered)."""
+    def _write_due(self) -> bool:
+        """Write every answer whose turn has come (all earlier ones answered); True if any.
+        Settled answers wait for a running ``pump`` to call this (``_answered``)."""
         slots = self._slots
         if self._closing:
-            return
+            return False
         out = []
         while slots and slots[0][3] is not None:
             out += slots.popleft()[3]
-        if out:
-            self._transport.writelines(out)
-            self._last_activity = self._loop.time()
+        if not out:
+            return False
+        self._transport.writelines(out)
+        self._last_activity = self._loop.time()
+        return True
+
+    def _answered(self) -> None:
+        """An answer was settled: written now, or by the ``pump`` running below us."""
+        if not self._pumping:
+            self._write_due()
 
     # -- closing -----------------------------------------------------------------------------
 

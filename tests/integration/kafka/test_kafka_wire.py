@@ -171,3 +171,53 @@ def test_list_offsets_earliest_latest_and_max_timestamp(kafka_broker):
             part = decode_response(2, 7, _receive(sock))[1]["topics"][0]["partitions"][0]
             answers.append((part["error_code"], part["offset"], part["timestamp"]))
     assert answers == [(0, 0, -1), (0, 3, -1), (0, 1, now - 1000)]
+
+
+def test_a_pipelined_burst_past_max_in_flight_is_answered_in_order(tmp_path):
+    """Thirty requests in one write to a listener that holds four in flight: answers settled
+    while a burst is handled go out together, the frames held back go on once they are
+    written, and every answer comes in request order: ApiVersions (answered at once),
+    Produce (small, converted on the loop; large, in a worker thread); then a Fetch of every
+    batch produced (converted in a worker thread, all batches at once)."""
+    from tslog.protocol.kafka.record_batch import encode_batch
+    from .conftest import start_kafka_broker
+
+    broker = start_kafka_broker(tmp_path, max_in_flight_requests=4)
+    try:
+        topic = broker.topic("burst")
+        small = encode_batch([b"s%d" % i for i in range(10)], None, 1_700_000_000_000)
+        large = encode_batch([b"L" * 200] * 1000, None, 1_700_000_000_000)  # > 128 KiB
+        frames, expected = [], []
+        for cid in range(30):
+            if cid % 3 == 0:
+                frames.append(encode_request(18, 3, cid, "burst", {}))
+            else:
+                batch = large if cid % 3 == 2 else small
+                frames.append(encode_request(0, 9, cid, "burst", {
+                    "acks": 1, "timeout_ms": 10_000, "topic_data": [
+                        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}))
+                expected.append(1000 if batch is large else 10)
+            frames[-1] = struct.pack(">I", len(frames[-1])) + frames[-1]
+        with _connect(broker) as sock:
+            sock.sendall(b"".join(frames))
+            offsets = []
+            for cid in range(30):
+                api, version = (18, 3) if cid % 3 == 0 else (0, 9)
+                got, body = decode_response(api, version, _receive(sock))
+                assert got == cid
+                if api == 0:
+                    part = body["responses"][0]["partition_responses"][0]
+                    assert part["error_code"] == 0
+                    offsets.append(part["base_offset"])
+            assert offsets == [sum(expected[:i]) for i in range(len(expected))]
+            _send(sock, encode_request(1, 12, 30, "burst", _fetch_body(
+                topic, 0, max_wait_ms=0, min_bytes=0, partition_max_bytes=50 << 20)))
+            got, body = decode_response(1, 12, _receive(sock))
+            assert got == 30
+            records = body["responses"][0]["partitions"][0]["records"]
+            batches = list(iter_batches(records))
+            assert [b.base_offset for b in batches] == offsets
+            assert [len(b.values) for b in batches] == expected
+            assert batches[0].values == [b"s%d" % i for i in range(10)]
+    finally:
+        broker.process.cleanup()
