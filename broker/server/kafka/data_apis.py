@@ -198,7 +198,30 @@ def _produce_response(services: KafkaServices, body: dict, native: dict | None,
 # -------------------------------------------------------------------------------------- fetch
 
 
+def _after_produces(services: KafkaServices, read):
+    """``read()`` once the connection's earlier Produce requests are in the log.
+
+    Kafka handles a connection's requests one at a time, so a Fetch or ListOffsets sent
+    behind a Produce sees its records. Here a large Produce converts in a worker thread
+    (``produce``) while the loop goes on with the requests behind it: those that read the
+    log wait for the last Produce still converting (``ProduceOrder.tail``; the Produces
+    before it append first), the rest need not."""
+    tail = services.produce_order.tail
+    if tail is None:
+        return read()
+
+    async def later():
+        await asyncio.shield(tail)  # a cancelled reader must not cancel the Produce's turn
+        result = read()
+        return (await result) if inspect.isawaitable(result) else result
+    return later()
+
+
 def fetch(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    return _after_produces(services, lambda: _fetch(services, body, version))
+
+
+def _fetch(services: KafkaServices, body: dict, version: int):
     max_bytes = body["max_bytes"] if version >= 3 else services.config.fetch_max_bytes
     native_body = {
         "replica_id": -1,  # a Kafka client is always a consumer here, never a follower
@@ -259,6 +282,10 @@ def _convert_fetch(services: KafkaServices, native: dict) -> dict:
 
 
 def list_offsets(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    return _after_produces(services, lambda: _list_offsets(services, body))
+
+
+def _list_offsets(services: KafkaServices, body: dict):
     """One native ListOffsets per timestamp type present (each topic's own index)."""
     by_index: dict[str, list] = {}
     for group in body["topics"]:

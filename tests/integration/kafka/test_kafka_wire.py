@@ -173,6 +173,33 @@ def test_list_offsets_earliest_latest_and_max_timestamp(kafka_broker):
     assert answers == [(0, 0, -1), (0, 3, -1), (0, 1, now - 1000)]
 
 
+def test_a_fetch_and_list_offsets_behind_a_large_produce_see_its_records(kafka_broker):
+    """Kafka handles a connection's requests one at a time, so a Fetch and a ListOffsets
+    pipelined right behind a Produce see what it appended, also when the Produce is large
+    enough to convert in a worker thread (over 128 KiB) and the loop goes on meanwhile."""
+    from tslog.protocol.kafka.record_batch import encode_batch
+
+    topic = kafka_broker.topic("behind-produce")
+    large = encode_batch([b"L" * 200] * 1000, None, 1_700_000_000_000)
+    frames = [
+        encode_request(0, 9, 1, "behind", {"acks": 1, "timeout_ms": 10_000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": large}]}]}),
+        encode_request(1, 12, 2, "behind", _fetch_body(
+            topic, 0, max_wait_ms=0, min_bytes=0, partition_max_bytes=1 << 20)),
+        encode_request(2, 7, 3, "behind", {"replica_id": -1, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]}),
+    ]
+    with _connect(kafka_broker) as sock:
+        sock.sendall(b"".join(struct.pack(">I", len(f)) + f for f in frames))
+        produced = decode_response(0, 9, _receive(sock))[1]
+        fetched = decode_response(1, 12, _receive(sock))[1]
+        latest = decode_response(2, 7, _receive(sock))[1]
+    assert produced["responses"][0]["partition_responses"][0]["error_code"] == 0
+    records = fetched["responses"][0]["partitions"][0]["records"]
+    assert [len(b.values) for b in iter_batches(records)] == [1000]
+    assert latest["topics"][0]["partitions"][0]["offset"] == 1000
+
+
 def test_a_pipelined_burst_past_max_in_flight_is_answered_in_order(tmp_path):
     """Thirty requests in one write to a listener that holds four in flight: answers settled
     while a burst is handled go out together, the frames held back go on once they are
