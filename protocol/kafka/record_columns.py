@@ -22,10 +22,11 @@ import numpy as np
 
 from .errors import KafkaBatchError
 from .primitives import write_varlong
+from .strided import (MAX_RUNS, ragged_index, run_views, stride_runs, strided_store,
+                      uniform_runs)
 
 _PAD = 10  # bytes past the end a varint read at a record's last byte may look at
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_MAX_RUNS = 16  # runs of one stride worth strided copies (``_runs``, ``_position_runs``)
 
 
 class RecordColumns(NamedTuple):
@@ -73,44 +74,14 @@ def _zigzag(values: np.ndarray) -> _Varints:
     return _Varints(codes, sizes, widest)
 
 
-def _position_runs(positions: np.ndarray, max_runs: int):
-    """``positions`` (increasing) as a few runs of one stride: [(first, count, stride,
-    start)], or None when there are more than ``max_runs``. Records of one size put every
-    field of theirs at one stride, so a column's bytes are stored by a strided slice per
-    run, several times cheaper than a fancy-indexed store of every position."""
-    n = len(positions)
-    if n < 3:
-        return None
-    steps = np.diff(positions)
-    breaks = np.flatnonzero(steps[1:] != steps[:-1]) + 1
-    if len(breaks) >= max_runs:
-        return None
-    edges = [0] + breaks.tolist() + [n - 1]
-    firsts = np.array(edges, dtype=np.int64)
-    step_list = steps[firsts[:-1]].tolist() + [1]
-    counts = np.diff(edges).tolist() + [1]
-    return list(zip(edges, counts, step_list, positions[firsts].tolist()))
-
-
-def _store(out: np.ndarray, positions: np.ndarray, runs, values: np.ndarray,
-           shift: int = 0) -> None:
-    """``out[positions + shift] = values``, by strided slices when ``runs`` is known."""
-    if runs is None:
-        out[positions + shift if shift else positions] = values
-        return
-    for first, count, stride, start in runs:
-        start += shift
-        out[start:start + stride * (count - 1) + 1:stride] = values[first:first + count]
-
-
 def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints,
-                     max_runs: int = _MAX_RUNS) -> None:
+                     max_runs: int = MAX_RUNS) -> None:
     """Write each varint's bytes at its position: one vectorised store per byte index (a
     single store when every value fits one byte, the common case of lengths and flags),
-    strided when the positions fall in a few runs of one stride (``_position_runs``)."""
+    strided when the positions fall in a few runs of one stride (``stride_runs``)."""
     codes, sizes = varints.codes, varints.sizes
     if varints.widest == 1:
-        _store(out, positions, _position_runs(positions, max_runs), codes.astype(np.uint8))
+        strided_store(out, positions, stride_runs(positions, max_runs), codes.astype(np.uint8))
         return
     if varints.widest == 2:
         # Both bytes stored for every value: a one-byte value's second byte is 0 and lands
@@ -118,10 +89,10 @@ def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints,
         # order) or stays 0 (attributes, an empty header count). Every varint has at least
         # one byte of its record after it, so only two-byte columns take this path.
         small = codes.astype(np.uint16)
-        runs = _position_runs(positions, max_runs)
-        _store(out, positions, runs,
-               (small & 0x7F).astype(np.uint8) | ((small > 0x7F).astype(np.uint8) << 7))
-        _store(out, positions, runs, (small >> 7).astype(np.uint8), 1)
+        runs = stride_runs(positions, max_runs)
+        strided_store(out, positions, runs,
+                      (small & 0x7F).astype(np.uint8) | ((small > 0x7F).astype(np.uint8) << 7))
+        strided_store(out, positions, runs, (small >> 7).astype(np.uint8), 1)
         return
     continued = (sizes > 1).astype(np.uint8) << 7
     out[positions] = (codes & np.uint64(0x7F)).astype(np.uint8) | continued
@@ -137,69 +108,15 @@ def _scatter_varints(out: np.ndarray, positions: np.ndarray, varints: _Varints,
         shift += 7
 
 
-def _ragged_index(starts: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:
-    """Indices ``starts[i] + 0 .. starts[i] + lengths[i] - 1`` for every i, in order, as
-    index arithmetic, not a loop per piece: a run of ones whose first element per piece is
-    the jump from the previous piece's last index, summed up (two passes over ``total``)."""
-    present = lengths > 0
-    starts, lengths = starts[present], lengths[present]
-    dtype = np.int32 if int(starts[-1]) + int(lengths[-1]) < 1 << 31 else np.int64
-    steps = np.ones(total, dtype=dtype)
-    firsts = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=firsts[1:])
-    jumps = np.empty(len(starts), dtype=np.int64)
-    jumps[0] = starts[0]
-    jumps[1:] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)
-    steps[firsts] = jumps
-    return np.cumsum(steps, dtype=dtype)
-
-
-
-
-def _runs(starts: np.ndarray, sizes: np.ndarray, max_runs: int = _MAX_RUNS):
-    """The pieces as a few runs of one size at one stride, or None when there are more
-    than ``max_runs``. Fixed-size keys and values make records of one size but for the
-    offset-delta varint's width (1 byte below 64, 2 below 8192, ...), so a batch of them is
-    two or three such runs: a strided copy per run then moves them all, with no index array
-    per byte (a third of the time of the fancy-indexed copy at 100-byte values). Records of
-    several batches laid out at once (``layout_records`` with ``lead``) add a run or two per
-    batch, so their caller raises ``max_runs`` with the batch count."""
-    n = len(starts)
-    if n == 1:
-        return [(0, 1, 1, int(sizes[0]), int(starts[0]))]
-    steps = np.diff(starts)
-    # Pieces 0..n-2 grouped by (step to the next piece, size); the last piece runs alone.
-    breaks = np.flatnonzero((steps[1:] != steps[:-1]) | (sizes[1:-1] != sizes[:-2])) + 1
-    if len(breaks) >= max_runs:
-        return None
-    edges = [0] + breaks.tolist() + [n - 1]
-    firsts = np.array(edges, dtype=np.int64)  # the last edge: the lone last piece
-    step_list = steps[firsts[:-1]].tolist() + [1]
-    size_list, start_list = sizes[firsts].tolist(), starts[firsts].tolist()
-    counts = np.diff(edges).tolist() + [1]
-    return list(zip(edges, counts, step_list, size_list, start_list))
-
-
-def _run_views(array: np.ndarray, runs):
-    """(strided (count, size) view of ``array``, offset into the blob) per run; built with
-    the ``ndarray`` constructor, a tenth of ``as_strided``'s cost (it matters at a few
-    runs per batch over a response's batches)."""
-    offset = 0
-    for _first, count, stride, size, start in runs:
-        if size:
-            yield (np.ndarray((count, size), np.uint8, array, start, (stride, 1)), offset)
-        offset += count * size
-
-
 def _scatter_blob(out: np.ndarray, starts: np.ndarray, sizes: np.ndarray, blob, total: int,
-                  max_runs: int = _MAX_RUNS):
+                  max_runs: int = MAX_RUNS):
     """Copy the pieces of ``blob`` (back to back) to ``out`` at ``starts``."""
     source = np.frombuffer(blob, dtype=np.uint8, count=total)
-    runs = _runs(starts, sizes, max_runs)
+    runs = uniform_runs(starts, sizes, max_runs)
     if runs is None:
-        out[_ragged_index(starts, sizes, total)] = source
+        out[ragged_index(starts, sizes, total)] = source
         return
-    for view, offset in _run_views(out, runs):
+    for view, offset in run_views(out, runs):
         view[:] = source[offset:offset + view.size].reshape(view.shape)
 
 
@@ -264,7 +181,7 @@ def layout_records(timestamp_deltas: np.ndarray, offset_deltas: np.ndarray,
     ends = np.cumsum(record if lead is None else record + lead)
     starts = ends - record
     total = int(ends[-1])
-    max_runs = _MAX_RUNS if lead is None else _MAX_RUNS + 4 * int(np.count_nonzero(lead))
+    max_runs = MAX_RUNS if lead is None else MAX_RUNS + 4 * int(np.count_nonzero(lead))
     out = np.zeros(total, dtype=np.uint8)  # leads, attributes, empty header counts stay 0
     _scatter_varints(out, starts, lengths, max_runs)
     position = starts + lengths.sizes + 1
@@ -287,7 +204,7 @@ def layout_records(timestamp_deltas: np.ndarray, offset_deltas: np.ndarray,
     if with_headers:
         rows = np.array(with_headers, dtype=np.int64)
         sizes = header_sizes[rows]
-        out[_ragged_index(position[rows], sizes, len(header_blob))] = \
+        out[ragged_index(position[rows], sizes, len(header_blob))] = \
             np.frombuffer(header_blob, dtype=np.uint8)
     return out, starts
 
@@ -429,10 +346,10 @@ def _gather(data: np.ndarray, positions: np.ndarray, lengths: np.ndarray) -> byt
     total = int(sizes.sum())
     if not total:
         return b""
-    runs = _runs(positions, sizes)
+    runs = uniform_runs(positions, sizes)
     if runs is None:
-        return data[_ragged_index(positions, sizes, total)].tobytes()
-    return b"".join(view.tobytes() for view, _offset in _run_views(data, runs))
+        return data[ragged_index(positions, sizes, total)].tobytes()
+    return b"".join(view.tobytes() for view, _offset in run_views(data, runs))
 
 
 def _headers(buf: bytes, pos: int, stop: int, count: int) -> list:
