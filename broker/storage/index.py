@@ -114,9 +114,15 @@ class MmapIndex:
         if self.on_open is not None:
             self.on_open()
 
+    @classmethod
+    def _whole_entries(cls, capacity_bytes: int, entries: int) -> int:
+        """A writable file's capacity in entries: ``capacity_bytes`` rounded down to whole
+        entries, never below the entries it holds, nor below one."""
+        return max(capacity_bytes // cls.ENTRY.size, entries, 1)
+
     def make_writable(self, capacity_bytes: int) -> None:
         """Preallocate to ``capacity_bytes`` (rounded down to whole entries) and map read-write."""
-        capacity = max(capacity_bytes // self.ENTRY.size, self.entries, 1)
+        capacity = self._whole_entries(capacity_bytes, self.entries)
         if self._writable and self._map is not None and capacity == self._capacity:
             return  # already so (a pre-created next segment's, or a still-active one's)
         self._writable = True
@@ -152,7 +158,7 @@ class MmapIndex:
         """The quick half of ``seal``: map the entries read-only and stop writing. Returns a
         duplicate descriptor and the length the caller owes the file (trim, then fsync), or
         None if the index was sealed already. So an I/O worker holds the log's lock only
-        for this swap of maps (microseconds) and trims and syncs outside it; until then the
+        for this hand-over (no syscall) and trims and syncs outside it; until then the
         file keeps its zero padding, which is what a crash leaves of an active index (the
         next open rebuilds it). No ``msync``: ``fsync`` writes the shared map's pages too.
 
@@ -169,6 +175,7 @@ class MmapIndex:
         self._torn = False
         fd, self._fd = self._fd, -1  # the map holds a descriptor of its own
         return fd, self.entries * self.ENTRY.size
+
     @classmethod
     def make_spare_file(cls, path: Path, capacity_bytes: int) -> None:
         """Make a next segment's index file (``segment_roll.SpareFiles``): preallocated to
@@ -177,7 +184,7 @@ class MmapIndex:
         in the I/O worker for as long as the ``munmap`` takes (see ``seal_unsynced``)."""
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.ftruncate(fd, max(capacity_bytes // cls.ENTRY.size, 1) * cls.ENTRY.size)
+            os.ftruncate(fd, cls._whole_entries(capacity_bytes, 0) * cls.ENTRY.size)
             os.pwrite(fd, b"\0", 0)
         finally:
             os.close(fd)
