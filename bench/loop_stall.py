@@ -10,7 +10,11 @@ producers for ``--seconds``, then stops the broker and prints the lag the probes
 the produce run: p50, p99, max. The produce rate is paced (``--rate-mib``) well below
 saturation: a saturated loop always has requests queued, and the probe would measure that
 queue rather than the stalls. A second row per broker produces the same with segments of
-1 GiB (no roll), to tell the rolls' share from the rest. ``--broker`` takes LABEL=PYTHON,
+1 GiB (no roll), to tell the rolls' share from the rest. The "own" columns take from each
+lag the time the loop thread waited on the run queue for a CPU meanwhile (another process or
+thread had it: on 2 cores the producers here compete with the broker), leaving what the
+broker's own work cost the loop; ``--pin`` gives the broker one CPU of its own and the
+producers the others, as a broker on its own machine has. ``--broker`` takes LABEL=PYTHON,
 any interpreter whose ``tslog`` is the broker to measure (e.g. a venv over an older
 checkout), so one table compares commits. ``--stacks N`` runs the probe's watchdog and
 prints, per row, the thread stacks it saw most often while the loop was late (the watchdog
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -74,6 +79,15 @@ def produce(bootstrap: str, topic: str, seconds: float, value: bytes, producers:
     return sum(sent)
 
 
+def _pin_producers() -> set[int]:
+    """Keep this process (the producers) off CPU 0 and return {0}, the broker's CPU."""
+    cpus = os.sched_getaffinity(0)
+    if 0 not in cpus or len(cpus) < 2:
+        raise SystemExit("--pin needs CPU 0 and at least one more")
+    os.sched_setaffinity(0, cpus - {0})
+    return {0}
+
+
 def run(python: str, root: Path, segment_bytes: int, args) -> dict:
     data_dir = root / f"data-{segment_bytes}"
     samples_path = root / f"samples-{segment_bytes}.json"
@@ -83,7 +97,9 @@ def run(python: str, root: Path, segment_bytes: int, args) -> dict:
     command = [python, str(PROBE), str(samples_path), *options, "--", "--data-dir", str(data_dir),
                "--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"]
     with open(root / f"broker-{segment_bytes}.log", "ab") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
+                                   preexec_fn=(lambda: os.sched_setaffinity(0, args.pin))
+                                   if args.pin else None)
     try:
         deadline = time.monotonic() + 30
         while not probe("127.0.0.1", port):
@@ -103,10 +119,14 @@ def run(python: str, root: Path, segment_bytes: int, args) -> dict:
         process.terminate()
         process.wait(60)
     probe_output = json.loads(samples_path.read_text())
-    lags = [lag for wall, lag in probe_output["samples"] if started <= wall <= ended]
+    samples = [(lag, wait) for wall, lag, wait in probe_output["samples"]
+               if started <= wall <= ended]
+    lags = [lag for lag, _ in samples]
+    waits = [wait for _, wait in samples if wait is not None]
+    own = [max(0.0, lag - wait) for lag, wait in samples] if len(waits) == len(samples) else []
     rolls = sum(1 for _ in data_dir.glob("stall-*/*.log")) - args.partitions
-    return {"lags": lags, "rolls": rolls, "mb_s": acked / MIB / (ended - started),
-            "stalls": probe_output["stalls"]}
+    return {"lags": lags, "own": own, "cpu_wait": sum(waits) if own else None, "rolls": rolls,
+            "mb_s": acked / MIB / (ended - started), "stalls": probe_output["stalls"]}
 
 
 def main(argv=None) -> int:
@@ -129,7 +149,10 @@ def main(argv=None) -> int:
     parser.add_argument("--stacks", type=int, default=0, metavar="N",
                         help="after the table, the N stacks the probe's watchdog saw most "
                              "often while the loop was late, per row")
+    parser.add_argument("--pin", action="store_true",
+                        help="run the broker on CPU 0 only and the producers on the others")
     args = parser.parse_args(argv)
+    args.pin = _pin_producers() if args.pin else None
     if args.quick:
         args.seconds = 2.0
     brokers = [b.split("=", 1) for b in args.broker] or [["this tree", sys.executable]]
@@ -142,19 +165,24 @@ def main(argv=None) -> int:
                 result = run(python, root, segment_bytes, args)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-            lags = result["lags"]
+            lags, own = result["lags"], result["own"]
             ms = [f"{percentile(lags, q) * 1e3:.2f}" for q in (0.5, 0.99)]
+            own_ms = ([f"{percentile(own, 0.99) * 1e3:.2f}", f"{max(own) * 1e3:.2f}",
+                       f"{result['cpu_wait'] * 1e3:.0f}"] if own else ["-", "-", "-"])
             rows.append([label, "1 MiB" if segment_bytes == MIB else "1 GiB",
                          str(result["rolls"]), f"{result['mb_s']:.0f}", str(len(lags)),
-                         *ms, f"{max(lags) * 1e3:.2f}"])
+                         *ms, f"{max(lags) * 1e3:.2f}", *own_ms])
             stacks.append((f"{rows[-1][0]}, segment.bytes {rows[-1][1]}",
                            result["stalls"][:args.stacks]))
     print_table(f"Event-loop lag during {args.seconds:g} s of produce at {args.rate_mib:g} MiB/s "
                 f"({args.producers} producers, {args.partitions} partitions, "
                 f"{args.value_bytes} B values, acks=1; {args.probe} probe"
-                f"{', with the stack watchdog' if args.stacks else ''})",
+                f"{', with the stack watchdog' if args.stacks else ''}"
+                f"{'; broker pinned to CPU 0' if args.pin else ''})",
                 ["broker", "segment.bytes", "rolls", "MiB/s", "probes", "p50 ms", "p99 ms",
-                 "max ms"], rows)
+                 "max ms", "own p99 ms", "own max ms", "CPU wait ms"], rows)
+    print("  own: each lag less the time the loop thread waited for a CPU meanwhile (run-queue "
+          "wait, from /proc/thread-self/schedstat); CPU wait: that wait summed over the run.")
     for title, seen in stacks if args.stacks else ():
         print(f"\n  where the threads were while the loop was late ({title}):")
         for stack, count in seen:
