@@ -46,9 +46,11 @@ class Member(threading.Thread):
     def __init__(self, bootstrap: str) -> None:
         super().__init__(daemon=True)
         from kafka import KafkaConsumer
-        from kafka.errors import CommitFailedError
+        from kafka.errors import CommitFailedError, RebalanceInProgressError
 
-        self.commit_failed = CommitFailedError
+        # A commit refused by a rebalance: CommitFailedError, or RebalanceInProgressError
+        # when kafka-python knows it is mid-rejoin (a poll's timeout ended its join wait)
+        self.commit_refused = (CommitFailedError, RebalanceInProgressError)
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kafka-split",
                                       auto_offset_reset="earliest", enable_auto_commit=False,
                                       session_timeout_ms=6000, heartbeat_interval_ms=300)
@@ -78,7 +80,7 @@ class Member(threading.Thread):
                     self.read.update((tp.partition, record.offset) for record in records)
                 try:
                     self.consumer.commit()
-                except self.commit_failed:  # a rebalance began: the next poll rejoins
+                except self.commit_refused:  # the next poll (re)joins
                     pass
                 self.assigned = {tp.partition for tp in self.consumer.assignment()}
             self.consumer.close()  # commits nothing more; sends LeaveGroup
