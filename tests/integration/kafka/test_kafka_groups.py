@@ -88,9 +88,14 @@ class Member(threading.Thread):
             self.error = exc
 
 
-def wait_for(condition, what: str, timeout_s: float = 45.0) -> None:
+def wait_for(condition, what: str, members: tuple[Member, ...] = (),
+             timeout_s: float = 45.0) -> None:
+    """Until ``condition()``; a member whose thread failed fails the wait at once, with its
+    error (a dead member stalls the group, and waiting would only hide why)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
+        for member in members:
+            assert member.error is None, f"{what}: a member failed: {member.error!r}"
         assert time.monotonic() < deadline, what
         time.sleep(0.1)
 
@@ -103,14 +108,16 @@ def test_two_kafka_consumers_split_a_topic_and_one_takes_all_when_the_other_leav
     try:
         wait_for(lambda: first.assigned and second.assigned
                  and first.assigned | second.assigned == set(range(PARTITIONS))
-                 and not first.assigned & second.assigned, "the two never split the topic")
+                 and not first.assigned & second.assigned, "the two never split the topic",
+                 (first, second))
         everything = {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
-        wait_for(lambda: first.read | second.read == everything, "not every record was read")
+        wait_for(lambda: first.read | second.read == everything, "not every record was read",
+                 (first, second))
         second.stop.set()
         second.join(30)
         assert second.error is None, second.error
         wait_for(lambda: first.assigned == set(range(PARTITIONS)),
-                 "the remaining consumer never took every partition")
+                 "the remaining consumer never took every partition", (first,))
     finally:
         first.stop.set()
         second.stop.set()
