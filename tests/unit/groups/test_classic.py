@@ -96,3 +96,27 @@ def test_a_leaving_leader_hands_over_and_a_rebalance_cancels_waiting_syncs():
     assert groups.validate_commit("g", -1, "", 9) is ErrorCode.NONE
     assert groups.validate_commit("other", -1, "", 9) is ErrorCode.NONE
     assert groups.validate_commit("other", 1, "m", 9) is ErrorCode.ILLEGAL_GENERATION
+
+
+def test_a_stable_leaders_unchanged_rejoin_rebalances_a_followers_gets_its_generation():
+    """Kafka's rule: a consumer leader rejoins a Stable group, with the same metadata, when the
+    topics' metadata changed since it assigned (kafka-python: its metadata snapshot), so that
+    rejoin must start a rebalance; a follower's unchanged rejoin is a lost answer asked again."""
+    groups = machine()
+    join(groups, "", "a", 0)
+    a = answers(groups)[("a", 0)].member_id
+    join(groups, "", "b", 1)
+    join(groups, a, "a", 2)
+    answers(groups)
+    groups.sync("g", 2, a, None, None, {a: b"", "b-1": b""}, "sync-a", 3)
+    groups.sync("g", 2, "b-1", None, None, {}, "sync-b", 3)
+    assert groups.describe("g").state is ClassicState.STABLE
+    again = join(groups, "b-1", "b", 4)
+    assert (again.error, again.generation_id, again.leader, again.members) == (
+        ErrorCode.NONE, 2, a, ())
+    assert join(groups, a, "a", 5) is PENDING
+    assert groups.heartbeat("g", 2, "b-1", 6) is ErrorCode.REBALANCE_IN_PROGRESS
+    join(groups, "b-1", "b", 7)
+    done = answers(groups)
+    assert {done[("a", 5)].generation_id, done[("b", 7)].generation_id} == {3}
+    assert [m for m, _ in done[("a", 5)].members] == [a, "b-1"]
