@@ -71,13 +71,20 @@ def test_a_member_id_handed_out_must_be_used_within_the_session():
     assert late == JoinResponse(ErrorCode.UNKNOWN_MEMBER_ID, first.member_id)
 
 
-def test_a_leaving_leader_hands_over_and_a_rebalance_cancels_waiting_syncs():
-    groups = machine()
+def two_members_joined(groups) -> str:
+    """Members a (the leader) and b ("b-1") in generation 2, waiting for their SyncGroup;
+    a's member id."""
     join(groups, "", "a", 0)
     a = answers(groups)[("a", 0)].member_id
     join(groups, "", "b", 1)
     join(groups, a, "a", 2)
     answers(groups)
+    return a
+
+
+def test_a_leaving_leader_hands_over_and_a_rebalance_cancels_waiting_syncs():
+    groups = machine()
+    a = two_members_joined(groups)
     assert groups.sync("g", 2, "b-1", None, None, {}, "sync-b", 3) is PENDING
     assert groups.leave("g", [a, "ghost"], 4) == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
     assert answers(groups) == {"sync-b": SyncResponse(ErrorCode.REBALANCE_IN_PROGRESS)}
@@ -103,11 +110,7 @@ def test_a_stable_leaders_unchanged_rejoin_rebalances_a_followers_gets_its_gener
     topics' metadata changed since it assigned (kafka-python: its metadata snapshot), so that
     rejoin must start a rebalance; a follower's unchanged rejoin is a lost answer asked again."""
     groups = machine()
-    join(groups, "", "a", 0)
-    a = answers(groups)[("a", 0)].member_id
-    join(groups, "", "b", 1)
-    join(groups, a, "a", 2)
-    answers(groups)
+    a = two_members_joined(groups)
     groups.sync("g", 2, a, None, None, {a: b"", "b-1": b""}, "sync-a", 3)
     groups.sync("g", 2, "b-1", None, None, {}, "sync-b", 3)
     assert groups.describe("g").state is ClassicState.STABLE
