@@ -13,8 +13,9 @@ queue rather than the stalls. A second row per broker produces the same with seg
 1 GiB (no roll), to tell the rolls' share from the rest. The "own" columns take from each
 lag the time the loop thread waited on the run queue for a CPU meanwhile (another process or
 thread had it: on 2 cores the producers here compete with the broker), leaving what the
-broker's own work cost the loop; ``--pin`` gives the broker one CPU of its own and the
-producers the others, as a broker on its own machine has. ``--broker`` takes LABEL=PYTHON,
+broker's own work cost the loop. ``--pin`` runs the broker on CPU 0 and the producers on
+the others: the producers no longer take the loop's CPU, but the broker's I/O worker then
+shares it (on 2 cores the rolling row reads worse pinned). ``--broker`` takes LABEL=PYTHON,
 any interpreter whose ``tslog`` is the broker to measure (e.g. a venv over an older
 checkout), so one table compares commits. ``--stacks N`` runs the probe's watchdog and
 prints, per row, the thread stacks it saw most often while the loop was late (the watchdog
