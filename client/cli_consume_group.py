@@ -3,7 +3,10 @@ each record only once it is printed."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 
 from . import Admin, Consumer, ConsumerRebalanceListener, TopicPartition
 from .cli_positions import end_offsets, resolve_start
@@ -65,20 +68,49 @@ class _GroupProgress(ConsumerRebalanceListener):
                                   for tp in held)
 
 
+@contextlib.contextmanager
+def _ctrl_c_sets(flag: threading.Event):
+    """SIGINT (Ctrl-C) sets ``flag`` instead of raising KeyboardInterrupt wherever the main
+    thread happens to be.
+
+    Why: raised inside the client's blocking calls (a poll or a commit waiting on the
+    client's I/O thread), the interrupt can leave them waiting for ever: in CI a
+    ``tslog consume --group`` did not exit for 20 minutes after Ctrl-C. The consume loop looks
+    at the flag between polls (every 200 ms), then commits what it printed and leaves the
+    group. A second Ctrl-C raises at once, for a broker that no longer answers.
+    """
+    def first(signum, frame) -> None:
+        flag.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    try:
+        previous = signal.signal(signal.SIGINT, first)
+    except ValueError:  # not the main thread (a program embedding the CLI): its handling stays
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def consume_group(args, render) -> None:
     """Print records with ``render`` as a member of ``args.group``, committing after every
-    batch printed and on the way out (Ctrl-C included)."""
+    batch printed and on the way out (Ctrl-C included: exit status 130 once committed and
+    out of the group)."""
     with Admin(args.bootstrap, security=args.security) as admin:
         admin.describe_topic(args.topic)  # an unknown topic is an error, not a wait
-    with Consumer(args.bootstrap, security=args.security, group_id=args.group,
-                  auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
+    interrupted = threading.Event()
+    with _ctrl_c_sets(interrupted), Consumer(
+            args.bootstrap, security=args.security, group_id=args.group,
+            auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
         progress = _GroupProgress(consumer, args)
         consumer.subscribe([args.topic], listener=progress)
         remaining = args.max_messages
         write = sys.stdout.write
         try:
-            while (remaining is None or remaining > 0) and not (args.to_time and
-                                                               progress.finished()):
+            while ((remaining is None or remaining > 0) and not interrupted.is_set()
+                   and not (args.to_time and progress.finished())):
                 for record in consumer.poll(_POLL_MS):
                     tp = TopicPartition(record.topic, record.partition)
                     if tp in progress.ends and record.offset >= progress.ends[tp]:
@@ -93,3 +125,5 @@ def consume_group(args, render) -> None:
                 progress.commit()
         finally:
             progress.commit()
+    if interrupted.is_set():
+        raise KeyboardInterrupt  # ``cli.main``: exit status 130, as for any interrupted command
