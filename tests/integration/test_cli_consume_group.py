@@ -31,6 +31,8 @@ def produce(bootstrap: str, numbers) -> None:
 class ConsumeProcess:
     """`tslog consume events --group G --format json ...` with its printed records."""
 
+    started: list[ConsumeProcess] = []  # killed at the test's end, whatever happened
+
     def __init__(self, bootstrap: str, *args: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tslog.client.cli", "consume", "events", "--group", "cli",
@@ -39,6 +41,7 @@ class ConsumeProcess:
         self.lines: list[dict] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        ConsumeProcess.started.append(self)
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -60,6 +63,17 @@ class ConsumeProcess:
         code = self.process.wait(60)
         self._reader.join(10)
         return code
+
+
+@pytest.fixture(autouse=True)
+def no_consumer_outlives_the_test():
+    """A failed assertion must not leave `tslog consume` processes polling a stopped broker."""
+    yield
+    while ConsumeProcess.started:
+        process = ConsumeProcess.started.pop().process
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
 
 
 def described(broker) -> dict:
