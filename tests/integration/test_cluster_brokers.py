@@ -251,12 +251,14 @@ def test_a_broker_started_before_etcd_joins_once_etcd_is_up(tmp_path):
         "node_id": 0, "etcd_endpoints": etcd.endpoint, "broker_session_timeout_ms": SESSION_MS})
     try:
         broker.launch()
-        time.sleep(1.0)  # the broker is retrying against a port nobody listens on
+        # Until the broker says it is retrying against a port nobody listens on (a fixed
+        # sleep was shorter than a loaded CI machine's interpreter start-up: etcd came first)
+        wait_for(lambda: "etcd not reachable yet" in broker.log_text() or not broker.running,
+                 30, "the broker reports etcd unreachable")
         assert broker.running
         etcd.start()
         broker.wait_ready()
         assert [b["node_id"] for b in metadata(broker)["brokers"]] == [0]
-        assert "etcd not reachable yet" in broker.log_text()
         broker.terminate()
     finally:
         broker.kill()
