@@ -7,9 +7,10 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # CI runs more examples than a developer's default; both are bounded in time (CI's whole run
-# must stay under 30 minutes: 300 examples each put it at 29).
+# must stay under 30 minutes: 300 examples each put it at 29; 200 at 25, and at 29 on a day
+# this VM ran every test 20-35 % slower).
 settings.register_profile(
-    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
     "dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
