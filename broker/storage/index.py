@@ -155,8 +155,9 @@ class MmapIndex:
                 os.close(fd)
 
     def seal_unsynced(self) -> tuple[int, int] | None:
-        """The quick half of ``seal``: map the entries read-only and stop writing. Returns a
-        duplicate descriptor and the length the caller owes the file (trim, then fsync), or
+        """The quick half of ``seal``: stop writing and hand over the file. Returns its
+        descriptor (the map keeps one of its own) and the length the caller owes the file
+        (trim, then fsync), or
         None if the index was sealed already. So an I/O worker holds the log's lock only
         for this hand-over (no syscall) and trims and syncs outside it; until then the
         file keeps its zero padding, which is what a crash leaves of an active index (the

@@ -7,14 +7,16 @@ against 37 us for an ordinary append, every ``segment.bytes`` of produce. Now:
 
 - **Ahead of the roll**, once the active segment is half full (by bytes or by index entries),
   the worker creates the next segment's files under temporary names (``next-segment.*.tmp``),
-  preallocates and maps the indexes writable (``SpareFiles``). At the roll the loop renames
-  them to the new base offset and opens them: four renames, four opens and three maps, no file
-  created and no first write through a map, which here waits 3-50 ms on ext4. A roll with no
-  spare ready (a roll by time, or the worker behind) makes the files at once, as before.
+  preallocates the indexes and writes their first page, with no map (``SpareFiles``). At
+  the roll the loop renames them to the new base offset and opens them: four renames, four
+  opens and three maps, no file created and no first write through a map, which here waits
+  3-50 ms on ext4. A roll with no spare ready (a roll by time, or the worker behind) makes
+  the files at once, as before.
 - **After the roll**, the old segment keeps its writable maps (readers go on using them under
-  the log's lock) until the worker's ``_seal`` remaps them read-only under that lock (a
-  swap of maps, microseconds: an ``ftruncate`` there waited milliseconds for ext4's journal
-  behind other fsyncs, and the loop with it), then trims the files outside it.
+  the log's lock) until the worker's ``_seal`` marks them sealed under that lock and takes
+  their descriptors (no syscall: an ``ftruncate`` there waited milliseconds for ext4's
+  journal behind other fsyncs, and the loop with it), then trims the files outside it. The
+  writable maps stay (``MmapIndex.seal_unsynced`` says why): reads stop at the entries.
 - **Durable later, in bulk**: a sealed index matters at the next open only if it lies below
   the recovery point on disk, and only a checkpoint moves that point. So the fsyncs wait for
   the next checkpoint (or close), which syncs the indexes of every segment sealed since the
