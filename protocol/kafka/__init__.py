@@ -42,11 +42,12 @@ from .codec import (
     decode_response,
     encode_request,
     encode_response,
+    encode_response_chunks,
 )
 from .errors import KafkaBatchError, KafkaDecodeError, UnsupportedCompression, UnsupportedKafkaVersion
 
 __all__ = [
     "API_KEYS", "API_NAMES", "SUPPORTED", "KafkaBatchError", "KafkaDecodeError", "KafkaRequest",
     "UnsupportedCompression", "UnsupportedKafkaVersion", "decode_request", "decode_response",
-    "encode_request", "encode_response",
+    "encode_request", "encode_response", "encode_response_chunks",
 ]

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from . import schema
 from .errors import KafkaDecodeError, UnsupportedKafkaVersion
+from .primitives import ChunkWriter
 
 API_NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit",
@@ -124,12 +125,20 @@ def encode_request(api_key: int, api_version: int, correlation_id: int,
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
+    return b"".join(encode_response_chunks(api_key, api_version, correlation_id, body))
+
+
+def encode_response_chunks(api_key: int, api_version: int, correlation_id: int,
+                           body: dict) -> list:
+    """The response as a list of byte strings to send in order (``encode_response``'s
+    bytes, joined): large ``bytes`` fields, a Fetch response's records, are kept as they
+    are, so the broker writes them with no copy into the message (``ChunkWriter``)."""
     name = _name(api_key, api_version, "Response")
     _, write_header = schema.compiled("ResponseHeader", response_header_version(api_key, api_version))
-    out = bytearray()
+    out = ChunkWriter()
     write_header(out, {"correlation_id": correlation_id})
     schema.compiled(name, api_version)[1](out, body)
-    return bytes(out)
+    return out.chunks()
 
 
 def decode_response(api_key: int, api_version: int, data) -> tuple[int, dict]:

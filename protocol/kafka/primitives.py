@@ -5,7 +5,9 @@ Why readers return ``(value, position)``: a message is decoded in one pass over 
 object with no reader object in between, which is the cheapest shape CPython offers (one call
 and one tuple per field). Every reader checks that the bytes it needs are there, so a truncated
 or lying length raises ``KafkaDecodeError``, never an ``IndexError`` or a short slice silently
-taken as a value. Writers append to a ``bytearray``.
+taken as a value. Writers append to a ``bytearray``; given a ``ChunkWriter`` (a bytearray
+too), the bytes and records writers keep a large value by reference instead, so a Fetch
+response's megabyte of records goes to the socket as it is, not copied into the message.
 
 Readers accept ``bytes`` or a ``memoryview``: the codec decodes from a view, so ``bytes``
 and ``records`` fields come out as views of the message (no copy of a 1 MB batch); they
@@ -210,12 +212,41 @@ def read_bytes(buf: bytes, pos: int):
     return value, pos
 
 
+BY_REFERENCE_BYTES = 64 << 10  # smaller values are cheaper to copy than to hand over
+
+
+class ChunkWriter(bytearray):
+    """A message being written as chunks: the bytes written so far, plus large ``bytes``
+    values kept by reference (``take``) between them; ``chunks()`` lists them in order."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chunks: list = []
+
+    def take(self, value: bytes) -> None:
+        self._chunks.append(bytes(self))
+        self.clear()
+        self._chunks.append(value)
+
+    def chunks(self) -> list:
+        return [*self._chunks, bytes(self)]
+
+
+def _append_blob(out: bytearray, value) -> None:
+    if type(out) is ChunkWriter and type(value) is bytes and len(value) >= BY_REFERENCE_BYTES:
+        out.take(value)
+    else:
+        out += value
+
+
 def write_nullable_bytes(out: bytearray, value) -> None:
     if value is None:
         out += b"\xff\xff\xff\xff"
         return
     out += _I32.pack(len(value))
-    out += value
+    _append_blob(out, value)
 
 
 write_bytes = write_nullable_bytes
@@ -240,7 +271,7 @@ def write_compact_nullable_bytes(out: bytearray, value) -> None:
         out.append(0)
         return
     write_uvarint(out, len(value) + 1)
-    out += value
+    _append_blob(out, value)
 
 
 write_compact_bytes = write_compact_nullable_bytes

@@ -42,7 +42,8 @@ import time
 
 from tslog.protocol.errors import ErrorCode, RemoteProtocolError
 from tslog.protocol.frames import FrameReceiver, FrameTooLargeError, frame_prefix
-from tslog.protocol.kafka import UnsupportedKafkaVersion, decode_request, encode_response
+from tslog.protocol.kafka import (UnsupportedKafkaVersion, decode_request, encode_response,
+                                  encode_response_chunks)
 from tslog.protocol.kafka.codec import API_VERSIONS
 from tslog.protocol.messages import ApiKey
 
@@ -276,13 +277,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _settle(self, slot: list, body: dict) -> None:
         try:
-            data = encode_response(slot[1], slot[2], slot[0], body)
+            chunks = encode_response_chunks(slot[1], slot[2], slot[0], body)
         except Exception:  # an adapter built a body its version cannot hold: a bug
             log.exception("%s: the Kafka response to api %d v%d cannot be encoded", self.peer,
                           slot[1], slot[2])
             self._close()
             return
-        slot[3] = [frame_prefix(len(data)), data]
+        slot[3] = [frame_prefix(sum(map(len, chunks))), *chunks]
         finish_kafka_request(slot[4], body, slot[5])
         self._answered()
 

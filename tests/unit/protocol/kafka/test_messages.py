@@ -221,3 +221,21 @@ def test_truncated_messages_raise_decode_errors(key, version, kind, data):
     cut = data.draw(st.integers(0, len(encoded) - 1))
     with pytest.raises(KafkaDecodeError):
         _decode(key, version, kind, encoded[:cut])
+
+
+@pytest.mark.parametrize("version", range(codec.SUPPORTED[1][0], codec.SUPPORTED[1][1] + 1))
+@pytest.mark.parametrize("size", [10, 64 << 10, 1 << 20])
+def test_a_fetch_response_in_chunks_is_the_message_and_keeps_large_records_uncopied(
+        version, size):
+    records = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+        {"topic": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "high_watermark": 9,
+             "last_stable_offset": 9, "log_start_offset": 0, "aborted_transactions": None,
+             "preferred_read_replica": -1, "records": records}]}]}
+    chunks = codec.encode_response_chunks(1, version, 7, body)
+    assert b"".join(chunks) == codec.encode_response(1, version, 7, body)
+    assert any(chunk is records for chunk in chunks) == (size >= 64 << 10)
+    correlation_id, decoded = codec.decode_response(1, version, b"".join(chunks))
+    assert correlation_id == 7
+    assert bytes(decoded["responses"][0]["partitions"][0]["records"]) == records
