@@ -8,7 +8,9 @@ needs each record's start, which depends on the length varint before it: that on
 a tight Python loop reading only the length varints (about 0.15 us a record); every field
 after that is read at known positions, field by field, for all records at once. Only the
 records that carry headers go through a per-record path (headers are rare, and a header
-list's layout is itself a chain of varints).
+list's layout is itself a chain of varints). Records of one shape (one key size, one value
+size, no headers: most producers' batches) take a shorter path both ways, as the rows of a
+2-D view (``same_layout``, ``same_layout_encode``), with the same bytes and the same errors.
 
 Keys and values travel as (lengths, blob): ``int32`` lengths, -1 for null (tslog's stored
 layout), and the present ones' bytes back to back.
@@ -22,6 +24,8 @@ import numpy as np
 
 from .errors import KafkaBatchError
 from .primitives import write_varlong
+from .same_layout import Run, decode_runs
+from .same_layout_encode import layout_same
 from .strided import (MAX_RUNS, ragged_index, run_views, stride_runs, strided_store,
                       uniform_runs)
 
@@ -173,6 +177,12 @@ def layout_records(timestamp_deltas: np.ndarray, offset_deltas: np.ndarray,
             header_blob = b"".join(encoded)
     stamps = _zigzag(np.asarray(timestamp_deltas, dtype=np.int64))
     deltas = _zigzag(np.asarray(offset_deltas, dtype=np.int64))
+    if not with_headers and n and (key_lengths == key_lengths[0]).all() \
+            and (value_lengths == value_lengths[0]).all():
+        laid = layout_same(stamps, deltas, int(key_lengths[0]), keys, int(value_lengths[0]),
+                           values, lead)
+        if laid is not None:
+            return laid
     key_varints, value_varints = _zigzag(key_lengths), _zigzag(value_lengths)
     body = 1 + stamps.sizes + deltas.sizes + key_varints.sizes + key_sizes \
         + value_varints.sizes + value_sizes + header_sizes
@@ -247,6 +257,10 @@ def _length_at(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 
 _SPECULATION_MISSES = 8  # runs shorter than _SHORT_RUN before the walk goes record by record
 _SHORT_RUN = 16
+# Runs of one size worth trying as one layout each (``same_layout``): a producer's batch of
+# fixed-size records is two (offset deltas of one byte, then of two), a few more when the
+# timestamp deltas' widths change too; each run costs a dozen numpy calls.
+_SAME_LAYOUT_RUNS = 6
 
 
 def _same_size_run(data: np.ndarray, pos: int, total: int, prefix: int, left: int,
@@ -267,27 +281,40 @@ def _same_size_run(data: np.ndarray, pos: int, total: int, prefix: int, left: in
     return int(same.argmin())
 
 
-def _record_bounds(buf: bytes, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first byte after each record's length varint, each record's end).
-
-    Where each record starts depends on the length varint of the one before, so this is a
-    walk; but records of one size (fixed-size keys and values: only the offset delta's width
-    varies) are found a run at a time by ``_same_size_run``. After a few short runs (sizes
-    that vary) the walk goes one record at a time in Python, reading nothing but the length
-    varints: about 0.3-0.6 us a record on a busy 2-core VM, the floor of this design."""
+def _size_runs(buf: bytes, data: np.ndarray, count: int) -> tuple[list[Run], int]:
+    """(runs of same-size records from the batch's first, the byte after the last): until
+    every record is in one or after a few short runs (sizes that vary)."""
     end = len(buf)
-    firsts, stops = [], []
+    runs = []
     pos = done = misses = 0
     while done < count and misses < _SPECULATION_MISSES:
         size, body = _length_at(buf, pos, end)
         total = body - pos + size
         run = _same_size_run(data, pos, total, body - pos, count - done, end)
-        starts = pos + total * np.arange(run, dtype=np.int64)
-        firsts.append(starts + (body - pos))
-        stops.append(starts + total)
+        runs.append(Run(pos, total, body - pos, run))
         pos += total * run
         done += run
         misses += run < _SHORT_RUN
+    return runs, pos
+
+
+def _record_bounds(buf: bytes, runs: list[Run], pos: int, count: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(first byte after each record's length varint, each record's end).
+
+    Where each record starts depends on the length varint of the one before, so this is a
+    walk; but records of one size (fixed-size keys and values: only the offset delta's width
+    varies) are found a run at a time by ``_same_size_run`` (``runs``, ending at ``pos``).
+    After a few short runs the walk goes one record at a time in Python, reading nothing
+    but the length varints: about 0.3-0.6 us a record on a busy 2-core VM, the floor of
+    this design."""
+    end = len(buf)
+    firsts, stops = [], []
+    for run in runs:
+        starts = run.start + run.size * np.arange(run.count, dtype=np.int64)
+        firsts.append(starts + run.prefix)
+        stops.append(starts + run.size)
+    done = sum(run.count for run in runs)
     if done < count:
         first_list, stop_list = [], []
         first_append, stop_append = first_list.append, stop_list.append
@@ -402,7 +429,15 @@ def decode_records(buf: bytes, count: int) -> RecordColumns:
         return RecordColumns(empty, empty, empty.astype(np.int32), b"", empty.astype(np.int32),
                              b"", None)
     data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
-    firsts, stops = _record_bounds(buf, data, count)
+    runs, pos = _size_runs(buf, data, count)
+    if pos == len(buf) and len(runs) <= _SAME_LAYOUT_RUNS \
+            and sum(run.count for run in runs) == count:
+        same = decode_runs(buf, data, runs)
+        if same is not None:
+            stamps, deltas, key_lengths, keys, value_lengths, values = same
+            return RecordColumns(stamps, deltas, key_lengths, keys, value_lengths, values,
+                                 None)
+    firsts, stops = _record_bounds(buf, runs, pos, count)
     position = firsts + 1  # record attributes: unused by every Kafka version so far
     timestamp_deltas, widths = _read_varints(data, position, stops)
     position = position + widths
