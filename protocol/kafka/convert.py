@@ -67,6 +67,18 @@ def kafka_to_tslog(batch: KafkaBatch) -> bytes:
         raise KafkaBatchError(f"the Kafka batch does not fit a tslog batch: {exc}") from None
 
 
+_COUNTING = [np.arange(1 << 12, dtype=np.int64)]
+
+
+def _counting(n: int) -> np.ndarray:
+    """0..n-1, a view of one array kept across calls (grown when a batch is larger): what
+    a produced batch's offset deltas must be, compared without a new ``arange`` each time."""
+    counting = _COUNTING[0]
+    if len(counting) < n:
+        counting = _COUNTING[0] = np.arange(max(n, 2 * len(counting)), dtype=np.int64)
+    return counting[:n]
+
+
 def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
     """(attributes, the tslog batch) of one Kafka batch's bytes, column-wise.
 
@@ -77,7 +89,7 @@ def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
     n = head.record_count
     if n == 0:
         raise KafkaBatchError("a Kafka batch without records cannot become a tslog batch")
-    if not np.array_equal(columns.offset_deltas, np.arange(n)):
+    if not (columns.offset_deltas == _counting(n)).all():
         raise KafkaBatchError("a produced batch must have offset deltas 0..n-1")
     deltas = columns.timestamp_deltas
     base = head.base_timestamp
@@ -92,9 +104,10 @@ def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
             [[(key, b"" if value is None else value) for key, value in pairs] or None
              for pairs in columns.headers], n)
     parts = [SECTION_SIZES.pack(len(columns.keys), len(columns.values), len(headers_blob)),
-             times.astype("<i8").tobytes(), columns.key_lengths.astype("<i4").tobytes(),
-             columns.value_lengths.astype("<i4").tobytes(), columns.keys, columns.values,
-             headers_blob]
+             times.astype("<i8", copy=False).tobytes(),
+             columns.key_lengths.astype("<i4", copy=False).tobytes(),
+             columns.value_lengths.astype("<i4", copy=False).tobytes(), columns.keys,
+             columns.values, headers_blob]
     section = Section(parts, n, int(times[0]), low, high, bool(headers_blob))
     codec = COMPRESSION_NONE if head.compression == compression.NONE else COMPRESSION_ZSTD
     try:

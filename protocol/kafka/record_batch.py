@@ -143,8 +143,9 @@ def decode_batch_columns(data, *, verify_crc: bool = True,
                          ) -> tuple[BatchHead, RecordColumns]:
     """Decode exactly one batch into its header and its records as columns. Raises
     ``KafkaBatchError`` (``UnsupportedCompression`` for a codec this install lacks) for
-    anything that is not a well-formed v2 batch."""
-    buf = bytes(data)
+    anything that is not a well-formed v2 batch. An uncompressed batch is read where it
+    lies (a view of a Produce request), never copied whole."""
+    buf = memoryview(data).cast("B")
     if len(buf) < HEADER_SIZE:
         raise KafkaBatchError(f"{len(buf)} bytes are shorter than a batch header")
     (base_offset, length, leader_epoch, magic, crc, attributes, last_offset_delta,
@@ -154,12 +155,13 @@ def decode_batch_columns(data, *, verify_crc: bool = True,
         raise KafkaBatchError(f"record batch magic {magic}: only v2 (magic 2) is supported")
     if length + _LENGTH_PREFIX != len(buf):
         raise KafkaBatchError(f"batch length {length} does not match its {len(buf)} bytes")
-    if verify_crc and crc32c(memoryview(buf)[_CRC_START:]) != crc:
+    if verify_crc and crc32c(buf[_CRC_START:]) != crc:
         raise KafkaBatchError("record batch CRC32C mismatch")
     if count < 0 or last_offset_delta < 0:
         raise KafkaBatchError(f"record count {count} or last offset delta is negative")
-    body = compression.decompress(attributes & CODEC_MASK, memoryview(buf)[HEADER_SIZE:],
-                                  max_uncompressed)
+    codec = attributes & CODEC_MASK
+    body = buf[HEADER_SIZE:] if codec == compression.NONE \
+        else compression.decompress(codec, buf[HEADER_SIZE:], max_uncompressed)
     if count > len(body):
         raise KafkaBatchError(f"{count} records in {len(body)} bytes")
     head = BatchHead(base_offset, leader_epoch, attributes, last_offset_delta, base_timestamp,

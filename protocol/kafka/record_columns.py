@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import KafkaBatchError
 from .primitives import write_varlong
-from .same_layout import Run, decode_runs
+from .same_layout import Run, decode_runs, predicted_runs
 from .same_layout_encode import layout_same
 from .strided import (MAX_RUNS, ragged_index, run_views, stride_runs, strided_store,
                       uniform_runs)
@@ -421,22 +421,25 @@ def decode_records(buf: bytes, count: int) -> RecordColumns:
 
     Raises ``KafkaBatchError`` for anything that is not exactly ``count`` well-formed records.
     """
-    buf = bytes(buf)
     if count == 0:
-        if buf:
+        if len(buf):
             raise KafkaBatchError(f"{len(buf)} bytes after the batch's 0 records")
         empty = np.zeros(0, dtype=np.int64)
         return RecordColumns(empty, empty, empty.astype(np.int32), b"", empty.astype(np.int32),
                              b"", None)
-    data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
-    runs, pos = _size_runs(buf, data, count)
-    if pos == len(buf) and len(runs) <= _SAME_LAYOUT_RUNS \
+    # The size runs and the one-shape path read only inside the records: no padded copy.
+    view = np.frombuffer(buf, dtype=np.uint8)
+    predicted = predicted_runs(buf, count, _length_at)
+    same = None if predicted is None else decode_runs(buf, view, predicted)
+    runs, pos = ([], 0) if same is not None else _size_runs(buf, view, count)
+    if same is None and pos == len(buf) and len(runs) <= _SAME_LAYOUT_RUNS \
             and sum(run.count for run in runs) == count:
-        same = decode_runs(buf, data, runs)
-        if same is not None:
-            stamps, deltas, key_lengths, keys, value_lengths, values = same
-            return RecordColumns(stamps, deltas, key_lengths, keys, value_lengths, values,
-                                 None)
+        same = decode_runs(buf, view, runs)
+    if same is not None:
+        stamps, deltas, key_lengths, keys, value_lengths, values = same
+        return RecordColumns(stamps, deltas, key_lengths, keys, value_lengths, values, None)
+    buf = bytes(buf)
+    data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
     firsts, stops = _record_bounds(buf, runs, pos, count)
     position = firsts + 1  # record attributes: unused by every Kafka version so far
     timestamp_deltas, widths = _read_varints(data, position, stops)
