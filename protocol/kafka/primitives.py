@@ -87,6 +87,15 @@ def read_uvarint(buf: bytes, pos: int, max_bits: int = 35):
             raise KafkaDecodeError(f"varint longer than {max_bits} bits at byte {pos}")
 
 
+def uvarint_width(value: int) -> int:
+    """How many bytes ``value`` (>= 0) takes as an unsigned varint."""
+    width = 1
+    while value >= 0x80:
+        value >>= 7
+        width += 1
+    return width
+
+
 def write_uvarint(out: bytearray, value: int) -> None:
     if value < 0:
         raise ValueError(f"unsigned varint cannot be negative: {value}")

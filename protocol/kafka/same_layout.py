@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import KafkaBatchError
+from .primitives import uvarint_width
 
 
 class Run(NamedTuple):
@@ -156,13 +157,6 @@ def _blob(rows: np.ndarray, column: int, size: int) -> bytes:
     return rows[:, column:column + size].tobytes() if size > 0 else b""
 
 
-def _width(code: int) -> int:
-    width = 1
-    while code >= 0x80:
-        code >>= 7
-        width += 1
-    return width
-
 
 def predicted_runs(buf, count: int, length_at) -> list[Run] | None:
     """The runs a batch of one shape would have, from its first record alone, or None
@@ -180,11 +174,11 @@ def predicted_runs(buf, count: int, length_at) -> list[Run] | None:
         if done:  # one more byte of offset delta: the length varint may widen too
             size += 1
             try:
-                if length_at(buf, pos, end) != (size, pos + _width(size << 1)):
+                if length_at(buf, pos, end) != (size, pos + uvarint_width(size << 1)):
                     return None
             except KafkaBatchError:  # not where a record of the guessed size would be
                 return None
-        prefix = _width(size << 1)
+        prefix = uvarint_width(size << 1)
         runs.append(Run(pos, prefix + size, prefix, upto - done))
         pos += (prefix + size) * (upto - done)
         done, limit = upto, limit << 7

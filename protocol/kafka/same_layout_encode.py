@@ -20,15 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .primitives import uvarint_width
+
 MAX_RUNS = 256  # runs of one layout worth a dozen numpy calls each
-
-
-def _width(code: int) -> int:
-    width = 1
-    while code >= 0x80:
-        code >>= 7
-        width += 1
-    return width
 
 
 def _varint(value: int) -> bytes:
@@ -64,8 +58,8 @@ def layout_same(stamps, deltas, key_length: int, keys, value_length: int, values
     key_varint, value_varint = _varint(key_length), _varint(value_length)
     fixed = 2 + len(key_varint) + key_size + len(value_varint) + value_size
     body = stamps.sizes + deltas.sizes + fixed  # attributes and header count: 2 bytes
-    length_width = _width(int(body.max()) << 1)
-    if _width(int(body.min()) << 1) != length_width:
+    length_width = uvarint_width(int(body.max()) << 1)
+    if uvarint_width(int(body.min()) << 1) != length_width:
         return None
     record = body + length_width
     ends = np.cumsum(record if lead is None else record + lead)

@@ -192,3 +192,25 @@ def encode_batch(values, keys=None, timestamps=None, headers=None, *,
     crc = crc32c(records, crc32c(memoryview(header)[_CRC_START:]))
     struct.pack_into(">I", header, 17, crc)
     return bytes(header) + records
+
+
+def assert_decodes_as_the_oracle(decode_records, body: bytes, count: int) -> None:
+    """``decode_records(body, count)`` gives the oracle's records, or raises
+    ``KafkaBatchError`` where the oracle does (or where a delta the oracle read does not fit
+    an int64, which the column-wise decoder refuses)."""
+    from tslog.protocol.kafka.record_batch import _cut
+
+    try:
+        old = _decode_records(body, count)
+    except KafkaBatchError:
+        old = None
+    try:
+        new = decode_records(body, count)
+    except KafkaBatchError:
+        assert old is None or any(not -(1 << 63) <= d < 1 << 63 for d in old[1] + old[0])
+        return
+    assert old is not None
+    assert new.offset_deltas.tolist() == old[0] and new.timestamp_deltas.tolist() == old[1]
+    assert _cut(new.keys, new.key_lengths) == old[2]
+    assert _cut(new.values, new.value_lengths) == old[3]
+    assert (new.headers or [[] for _ in range(count)]) == old[4]
