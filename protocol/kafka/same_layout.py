@@ -13,7 +13,9 @@ work for 1000 records of 100 bytes).
 Anything else (a record with headers, a varint of ten bytes, a layout that differs in any
 record, a first record this module cannot read) is left to the general decoder, which
 gives the same columns or the error for it: this path only ever answers for batches the
-general one decodes, and answers the same.
+general one decodes, and answers the same. Alignment is never assumed: every record's
+length varint is among the bytes checked, so the rows of the view are exactly the records
+a walk over the length varints would find, record by record.
 """
 
 from __future__ import annotations
@@ -155,7 +157,6 @@ def _varint_column(taken: np.ndarray, column: int, width: int) -> np.ndarray:
 
 def _blob(rows: np.ndarray, column: int, size: int) -> bytes:
     return rows[:, column:column + size].tobytes() if size > 0 else b""
-
 
 
 def predicted_runs(buf, count: int, length_at) -> list[Run] | None:
