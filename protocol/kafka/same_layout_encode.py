@@ -20,18 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .primitives import uvarint_width
+from .primitives import uvarint_width, write_varlong
 
 MAX_RUNS = 256  # runs of one layout worth a dozen numpy calls each
 
 
 def _varint(value: int) -> bytes:
-    code = (value << 1) ^ (value >> 63)
     out = bytearray()
-    while code >= 0x80:
-        out.append((code & 0x7F) | 0x80)
-        code >>= 7
-    out.append(code)
+    write_varlong(out, value)
     return bytes(out)
 
 
