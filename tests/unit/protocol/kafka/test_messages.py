@@ -72,8 +72,12 @@ def _plain(value):
 
 def _theirs(cls, value: dict, version: int) -> dict:
     """``value`` with nested structs as kafka-python's data classes (it takes no dicts);
-    each nested class is an attribute of its parent's class, named by the field's type."""
-    out = {k: v for k, v in value.items() if not k in RENAMED_BY_KAFKA_PYTHON}
+    each nested class is an attribute of its parent's class, named by the field's type.
+    The zero uuid goes in as None, kafka-python's own reading of it: given the uuid itself,
+    it writes a tagged uuid field at that default (FetchRequest v17's
+    ``replica_directory_id``), where Kafka, and this codec, leave a default tag out."""
+    out = {k: None if v == ZERO_UUID else v for k, v in value.items()
+           if not k in RENAMED_BY_KAFKA_PYTHON}
     for field in cls._struct._fields:
         item = out.get(field.name)
         if item is None or not (field.is_struct() or field.is_struct_array()):
