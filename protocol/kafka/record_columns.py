@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import KafkaBatchError
 from .primitives import write_varlong
+from .record_varints import record_length_at, record_uvarint
 from .same_layout import Run, decode_runs, predicted_runs
 from .same_layout_encode import layout_same
 from .strided import (MAX_RUNS, ragged_index, run_views, stride_runs, strided_store,
@@ -222,39 +223,6 @@ def layout_records(timestamp_deltas: np.ndarray, offset_deltas: np.ndarray,
 # ----------------------------------------------------------------------------------- decoding
 
 
-def _uvarint(buf: bytes, pos: int, end: int):
-    result = shift = 0
-    while True:
-        if pos >= end:
-            raise KafkaBatchError("truncated varint in a record")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise KafkaBatchError("varint longer than 10 bytes in a record")
-
-
-def _length_at(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """(record length, first byte after the length varint) of the record at ``pos``."""
-    if pos >= end:
-        raise KafkaBatchError("a record runs past the end of the batch")
-    raw = buf[pos]
-    if raw < 0x80:
-        pos += 1
-    elif pos + 1 < end and buf[pos + 1] < 0x80:  # records of 64..8191 bytes
-        raw = (raw & 0x7F) | (buf[pos + 1] << 7)
-        pos += 2
-    else:
-        raw, pos = _uvarint(buf, pos, end)
-    size = (raw >> 1) ^ -(raw & 1)
-    if size < 6 or pos + size > end:
-        raise KafkaBatchError(f"record length {size} does not fit the batch")
-    return size, pos
-
-
 _SPECULATION_MISSES = 8  # runs shorter than _SHORT_RUN before the walk goes record by record
 _SHORT_RUN = 16
 # Runs of one size worth trying as one layout each (``same_layout``): a producer's batch of
@@ -288,7 +256,7 @@ def _size_runs(buf: bytes, data: np.ndarray, count: int) -> tuple[list[Run], int
     runs = []
     pos = done = misses = 0
     while done < count and misses < _SPECULATION_MISSES:
-        size, body = _length_at(buf, pos, end)
+        size, body = record_length_at(buf, pos, end)
         total = body - pos + size
         run = _same_size_run(data, pos, total, body - pos, count - done, end)
         runs.append(Run(pos, total, body - pos, run))
@@ -319,7 +287,7 @@ def _record_bounds(buf: bytes, runs: list[Run], pos: int, count: int
         first_list, stop_list = [], []
         first_append, stop_append = first_list.append, stop_list.append
         for _ in range(count - done):
-            size, pos = _length_at(buf, pos, end)
+            size, pos = record_length_at(buf, pos, end)
             first_append(pos)
             pos += size
             stop_append(pos)
@@ -385,7 +353,7 @@ def _headers(buf: bytes, pos: int, stop: int, count: int) -> list:
         raise KafkaBatchError(f"record header count {count} does not fit")
     pairs = []
     for _header in range(count):
-        raw, pos = _uvarint(buf, pos, stop)
+        raw, pos = record_uvarint(buf, pos, stop)
         length = (raw >> 1) ^ -(raw & 1)
         if length < 0 or pos + length > stop:
             raise KafkaBatchError("a record header key runs past the record")
@@ -394,7 +362,7 @@ def _headers(buf: bytes, pos: int, stop: int, count: int) -> list:
         except UnicodeDecodeError:
             raise KafkaBatchError("a record header key is not UTF-8") from None
         pos += length
-        raw, pos = _uvarint(buf, pos, stop)
+        raw, pos = record_uvarint(buf, pos, stop)
         length = (raw >> 1) ^ -(raw & 1)
         if length < 0:
             pairs.append((key, None))
@@ -429,7 +397,7 @@ def decode_records(buf: bytes, count: int) -> RecordColumns:
                              b"", None)
     # The size runs and the one-shape path read only inside the records: no padded copy.
     view = np.frombuffer(buf, dtype=np.uint8)
-    predicted = predicted_runs(buf, count, _length_at)
+    predicted = predicted_runs(buf, count)
     same = None if predicted is None else decode_runs(buf, view, predicted)
     runs, pos = ([], 0) if same is not None else _size_runs(buf, view, count)
     if same is None and pos == len(buf) and len(runs) <= _SAME_LAYOUT_RUNS \

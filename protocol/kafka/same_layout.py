@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import KafkaBatchError
 from .primitives import uvarint_width
+from .record_varints import record_length_at, record_uvarint
 
 
 class Run(NamedTuple):
@@ -57,19 +58,14 @@ class _Layout(NamedTuple):
 
 
 def _varint(buf, pos: int, end: int):
-    """(zigzag-decoded value, width) of the varint at ``pos``, or None past ``end`` or
-    over nine bytes (the general decoder judges those)."""
-    code = shift = 0
-    for width in range(1, 10):
-        if pos >= end:
-            return None
-        byte = buf[pos]
-        pos += 1
-        code |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (code >> 1) ^ -(code & 1), width
-        shift += 7
-    return None
+    """(zigzag-decoded value, width) of the varint at ``pos``, or None where it runs past
+    ``end`` or takes ten bytes (the general decoder judges those)."""
+    try:
+        code, after = record_uvarint(buf, pos, end)
+    except KafkaBatchError:
+        return None
+    width = after - pos
+    return ((code >> 1) ^ -(code & 1), width) if width < 10 else None
 
 
 def _layout(buf, run: Run):
@@ -159,23 +155,22 @@ def _blob(rows: np.ndarray, column: int, size: int) -> bytes:
     return rows[:, column:column + size].tobytes() if size > 0 else b""
 
 
-def predicted_runs(buf, count: int, length_at) -> list[Run] | None:
+def predicted_runs(buf, count: int) -> list[Run] | None:
     """The runs a batch of one shape would have, from its first record alone, or None
     when the bytes say otherwise: a producer numbers its records 0..n-1, so a record grows
     by one byte where its offset delta's varint widens (at 64, 8192, ...) and is otherwise
     the first record's size. ``decode_runs`` then checks every record against that (its
     length varint included), which spares finding the runs record size by record size.
-    ``length_at(buf, pos, end)`` reads a length varint as the general decoder does; only
-    its error for the first record escapes (the general decoder raises the same one)."""
+    Only the first record's length error escapes (the general decoder raises the same one)."""
     end = len(buf)
-    size, body = length_at(buf, 0, end)
+    size, body = record_length_at(buf, 0, end)
     runs, pos, done, limit = [], 0, 0, 64
     while done < count:
         upto = min(count, limit)
         if done:  # one more byte of offset delta: the length varint may widen too
             size += 1
             try:
-                if length_at(buf, pos, end) != (size, pos + uvarint_width(size << 1)):
+                if record_length_at(buf, pos, end) != (size, pos + uvarint_width(size << 1)):
                     return None
             except KafkaBatchError:  # not where a record of the guessed size would be
                 return None

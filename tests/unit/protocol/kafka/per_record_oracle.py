@@ -20,7 +20,8 @@ from tslog.protocol.kafka.record_batch import (
     MAGIC, TIMESTAMP_LOG_APPEND, TRANSACTIONAL, KafkaBatch, split_batches)
 # A record's headers and the varint reader were per-record before and stay so in the product:
 # the oracle shares them (kafka-python's reader is the independent check of both).
-from tslog.protocol.kafka.record_columns import _headers, _uvarint
+from tslog.protocol.kafka.record_columns import _headers
+from tslog.protocol.kafka.record_varints import record_uvarint as _uvarint
 
 
 def decode_batch(data, *, verify_crc: bool = True,

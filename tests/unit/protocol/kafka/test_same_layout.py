@@ -55,7 +55,7 @@ def test_same_shaped_records_decode_on_the_fast_path_as_the_oracle(shape):
     if end == len(body) and len(runs) <= rc._SAME_LAYOUT_RUNS:
         assert decode_runs(body, array, runs) is not None  # the fast path answers
     if isinstance(times, int):  # deltas of one width: runs change only with the offsets'
-        assert predicted_runs(body, n, rc._length_at) == runs
+        assert predicted_runs(body, n) == runs
     decoded, expected = rb.decode_batch(data), oracle.decode_batch(data)
     assert tuple(decoded) == tuple(expected)
 
