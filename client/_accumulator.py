@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import itertools
 import threading
 import time
 
@@ -47,13 +48,15 @@ RECORD_OVERHEAD_BYTES = 16  # create time + key length + value length per record
 # sizes. A batch is capped at max_request_size minus this, so its request fits the frame.
 ENVELOPE_BYTES = 420
 REQUEST_OVERHEAD_BYTES = ENVELOPE_BYTES + 92
+_SEND_ORDER = itertools.count()
 
 
 class ProducerBatch:
     """Records for one partition that travel (and succeed or fail) together."""
 
     __slots__ = ("tp", "values", "keys", "create_times", "headers", "section", "size_bytes",
-                 "created", "deadline", "future", "attempts", "retry_at", "_built")
+                 "created", "deadline", "future", "attempts", "retry_at", "_built",
+                 "producer_id", "send_order")
 
     def __init__(self, tp: TopicPartition, now: float, deadline: float = float("inf")) -> None:
         self.tp = tp
@@ -69,13 +72,17 @@ class ProducerBatch:
         self.attempts = 0
         self.retry_at = 0.0
         self._built: bytes | None = None
+        self.producer_id = -1  # the idempotent producer id it is stamped with
+        self.send_order: int | None = None  # when it was first encoded: retries keep order
 
     def build(self, compression: int = COMPRESSION_NONE, idempotence=None) -> bytes:
         """The encoded batch, built once (a retry resends the same bytes, and so the same
         producer id and sequence when ``idempotence`` stamps it)."""
         if self._built is None:
-            producer = (-1, -1, -1) if idempotence is None else idempotence.stamp(
-                self.tp, self.record_count)
+            if self.send_order is None:
+                self.send_order = next(_SEND_ORDER)
+            producer = (-1, -1, -1) if idempotence is None else idempotence.stamp(self)
+            self.producer_id = producer[0]
             if self.section is not None:
                 self._built = seal_section(self.section, compression, *producer)
                 return self._built
@@ -84,6 +91,11 @@ class ProducerBatch:
                                       producer_id=producer[0], producer_epoch=producer[1],
                                       base_sequence=producer[2])
         return self._built
+
+    def forget_encoding(self) -> None:
+        """Encode again at the next attempt: its producer id was replaced before the leader
+        wrote it, so it needs the new id and a new sequence."""
+        self._built = None
 
     @property
     def record_count(self) -> int:
@@ -455,9 +467,19 @@ class RecordAccumulator:
         return batch
 
     def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
-        """Put a failed batch back at the head of its partition, to retry after ``retry_at``."""
+        """Put a failed batch back near the head of its partition, to retry after
+        ``retry_at``: behind the retries sent before it, ahead of the rest. Why not simply
+        first: several batches of a partition fail together (a connection lost with five in
+        flight) and are answered in send order, so each going first would reverse them."""
         batch.retry_at = retry_at
-        self._closed.setdefault(batch.tp, collections.deque()).appendleft(batch)
+        queue = self._closed.setdefault(batch.tp, collections.deque())
+        index = 0
+        if batch.send_order is not None:
+            for queued in queue:
+                if queued.send_order is None or queued.send_order > batch.send_order:
+                    break
+                index += 1
+        queue.insert(index, batch)
 
     def done(self, batch: ProducerBatch) -> None:
         """The batch succeeded or failed for good: release its bytes."""

@@ -117,9 +117,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         buffer_memory: bytes the sync producer may hold unsent before ``send`` blocks.
         enable_idempotence: stamp batches with a producer id and sequences so retries
             (across connection losses, broker restarts and leader failovers) never write a
-            batch twice; keeps one batch in flight per partition. The default (None) turns
-            it on with acks="all" and off with acks=1 or 0, as Kafka 3.0 does; True with
-            acks other than "all" is refused.
+            batch twice; keeps up to five batches in flight per partition. The default
+            (None) turns it on with acks="all" and off with acks=1 or 0, as Kafka 3.0 does;
+            True with acks other than "all" is refused.
         security: TLS and SASL/SCRAM options (``tslog.client.security.Security``) for every
             broker connection; None = plain TCP.
     """

@@ -19,6 +19,7 @@ import collections
 import logging
 import time
 
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
@@ -112,11 +113,12 @@ class SenderMixin:
 
     def _send_ready(self, now: float) -> tuple[bool, float | None]:
         accumulator, cluster = self._accumulator, self._cluster
+        idempotence = self._idempotence
         with accumulator.lock:
             ready, next_time = accumulator.ready(now)
+            if idempotence is not None:  # in order: see _idempotence.py
+                ready = [tp for tp in ready if idempotence.may_send(tp, accumulator.peek(tp))]
         by_node: dict[int, list[TopicPartition]] = collections.defaultdict(list)
-        if self._idempotence is not None:  # one batch in flight per partition: in order
-            ready = [tp for tp in ready if tp not in self._idempotence.in_flight]
         for tp in ready:
             leader = cluster.leader_for(tp)
             if leader is None:
@@ -174,7 +176,7 @@ class SenderMixin:
         if not sendable:
             return
         if idempotence is not None:
-            idempotence.in_flight.update(batch.tp for batch in sendable)
+            idempotence.sent(sendable)
         body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         future = conn.send_nowait(ApiKey.PRODUCE, body,
@@ -182,8 +184,9 @@ class SenderMixin:
         future.add_done_callback(lambda f: self._on_response(f, sendable))
 
     def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
-        if self._idempotence is not None:
-            self._idempotence.in_flight.difference_update(batch.tp for batch in batches)
+        idempotence = self._idempotence
+        if idempotence is not None:
+            idempotence.answered(batches)
         error = (ConnectionLostError("produce request cancelled") if future.cancelled()
                  else future.exception())
         if error is not None:
@@ -201,15 +204,21 @@ class SenderMixin:
                     self._finish(batch, error=InvalidResponseError(
                         f"no answer for {batch.tp.topic}-{batch.tp.partition}"))
                 elif answer["error_code"]:
-                    self._retry_or_fail(batch, error_for(answer["error_code"])())
+                    code = answer["error_code"]
+                    self._retry_or_fail(batch, error_for(code)(), transient=(
+                        code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and idempotence is not None
+                        and idempotence.transient_out_of_order(batch)))
                 else:
                     self._finish(batch, result=(answer["base_offset"], answer["log_append_time"]))
         self._wake()
 
-    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
+    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, *,
+                       transient: bool = False) -> None:
+        """Retry ``batch`` if ``error`` is retriable (or ``transient`` says so here) and it
+        has attempts and time left; fail it otherwise."""
         if batch.future.done():  # expired while in flight: already failed and released
             return
-        if (isinstance(error, TslogError) and error.retriable and not self._closed
+        if (isinstance(error, TslogError) and (error.retriable or transient) and not self._closed
                 and batch.attempts < self.retries and time.monotonic() < batch.deadline):
             batch.attempts += 1
             retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)
@@ -222,11 +231,16 @@ class SenderMixin:
             self._finish(batch, error=error)
 
     def _finish(self, batch: ProducerBatch, *, result=None, error=None) -> None:
+        idempotence = self._idempotence
         if error is not None:
-            if self._idempotence is not None and batch.built:
-                self._idempotence.failed_for_good(error)
+            if idempotence is not None and batch.built:
+                idempotence.resolved(batch)
+                if not batch.future.done():
+                    idempotence.failed_for_good(error)
             batch.fail(error)
         else:
+            if idempotence is not None:
+                idempotence.acknowledged(batch)
             batch.complete(*result)
         with self._accumulator.lock:
             self._accumulator.done(batch)

@@ -93,6 +93,20 @@ def test_retried_batch_goes_back_to_the_head_and_waits_for_its_backoff():
     assert acc.ready(now=5.0)[0] == [TP0] and acc.pop(TP0) is first
 
 
+def test_batches_failing_together_are_retried_in_the_order_they_were_sent():
+    """A connection lost with several batches of a partition in flight answers them in send
+    order; each goes back behind the retries sent before it, ahead of unsent batches."""
+    acc = RecordAccumulator(batch_size=RECORD_OVERHEAD_BYTES + 1, linger_ms=0)
+    for value in (b"1", b"2", b"3", b"4"):
+        acc.append(TP0, value, None, 1, None, now=0.0)
+    sent = [acc.pop(TP0) for _ in range(3)]
+    for batch in sent:
+        batch.build()
+    for batch in sent:
+        acc.reenqueue(batch, retry_at=0.0)
+    assert [acc.pop(TP0).values for _ in range(4)] == [[b"1"], [b"2"], [b"3"], [b"4"]]
+
+
 def test_done_releases_buffered_bytes():
     acc = RecordAccumulator(batch_size=1 << 20, linger_ms=0)
     acc.append(TP0, b"x" * 100, b"key", 1, None, now=0.0)
