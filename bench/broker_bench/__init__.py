@@ -6,7 +6,9 @@ the raw wire connection are not the benchmark's own: they are ``tests/helpers``'
 change in how a broker is started or spoken to is made (and tested) once. Run it as
 ``python bench/broker.py``; its docstring has the options.
 
-- ``common``: sizes, the table and figure formatting, the raw connection.
+- ``common``: the table and figure formatting, the raw connection.
+- ``client_rows``: the client rows and the sizes, importable by an older checkout's
+  interpreter (``bench/before_after.py``).
 - ``context``: the ``Setup`` every section reads, and the broker under test.
 - ``produce``, ``consume``, ``lookups``, ``scrape``, ``replication``: the sections.
 - ``redis_server``: the Redis the figures are compared with.

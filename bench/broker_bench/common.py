@@ -9,9 +9,8 @@ import sys
 
 from tests.helpers.wire import Wire
 
-VALUE = b"v" * 100
-BATCH_RECORDS = 1000
-RECORD_OVERHEAD_BYTES = 16  # the client accumulator's per-record accounting (see _accumulator)
+from .client_rows import BATCH_RECORDS, RECORD_OVERHEAD_BYTES, VALUE  # noqa: F401 (shared)
+
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 30.0
 READY_TIMEOUT_S = 30.0

@@ -24,43 +24,8 @@ from .common import (
     spread,
     verdict,
 )
+from .client_rows import consume_client
 from .context import Setup
-
-
-def consume_client(bootstrap: str, topic: str, timestamp: int, end_offset: int,
-                   batches: bool = False) -> tuple[float, int]:
-    """seek_to_timestamp then poll (or poll_batches) until the end; (seconds, records)."""
-    from tslog.client import Consumer, TopicPartition
-
-    tp = TopicPartition(topic, 0)
-    with Consumer(bootstrap, group_id=None, auto_offset_reset="earliest") as consumer:
-        consumer.assign([tp])
-        started = time.perf_counter()
-        consumer.seek_to_timestamp(timestamp)
-        count = 0
-        last = None
-        deadline = started + 120
-        while time.perf_counter() < deadline:
-            if batches:  # columns: the last offset and value length read from the last batch
-                got = consumer.poll_batches(timeout_ms=2000)
-                if not got:
-                    break
-                count += sum(b.columns.record_count - b.start for b in got)
-                columns = got[-1].columns
-                last = (columns.base_offset + columns.record_count - 1,
-                        int(columns.value_offsets[-1] - columns.value_offsets[-2]))
-            else:
-                records = consumer.poll(timeout_ms=2000)
-                if not records:
-                    break
-                count += len(records)
-                last = (records[-1].offset, len(records[-1].value))
-            if last[0] + 1 >= end_offset:
-                break
-        elapsed = time.perf_counter() - started
-    if last is None or last[0] + 1 != end_offset or last[1] != len(VALUE):
-        raise RuntimeError(f"consumer stopped at {last and last[0]} of {end_offset}")
-    return elapsed, count
 
 
 def fetch_raw(port: int, topic: str, offset: int, end_offset: int, max_bytes: int

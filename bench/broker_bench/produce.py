@@ -13,7 +13,6 @@ from tests.helpers.broker_process import BrokerProcess
 
 from .common import (
     BATCH_RECORDS,
-    RECORD_OVERHEAD_BYTES,
     REDIS_PER_MS,
     VALUE,
     connect,
@@ -24,6 +23,7 @@ from .common import (
     spread,
     verdict,
 )
+from .client_rows import produce_client, produce_client_batches
 from .context import Setup
 
 
@@ -62,41 +62,6 @@ def produce_raw(port: int, topic: str, batches: int, acks: int, window: int,
                 sent += 1
         elapsed = time.perf_counter() - started
     return elapsed, times
-
-
-def produce_client(bootstrap: str, topic: str, records: int, acks) -> float:
-    """``tslog.client.Producer``: ``records`` x send(100-byte bytes) then flush(); seconds."""
-    from tslog.client import Producer
-
-    with Producer(bootstrap, acks=acks, linger_ms=5,
-                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES)) as producer:
-        producer.partitions_for(topic)  # metadata loaded before the clock starts
-        send = producer.send
-        started = time.perf_counter()
-        for _ in range(records):
-            future = send(topic, VALUE, partition=0)
-        producer.flush()
-        elapsed = time.perf_counter() - started
-        future.get(30)  # the last record was acknowledged (raises if it failed)
-    return elapsed
-
-
-def produce_client_batches(bootstrap: str, topic: str, records: int, acks) -> float:
-    """``Producer.send_batch`` of ``BATCH_RECORDS`` values per call, then flush(); seconds."""
-    from tslog.client import Producer
-
-    values = [VALUE] * BATCH_RECORDS
-    with Producer(bootstrap, acks=acks, linger_ms=5,
-                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES)) as producer:
-        producer.partitions_for(topic)
-        send_batch = producer.send_batch
-        started = time.perf_counter()
-        for _ in range(records // BATCH_RECORDS):
-            future = send_batch(topic, values, partition=0)
-        producer.flush()
-        elapsed = time.perf_counter() - started
-        future.get(30)
-    return elapsed
 
 
 def bench_produce(broker: BrokerProcess, runs: int, batches: int, client_records: int,
