@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +38,6 @@ sys.path.insert(0, str(ROOT))
 
 from bench.broker_bench.common import (  # noqa: E402
     BATCH_RECORDS,
-    HOST,
     connect,
     create_topic,
     percentile,
@@ -48,30 +46,20 @@ from bench.broker_bench.common import (  # noqa: E402
 from bench.broker_bench.consume import fetch_raw  # noqa: E402
 from bench.broker_bench.lookups import RawLookups  # noqa: E402
 from bench.broker_bench.produce import produce_raw  # noqa: E402
-from tests.helpers.broker_process import free_port, probe  # noqa: E402
+from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 
 CLIENT_ROWS = ROOT / "bench" / "broker_bench" / "client_rows.py"
-READY_S = 60.0
 
 
 class Checkout:
-    """One side: its interpreter and a broker started with it (stopped by its pid)."""
+    """One side: its interpreter and a broker started with it (``BrokerProcess``, which the
+    tests use, run by that interpreter)."""
 
     def __init__(self, label: str, python: str, root: Path) -> None:
         self.label, self.python = label, python
-        self.port = free_port()
-        self.bootstrap = f"{HOST}:{self.port}"
-        self.log = open(root / f"{label}-broker.log", "ab")
-        self.process = subprocess.Popen(
-            [python, "-m", "tslog.broker", "--data-dir", str(root / f"{label}-data"),
-             "--listen", self.bootstrap, "--log-level", "WARNING"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=root)
-        deadline = time.monotonic() + READY_S
-        while not probe(HOST, self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{label}'s broker did not start: see {root}")
-            time.sleep(0.05)
+        self.broker = BrokerProcess(root / f"{label}-data", python=python)
+        self.port, self.bootstrap = self.broker.port, self.broker.bootstrap
+        self.broker.start()
         self.topics = 0
 
     def new_topic(self) -> str:
@@ -91,14 +79,7 @@ class Checkout:
         return json.loads(done.stdout)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(30)
-        self.log.close()
+        self.broker.stop()
 
 
 class Filled:

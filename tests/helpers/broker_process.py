@@ -101,11 +101,15 @@ class BrokerProcess:
             wins where both name the same variable).
         ssl_context: the client TLS context readiness probes use (a TLS listener).
         security: the client ``Security`` a cluster's readiness probe logs in with (SASL).
+        python: the interpreter to run it with: its ``tslog`` is the broker (a benchmark
+            compares another checkout's).
     """
 
     def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
                  args: list[str] | None = None, config: dict | None = None,
-                 ssl_context: ssl.SSLContext | None = None, security=None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, security=None,
+                 python: str = sys.executable) -> None:
+        self.python = python
         self.ssl_context = ssl_context
         self.security = security
         self.data_dir = Path(data_dir)
@@ -135,7 +139,7 @@ class BrokerProcess:
         assert self.process is None or self.process.poll() is not None, "already running"
         environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
         environment.update(self.env)
-        command = [sys.executable, "-m", "tslog.broker", "--data-dir", str(self.data_dir),
+        command = [self.python, "-m", "tslog.broker", "--data-dir", str(self.data_dir),
                    "--listen", self.bootstrap, *self.args]
         log_file = open(self.log_path, "ab")
         try:
