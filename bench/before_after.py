@@ -17,8 +17,8 @@ helpers; and the client's (``send``, ``send_batch``, ``poll``, ``poll_batches``,
 own interpreter, so each broker is driven by its own client, as its users drive it. A
 ``--broker`` is LABEL=PYTHON: any interpreter whose ``tslog`` is the checkout to measure
 (e.g. a venv over an older worktree); the default "after" is this interpreter. The acks=all
-client rows use each client's defaults (since this stop's predecessor, an idempotent
-producer). Asserts nothing; prints the table and the figures of every round.
+client rows use each client's defaults (an idempotent producer in checkouts from late 2026
+on, a plain one before). Asserts nothing; prints the table and the figures of every round.
 """
 
 from __future__ import annotations

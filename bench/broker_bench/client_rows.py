@@ -34,6 +34,7 @@ def produce_client(bootstrap: str, topic: str, records: int, acks) -> float:
         future.get(30)  # the last record was acknowledged (raises if it failed)
     return elapsed
 
+
 def produce_client_batches(bootstrap: str, topic: str, records: int, acks) -> float:
     """``Producer.send_batch`` of ``BATCH_RECORDS`` values per call, then flush(); seconds."""
     from tslog.client import Producer
@@ -50,6 +51,7 @@ def produce_client_batches(bootstrap: str, topic: str, records: int, acks) -> fl
         elapsed = time.perf_counter() - started
         future.get(30)
     return elapsed
+
 
 def consume_client(bootstrap: str, topic: str, timestamp: int, end_offset: int,
                    batches: bool = False) -> tuple[float, int]:
