@@ -112,6 +112,7 @@ class ConnectionClosed(NamedTuple):
 # A list, not an object: one is made per request, and a list costs no Python-level __init__.
 _CID, _FRAME, _SIZE = 0, 1, 2
 _new_tuple = tuple.__new__  # builds the event tuples without NamedTuple's Python __new__
+_PRODUCE = ApiKey.PRODUCE  # a module global: an enum member looked up once, not per request
 
 
 class Connection:
@@ -139,7 +140,10 @@ class Connection:
         self.client_id = client_id
         self.record_views = record_views
         # Frames of this size and more get views (at least those received in place).
-        self._views_from = max(views_from, scratch_bytes - FRAME_PREFIX_SIZE + 1)
+        # Infinite without record views: one comparison per frame decides either way.
+        self._views_from = (max(views_from, scratch_bytes - FRAME_PREFIX_SIZE + 1)
+                            if record_views else float("inf"))
+        self._server = role is Role.SERVER
         self.receiver = FrameReceiver(max_frame_bytes, allocate=allocate,
                                       scratch_bytes=scratch_bytes)
         # ``get_buffer()`` (where the socket writes next) and ``buffer_updated(n)`` (n bytes
@@ -147,6 +151,7 @@ class Connection:
         # they run for every read.
         self.get_buffer = self.receiver.get_buffer
         self.buffer_updated = self.receiver.buffer_updated
+        self._frames = self.receiver.frames  # the same deque for the receiver's life
         self._peer_closed = False
         self._correlation_id = 0
         self._outstanding: collections.deque = collections.deque()  # client: (id, key, ver)
@@ -190,13 +195,13 @@ class Connection:
             RemoteProtocolError: the peer broke the protocol (an oversized or malformed frame,
                 a response that answers no outstanding request); close the connection.
         """
-        frames = self.receiver.frames
+        frames = self._frames
         frame = frames.popleft() if frames else self.receiver.next_frame()
         if frame is None:
             if self._peer_closed:
                 return ConnectionClosed(self.receiver.buffered_bytes)
             return NEED_DATA
-        if self.role is Role.SERVER:
+        if self._server:
             return self._request_event(frame)
         return self._response_event(frame)
 
@@ -206,16 +211,19 @@ class Connection:
         # The per-request path of every server: kept to one call below ``next_event`` (a
         # request costs a few microseconds in all, so each Python call shows).
         try:
-            header, body = decode_request(frame, record_views=self.record_views
-                                          and len(frame) >= self._views_from)
+            header, body = decode_request(frame, record_views=len(frame) >= self._views_from)
         except RequestError as exc:
             sequence = self._expect_answer(exc.correlation_id)
             self._settle(self._answers[-1],
                          [encode_response(exc.correlation_id, exc.response_body())])
             return Refused(sequence, exc)
-        if header.api_key == ApiKey.PRODUCE and body["acks"] == 0:
+        if header.api_key is _PRODUCE and body["acks"] == 0:
             return _new_tuple(Request, (None, header, body))
-        return _new_tuple(Request, (self._expect_answer(header.correlation_id), header, body))
+        # ``_expect_answer`` inlined: this runs once per request.
+        self._answers.append([header.correlation_id, None, 0])
+        sequence = self._next_sequence
+        self._next_sequence = sequence + 1
+        return _new_tuple(Request, (sequence, header, body))
 
     def _expect_answer(self, correlation_id: int) -> int:
         self._answers.append([correlation_id, None, 0])
@@ -310,8 +318,7 @@ class Connection:
             raise RemoteProtocolError("a response arrived with no request outstanding",
                                       ErrorCode.INVALID_REQUEST)
         correlation_id, api_key, api_version = self._outstanding.popleft()
-        got, body = split_response(frame, record_views=self.record_views
-                                   and len(frame) >= self._views_from)
+        got, body = split_response(frame, record_views=len(frame) >= self._views_from)
         if got != correlation_id:  # first: its body would be checked against the wrong API
             raise RemoteProtocolError(f"response {got} does not answer request "
                                       f"{correlation_id}", ErrorCode.INVALID_REQUEST)

@@ -207,16 +207,17 @@ class FrameReceiver:
         scratch = self._scratch
         view = self._scratch_view
         position, end = self._start, self._end
-        unpack_from = FRAME_PREFIX.unpack_from
+        unpack_from, append = FRAME_PREFIX.unpack_from, self.frames.append
+        max_frame_bytes = self.max_frame_bytes
         while end - position >= FRAME_PREFIX_SIZE:
-            (length,) = unpack_from(scratch, position)
-            if length > self.max_frame_bytes:
+            (length,) = unpack_from(view, position)  # a memoryview reads faster than numpy
+            if length > max_frame_bytes:
                 self._error = FrameTooLargeError(length, self.max_frame_bytes)
                 self._start = self._end = 0
                 return  # frames already cut are still handed out; then the error
             body_start = position + FRAME_PREFIX_SIZE
             if end - body_start >= length:
-                self.frames.append(bytes(view[body_start:body_start + length]))
+                append(bytes(view[body_start:body_start + length]))
                 position = body_start + length
                 continue
             if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
