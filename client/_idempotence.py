@@ -111,7 +111,9 @@ class Idempotence:
                 del self.unresolved[batch.tp]
 
     def transient_out_of_order(self, batch) -> bool:
-        """Whether an OUT_OF_ORDER_SEQUENCE_NUMBER refusal of ``batch`` calls for a retry."""
+        """Whether an OUT_OF_ORDER_SEQUENCE_NUMBER refusal of ``batch`` calls for a retry.
+        A batch stamped with a replaced producer id is also made ready to be encoded again
+        (new id, new sequence) here, as the retry needs."""
         if batch.producer_id != self.producer_id:
             self.resolved(batch)
             batch.forget_encoding()  # the next attempt takes the new id and a new sequence
