@@ -136,14 +136,12 @@ class Connection:
                  client_id: str | None = None, record_views: bool = False,
                  views_from: int = VIEWS_FROM_BYTES, allocate=bytearray,
                  scratch_bytes: int = SCRATCH_BYTES) -> None:
-        self.role = role
+        self._server = role is Role.SERVER
         self.client_id = client_id
-        self.record_views = record_views
         # Frames of this size and more get views (at least those received in place).
         # Infinite without record views: one comparison per frame decides either way.
         self._views_from = (max(views_from, scratch_bytes - FRAME_PREFIX_SIZE + 1)
                             if record_views else float("inf"))
-        self._server = role is Role.SERVER
         self.receiver = FrameReceiver(max_frame_bytes, allocate=allocate,
                                       scratch_bytes=scratch_bytes)
         # ``get_buffer()`` (where the socket writes next) and ``buffer_updated(n)`` (n bytes
@@ -219,11 +217,7 @@ class Connection:
             return Refused(sequence, exc)
         if header.api_key is _PRODUCE and body["acks"] == 0:
             return _new_tuple(Request, (None, header, body))
-        # ``_expect_answer`` inlined: this runs once per request.
-        self._answers.append([header.correlation_id, None, 0])
-        sequence = self._next_sequence
-        self._next_sequence = sequence + 1
-        return _new_tuple(Request, (sequence, header, body))
+        return _new_tuple(Request, (self._expect_answer(header.correlation_id), header, body))
 
     def _expect_answer(self, correlation_id: int) -> int:
         self._answers.append([correlation_id, None, 0])

@@ -212,7 +212,7 @@ class FrameReceiver:
         while end - position >= FRAME_PREFIX_SIZE:
             (length,) = unpack_from(view, position)  # a memoryview reads faster than numpy
             if length > max_frame_bytes:
-                self._error = FrameTooLargeError(length, self.max_frame_bytes)
+                self._error = FrameTooLargeError(length, max_frame_bytes)
                 self._start = self._end = 0
                 return  # frames already cut are still handed out; then the error
             body_start = position + FRAME_PREFIX_SIZE
