@@ -108,23 +108,16 @@ def offsets_for_times_client(bootstrap: str, topic: str, targets: list[int]) -> 
     return latencies
 
 
-ROWS = {
-    "send": lambda bootstrap, topic, acks, count: count / produce_client(
-        bootstrap, topic, count, acks),
-    "send_batch": lambda bootstrap, topic, acks, count: count / produce_client_batches(
-        bootstrap, topic, count, acks),
-}
-
-
 def main(argv: list[str]) -> None:
     """``ROW BOOTSTRAP TOPIC ARG...``; prints the row's figure as JSON.
 
     send / send_batch ACKS COUNT: records/s. poll / poll_batches TIMESTAMP END_OFFSET:
     records/s. offsets_for_times TARGET...: microseconds per lookup."""
     row, bootstrap, topic, *args = argv
-    if row in ROWS:
-        acks = "all" if args[0] == "all" else int(args[0])
-        result = ROWS[row](bootstrap, topic, acks, int(args[1]))
+    if row in ("send", "send_batch"):
+        acks, count = "all" if args[0] == "all" else int(args[0]), int(args[1])
+        produce = produce_client if row == "send" else produce_client_batches
+        result = count / produce(bootstrap, topic, count, acks)
     elif row in ("poll", "poll_batches"):
         elapsed, count = consume_client(bootstrap, topic, int(args[0]), int(args[1]),
                                         batches=row == "poll_batches")
