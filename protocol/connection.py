@@ -157,6 +157,10 @@ class Connection:
         self._answers: collections.deque[list] = collections.deque()  # server, in order
         self._first_sequence = 0  # sequence number of ``_answers[0]``
         self.held_bytes = 0  # server: answered, waiting behind an unanswered request
+        # Server: requests read and owed an answer not yet handed to ``data_to_send``. A
+        # counter, not a property over ``_answers``: the owner reads it a few times for every
+        # request to decide whether it may take the next one.
+        self.unanswered = 0
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -170,7 +174,7 @@ class Connection:
     @property
     def frames_waiting(self) -> int:
         """Whole frames received whose events ``next_event`` has not returned yet."""
-        return self.receiver.frames_waiting
+        return len(self._frames)
 
     @property
     def has_events(self) -> bool:
@@ -221,6 +225,7 @@ class Connection:
 
     def _expect_answer(self, correlation_id: int) -> int:
         self._answers.append([correlation_id, None, 0])
+        self.unanswered += 1
         sequence = self._next_sequence
         self._next_sequence += 1
         return sequence
@@ -247,17 +252,14 @@ class Connection:
         except LocalProtocolError:
             self._settle(slot, [encode_response(correlation_id, _SERVER_ERROR)])
             raise
-        self._settle(slot, frame)
+        slot[_FRAME] = frame  # ``_settle`` inlined: once per request
+        slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
+        self.held_bytes += size
 
     def _settle(self, slot: list, frame: list) -> None:
         slot[_FRAME] = frame
         slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
         self.held_bytes += size
-
-    @property
-    def unanswered(self) -> int:
-        """Requests read and owed an answer that has not been handed to ``data_to_send``."""
-        return len(self._answers)
 
     def data_to_send(self) -> list:
         """The buffers of every answer now due, in request order (``[]`` if none)."""
@@ -265,12 +267,14 @@ class Connection:
         if len(answers) == 1 and answers[0][_FRAME] is not None:  # the usual: one in flight
             _, out, size = answers.popleft()
             self._first_sequence += 1
+            self.unanswered -= 1
             self.held_bytes -= size
             return out
         out: list = []
         while answers and answers[0][_FRAME] is not None:
             _, frame, size = answers.popleft()
             self._first_sequence += 1
+            self.unanswered -= 1
             out += frame
             self.held_bytes -= size
         return out

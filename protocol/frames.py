@@ -87,7 +87,7 @@ class FrameReceiver:
     """
 
     __slots__ = ("_allocate", "_body", "_end", "_error", "_got", "_scratch", "_scratch_view",
-                 "_start", "frames", "max_frame_bytes")
+                 "_start", "failed", "frames", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES, *, allocate=bytearray,
                  scratch_bytes: int = SCRATCH_BYTES) -> None:
@@ -110,6 +110,9 @@ class FrameReceiver:
         # the left itself (``Connection.next_event``); ``next_frame`` does the same.
         self.frames: collections.deque = collections.deque()
         self._error: FrameTooLargeError | None = None
+        # The stream broke (an oversized frame); ``next_frame`` raises once frames run out.
+        # An attribute, not a property: an owner asks after every request it handled.
+        self.failed = False
 
     @property
     def buffered_bytes(self) -> int:
@@ -131,7 +134,8 @@ class FrameReceiver:
         return self._scratch_view[self._end:]
 
     def buffer_updated(self, count: int) -> None:
-        """``count`` bytes were written at the start of the last ``get_buffer()``."""
+        """``count`` bytes were written at the start of the last ``get_buffer()``: cut the
+        whole frames among them (one call per read, so the cutting is not a call of its own)."""
         if self._body is not None:
             self._got += count
             if self._got == len(self._body):
@@ -139,7 +143,34 @@ class FrameReceiver:
                 self._body, self._got = None, 0
             return
         self._end += count
-        self._cut()
+        scratch = self._scratch
+        view = self._scratch_view
+        position, end = self._start, self._end
+        unpack_from, append = FRAME_PREFIX.unpack_from, self.frames.append
+        max_frame_bytes = self.max_frame_bytes
+        while end - position >= FRAME_PREFIX_SIZE:
+            (length,) = unpack_from(view, position)  # a memoryview reads faster than numpy
+            if length > max_frame_bytes:
+                self._error = FrameTooLargeError(length, max_frame_bytes)
+                self.failed = True
+                self._start = self._end = 0
+                return  # frames already cut are still handed out; then the error
+            body_start = position + FRAME_PREFIX_SIZE
+            if end - body_start >= length:
+                append(bytes(view[body_start:body_start + length]))
+                position = body_start + length
+                continue
+            if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
+                body = memoryview(self._allocate(length)).cast("B")
+                have = end - body_start
+                body[:have] = view[body_start:end]
+                self._body, self._got = body, have
+                position = end
+            break
+        if position == end:
+            self._start = self._end = 0
+        else:
+            self._start = position
 
     def receive_data(self, data) -> None:
         """Copy ``data`` in (for owners that receive ``bytes`` rather than into a buffer)."""
@@ -151,11 +182,6 @@ class FrameReceiver:
             buffer[:count] = view[position:position + count]
             position += count
             self.buffer_updated(count)
-
-    @property
-    def failed(self) -> bool:
-        """The stream broke (an oversized frame); ``next_frame`` raises once frames run out."""
-        return self._error is not None
 
     @property
     def frames_waiting(self) -> int:
@@ -202,32 +228,3 @@ class FrameReceiver:
         if self._error is not None:
             raise self._error
         return None
-
-    def _cut(self) -> None:
-        scratch = self._scratch
-        view = self._scratch_view
-        position, end = self._start, self._end
-        unpack_from, append = FRAME_PREFIX.unpack_from, self.frames.append
-        max_frame_bytes = self.max_frame_bytes
-        while end - position >= FRAME_PREFIX_SIZE:
-            (length,) = unpack_from(view, position)  # a memoryview reads faster than numpy
-            if length > max_frame_bytes:
-                self._error = FrameTooLargeError(length, max_frame_bytes)
-                self._start = self._end = 0
-                return  # frames already cut are still handed out; then the error
-            body_start = position + FRAME_PREFIX_SIZE
-            if end - body_start >= length:
-                append(bytes(view[body_start:body_start + length]))
-                position = body_start + length
-                continue
-            if length > len(scratch) - FRAME_PREFIX_SIZE:  # never fits: receive it in place
-                body = memoryview(self._allocate(length)).cast("B")
-                have = end - body_start
-                body[:have] = view[body_start:end]
-                self._body, self._got = body, have
-                position = end
-            break
-        if position == end:
-            self._start = self._end = 0
-        else:
-            self._start = position
