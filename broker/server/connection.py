@@ -119,6 +119,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
                                     record_views=True, allocate=unzeroed_buffer,
                                     scratch_bytes=RECEIVE_SCRATCH_BYTES)
+        # The core's received frames (``FrameReceiver.frames``, public for per-request
+        # owners): whether one waits is a truth test on it, not two property calls.
+        self._received = self._wire.receiver.frames
         self._running: dict[int, _Running] = {}  # by request sequence
         self._held = 0  # the core's held bytes, as counted in the registry
         self._buffered = 0  # the transport's write buffer, as last read
@@ -181,7 +184,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._last_activity = self._loop.time()
         wire = self._wire
         wire.buffer_updated(nbytes)  # an oversized frame is reported by the next event
-        if wire.has_events:  # not for each read of a large frame's middle
+        if self._received or wire.has_events:  # not for each read of a large frame's middle
             self.pump()
         self.idle_poller.handled(self._loop, started)
 
@@ -228,7 +231,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool | None:
         """The client half-closed: answer what it already sent, then close our side."""
-        if (self._wire.unanswered or self._wire.frames_waiting) and not self._closing:
+        if (self._wire.unanswered or self._received) and not self._closing:
             self._eof = True
             return True  # keep the transport open for the responses still owed
         return None  # nothing owed: let the transport close
@@ -255,8 +258,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._pumping = True
         try:
             wire = self._wire
+            received = self._received
             while True:
-                while not self._blocked():
+                # A received frame is the usual event; the others (the peer's close, a broken
+                # stream) are asked of the core only when none is waiting.
+                while (received or wire.has_events) and not self._blocked():
                     try:
                         event = wire.next_event()
                     except FrameTooLargeError as exc:
@@ -279,7 +285,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 # Writing can lower the unsent bytes: then more requests may go on. Also when
                 # none was handled this round (an answer that was holding them back just came):
                 # if the socket took everything, no resume_writing will ever come to say so.
-                if not self._write_ready() or not wire.frames_waiting:
+                if not self._write_ready() or not received:
                     break
         finally:
             self._pumping = False
@@ -360,10 +366,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _write_ready(self) -> bool:
         """Write the answers now due, in request order; True if any."""
-        frames = self._wire.data_to_send()
+        wire = self._wire
+        frames = wire.data_to_send()
         if not frames:
             return False
-        self._count_held()
+        held = wire.held_bytes  # ``_count_held`` inlined (once per request)
+        self.registry.unsent_bytes += held - self._held
+        self._held = held
         if not self._closing:
             self._transport.writelines(frames)
             self._count_buffered()
@@ -381,10 +390,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if self._closing:
             return
         if self._shutting_down or self._eof:
-            if not self._wire.unanswered and not self._wire.frames_waiting:
+            if not self._wire.unanswered and not self._received:
                 self._close()
             return
-        should_pause = bool(self._wire.frames_waiting) or self._blocked()
+        should_pause = bool(self._received) or self._blocked()
         if should_pause and not self._read_paused:
             self._read_paused = True
             self._transport.pause_reading()
