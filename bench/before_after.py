@@ -17,8 +17,9 @@ helpers; and the client's (``send``, ``send_batch``, ``poll``, ``poll_batches``,
 own interpreter, so each broker is driven by its own client, as its users drive it. A
 ``--broker`` is LABEL=PYTHON: any interpreter whose ``tslog`` is the checkout to measure
 (e.g. a venv over an older worktree); the default "after" is this interpreter. The acks=all
-client rows use each client's defaults (an idempotent producer in checkouts from late 2026
-on, a plain one before). Asserts nothing; prints the table and the figures of every round.
+client rows run three ways: each client's default (an idempotent producer from 75149b2 on,
+a plain one before), both plain, both idempotent. Asserts nothing; prints the table and
+the figures of every round.
 """
 
 from __future__ import annotations
@@ -127,6 +128,16 @@ def rows(args) -> list[tuple[str, str, bool, object]]:
     def client(row, *extra):
         return lambda side, filled: side.client(row, side.new_topic(), *extra)
 
+    def acks_all_rows(name, row, count):
+        # Each checkout's default, then both plain, then both idempotent: the default
+        # changed (idempotent with acks=all since 75149b2), so the default row alone
+        # compares two different producers.
+        return [(f"{name}, acks=all{label}", "records/s", True,
+                 client(row, "all", count, idempotence))
+                for label, idempotence in ((" (each one's default)", "default"),
+                                           (", plain", "plain"),
+                                           (", idempotent", "idempotent"))]
+
     def consume(row):
         return lambda side, filled: side.client(row, filled.topic, 0, filled.end_offset)
 
@@ -134,11 +145,10 @@ def rows(args) -> list[tuple[str, str, bool, object]]:
         ("produce raw, acks=1", "records/s", True, produce(1)),
         ("produce raw, acks=all", "records/s", True, produce(-1)),
         ("Producer.send() x N, acks=1", "records/s", True, client("send", 1, records)),
-        ("Producer.send() x N, acks=all", "records/s", True, client("send", "all", records)),
+        *acks_all_rows("Producer.send() x N", "send", records),
         ("Producer.send_batch, acks=1", "records/s", True,
          client("send_batch", 1, batches * BATCH_RECORDS)),
-        ("Producer.send_batch, acks=all", "records/s", True,
-         client("send_batch", "all", batches * BATCH_RECORDS)),
+        *acks_all_rows("Producer.send_batch", "send_batch", batches * BATCH_RECORDS),
         ("raw Fetch loop, 1 MiB", "records/s", True, fetch),
         ("Consumer.poll, decoded", "records/s", True, consume("poll")),
         ("Consumer.poll_batches", "records/s", True, consume("poll_batches")),

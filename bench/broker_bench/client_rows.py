@@ -16,14 +16,22 @@ import time
 VALUE = b"v" * 100
 BATCH_RECORDS = 1000
 RECORD_OVERHEAD_BYTES = 16  # the client accumulator's per-record accounting (see _accumulator)
+# The producer's ``enable_idempotence`` for each way a row may ask: the checkout's own default,
+# or one set explicitly, so that two checkouts whose defaults differ are compared like for
+# like (every client from 1ca667f, 2026-11-22, on takes the argument).
+IDEMPOTENCE = {"default": {}, "plain": {"enable_idempotence": False},
+               "idempotent": {"enable_idempotence": True}}
 
 
-def produce_client(bootstrap: str, topic: str, records: int, acks) -> float:
-    """``tslog.client.Producer``: ``records`` x send(100-byte bytes) then flush(); seconds."""
+def produce_client(bootstrap: str, topic: str, records: int, acks,
+                   idempotence: str = "default") -> float:
+    """``tslog.client.Producer``: ``records`` x send(100-byte bytes) then flush(); seconds.
+    ``idempotence``: a key of ``IDEMPOTENCE``."""
     from tslog.client import Producer
 
     with Producer(bootstrap, acks=acks, linger_ms=5,
-                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES)) as producer:
+                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES),
+                  **IDEMPOTENCE[idempotence]) as producer:
         producer.partitions_for(topic)  # metadata loaded before the clock starts
         send = producer.send
         started = time.perf_counter()
@@ -35,13 +43,15 @@ def produce_client(bootstrap: str, topic: str, records: int, acks) -> float:
     return elapsed
 
 
-def produce_client_batches(bootstrap: str, topic: str, records: int, acks) -> float:
+def produce_client_batches(bootstrap: str, topic: str, records: int, acks,
+                           idempotence: str = "default") -> float:
     """``Producer.send_batch`` of ``BATCH_RECORDS`` values per call, then flush(); seconds."""
     from tslog.client import Producer
 
     values = [VALUE] * BATCH_RECORDS
     with Producer(bootstrap, acks=acks, linger_ms=5,
-                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES)) as producer:
+                  batch_size=BATCH_RECORDS * (len(VALUE) + RECORD_OVERHEAD_BYTES),
+                  **IDEMPOTENCE[idempotence]) as producer:
         producer.partitions_for(topic)
         send_batch = producer.send_batch
         started = time.perf_counter()
@@ -111,13 +121,13 @@ def offsets_for_times_client(bootstrap: str, topic: str, targets: list[int]) -> 
 def main(argv: list[str]) -> None:
     """``ROW BOOTSTRAP TOPIC ARG...``; prints the row's figure as JSON.
 
-    send / send_batch ACKS COUNT: records/s. poll / poll_batches TIMESTAMP END_OFFSET:
-    records/s. offsets_for_times TARGET...: microseconds per lookup."""
+    send / send_batch ACKS COUNT [default|plain|idempotent]: records/s. poll / poll_batches
+    TIMESTAMP END_OFFSET: records/s. offsets_for_times TARGET...: microseconds per lookup."""
     row, bootstrap, topic, *args = argv
     if row in ("send", "send_batch"):
         acks, count = "all" if args[0] == "all" else int(args[0]), int(args[1])
         produce = produce_client if row == "send" else produce_client_batches
-        result = count / produce(bootstrap, topic, count, acks)
+        result = count / produce(bootstrap, topic, count, acks, *args[2:3])
     elif row in ("poll", "poll_batches"):
         elapsed, count = consume_client(bootstrap, topic, int(args[0]), int(args[1]),
                                         batches=row == "poll_batches")

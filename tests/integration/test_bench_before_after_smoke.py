@@ -1,7 +1,8 @@
 """``bench/before_after.py --quick`` still runs end to end (so the A/B table cannot rot).
 
 Both sides are this checkout (two brokers and two clients of one interpreter): every row of
-the table comes out with a ratio for each round, the client rows ran under the given
+the table comes out with a ratio for each round (the acks=all client rows three ways: each
+client's default, both plain, both idempotent), the client rows ran under the given
 interpreter as ``client_rows.py`` subprocesses, and the temporary data directory is removed.
 Nothing about timings is asserted.
 """
@@ -15,9 +16,11 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "before_after.py"
+ACKS_ALL = ("acks=all (each one's default)", "acks=all, plain", "acks=all, idempotent")
 ROWS = ("produce raw, acks=1", "produce raw, acks=all", "Producer.send() x N, acks=1",
-        "Producer.send() x N, acks=all", "Producer.send_batch, acks=1",
-        "Producer.send_batch, acks=all", "raw Fetch loop, 1 MiB", "Consumer.poll, decoded",
+        *(f"Producer.send() x N, {way}" for way in ACKS_ALL), "Producer.send_batch, acks=1",
+        *(f"Producer.send_batch, {way}" for way in ACKS_ALL), "raw Fetch loop, 1 MiB",
+        "Consumer.poll, decoded",
         "Consumer.poll_batches", "ListOffsets raw loop, p50", "ListOffsets raw loop, p99",
         "Consumer.offsets_for_times, p50", "Consumer.offsets_for_times, p99")
 
