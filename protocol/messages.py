@@ -196,6 +196,9 @@ def _is_int(value) -> bool:
     return type(value) is int
 
 
+_new_tuple = tuple.__new__
+
+
 def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHeader, dict]:
     """Parse and validate one request frame body (without the 4-byte prefix).
 
@@ -222,7 +225,7 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
     if type(message) is not list or len(message) != 5:
         raise MalformedRequestError("request is not a 5-item array")
     api_key, api_version, correlation_id, client_id, body = message
-    if not (_is_int(api_key) and _is_int(api_version) and _is_int(correlation_id)
+    if not (type(api_key) is int and type(api_version) is int and type(correlation_id) is int
             and (client_id is None or type(client_id) is str) and type(body) is dict):
         raise MalformedRequestError("request envelope has the wrong types")
     if not 0 <= correlation_id <= CORRELATION_ID_MAX:
@@ -237,7 +240,8 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
         REQUEST_SCHEMAS[key, api_version].check(body)
     except SchemaError as exc:
         raise InvalidRequestError(correlation_id, f"{key.name}: {exc}", api_key) from None
-    return RequestHeader(key, api_version, correlation_id, client_id), body
+    # tuple.__new__: the NamedTuple's own __new__ is Python code, run for every request.
+    return _new_tuple(RequestHeader, (key, api_version, correlation_id, client_id)), body
 
 
 def encode_response(correlation_id: int, body: dict, *, api_key: int | None = None,
