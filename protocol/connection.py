@@ -252,9 +252,7 @@ class Connection:
         except LocalProtocolError:
             self._settle(slot, [encode_response(correlation_id, _SERVER_ERROR)])
             raise
-        slot[_FRAME] = frame  # ``_settle`` inlined: once per request
-        slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
-        self.held_bytes += size
+        self._settle(slot, frame)
 
     def _settle(self, slot: list, frame: list) -> None:
         slot[_FRAME] = frame

@@ -366,13 +366,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _write_ready(self) -> bool:
         """Write the answers now due, in request order; True if any."""
-        wire = self._wire
-        frames = wire.data_to_send()
+        frames = self._wire.data_to_send()
         if not frames:
             return False
-        held = wire.held_bytes  # ``_count_held`` inlined (once per request)
-        self.registry.unsent_bytes += held - self._held
-        self._held = held
+        self._count_held()
         if not self._closing:
             self._transport.writelines(frames)
             self._count_buffered()
