@@ -33,6 +33,7 @@ from .chunked import encode_request_chunks, encode_response_chunks
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
 from .messages import (
+    _API_KEYS,
     CORRELATION_ID_MAX,
     ApiKey,
     InvalidResponseError,
@@ -292,8 +293,8 @@ class Connection:
         """
         self._correlation_id = correlation_id = (self._correlation_id + 1) % (
             CORRELATION_ID_MAX + 1)
-        header = RequestHeader(api_key, api_version, correlation_id, self.client_id)
-        if api_key == ApiKey.PRODUCE:
+        header = _new_tuple(RequestHeader, (api_key, api_version, correlation_id, self.client_id))
+        if api_key == _PRODUCE:
             if validate:
                 check_request(header, body)
             frame = encode_request_chunks(header, body)
@@ -318,8 +319,11 @@ class Connection:
         if got != correlation_id:  # first: its body would be checked against the wrong API
             raise RemoteProtocolError(f"response {got} does not answer request "
                                       f"{correlation_id}", ErrorCode.INVALID_REQUEST)
+        key = _API_KEYS.get(api_key)  # a dict lookup: ApiKey(n) costs a microsecond here
+        if key is None:
+            key = ApiKey(api_key)  # no such API: ValueError, as before the lookup
         try:
             check_response_body(api_key, api_version, body)
         except InvalidResponseError as exc:
-            return BadResponse(correlation_id, ApiKey(api_key), exc)
-        return _new_tuple(Response, (correlation_id, ApiKey(api_key), body))
+            return BadResponse(correlation_id, key, exc)
+        return _new_tuple(Response, (correlation_id, key, body))
