@@ -125,6 +125,8 @@ class FrameReceiver:
             raise self._error
         if self._body is not None:
             return self._body[self._got:]
+        if not self._end:  # the usual: every frame cut, the whole scratch free (no new view)
+            return self._scratch_view
         scratch = self._scratch
         if self._start and len(scratch) - self._end < len(scratch) // 4:
             # A partial frame sits near the end: move it to the front (at most 64 KiB).
