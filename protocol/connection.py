@@ -34,6 +34,7 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
 from .messages import (
     _API_KEYS,
+    _new_tuple,
     CORRELATION_ID_MAX,
     ApiKey,
     InvalidResponseError,
@@ -112,7 +113,6 @@ class ConnectionClosed(NamedTuple):
 # A server-side answer slot, in request order: [correlation id, frame buffers or None, size].
 # A list, not an object: one is made per request, and a list costs no Python-level __init__.
 _CID, _FRAME, _SIZE = 0, 1, 2
-_new_tuple = tuple.__new__  # builds the event tuples without NamedTuple's Python __new__
 _PRODUCE = ApiKey.PRODUCE  # a module global: an enum member looked up once, not per request
 
 
@@ -183,7 +183,7 @@ class Connection:
         close, or a broken stream. An owner that received only part of a frame may skip its
         event loop (a 1 MB request arrives in many reads)."""
         receiver = self.receiver
-        return bool(receiver.frames) or self._peer_closed or receiver.failed
+        return bool(receiver.frames) or self._peer_closed or receiver.error is not None
 
     def drop_unread(self) -> None:
         """Forget received requests not yet returned by ``next_event`` (a server shutting

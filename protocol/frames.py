@@ -86,8 +86,8 @@ class FrameReceiver:
     the same error.
     """
 
-    __slots__ = ("_allocate", "_body", "_end", "_error", "_got", "_scratch", "_scratch_view",
-                 "_start", "failed", "frames", "max_frame_bytes")
+    __slots__ = ("_allocate", "_body", "_end", "_got", "_scratch", "_scratch_view", "_start",
+                 "error", "frames", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES, *, allocate=bytearray,
                  scratch_bytes: int = SCRATCH_BYTES) -> None:
@@ -109,10 +109,10 @@ class FrameReceiver:
         # Whole frames, oldest first. Public so an owner on a per-request path may pop from
         # the left itself (``Connection.next_event``); ``next_frame`` does the same.
         self.frames: collections.deque = collections.deque()
-        self._error: FrameTooLargeError | None = None
-        # The stream broke (an oversized frame); ``next_frame`` raises once frames run out.
-        # An attribute, not a property: an owner asks after every request it handled.
-        self.failed = False
+        # Set once the stream broke (an oversized frame): ``next_frame`` raises it once the
+        # frames cut before it are handed out. Public and read-only for owners, which ask
+        # after every request whether anything but a frame is pending (no property call).
+        self.error: FrameTooLargeError | None = None
 
     @property
     def buffered_bytes(self) -> int:
@@ -121,8 +121,8 @@ class FrameReceiver:
 
     def get_buffer(self) -> memoryview:
         """Where the next received bytes go (for ``recv_into`` / ``BufferedProtocol``)."""
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         if self._body is not None:
             return self._body[self._got:]
         if not self._end:  # the usual: every frame cut, the whole scratch free (no new view)
@@ -153,8 +153,7 @@ class FrameReceiver:
         while end - position >= FRAME_PREFIX_SIZE:
             (length,) = unpack_from(view, position)  # a memoryview reads faster than numpy
             if length > max_frame_bytes:
-                self._error = FrameTooLargeError(length, max_frame_bytes)
-                self.failed = True
+                self.error = FrameTooLargeError(length, max_frame_bytes)
                 self._start = self._end = 0
                 return  # frames already cut are still handed out; then the error
             body_start = position + FRAME_PREFIX_SIZE
@@ -207,8 +206,8 @@ class FrameReceiver:
             pass
         frames = list(self.frames)
         self.frames.clear()
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         return frames
 
     def feed_eof(self) -> None:
@@ -227,6 +226,6 @@ class FrameReceiver:
         """The next whole frame body (``bytes``, or the buffer ``allocate`` made), or None."""
         if self.frames:
             return self.frames.popleft()
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         return None

@@ -196,6 +196,8 @@ def _is_int(value) -> bool:
     return type(value) is int
 
 
+# Builds NamedTuples (headers here, events in ``connection.py``) without their Python-level
+# __new__, on paths that run for every request and response.
 _new_tuple = tuple.__new__
 
 
