@@ -20,8 +20,8 @@ ACKS_ALL = ("acks=all (each one's default)", "acks=all, plain", "acks=all, idemp
 ROWS = ("produce raw, acks=1", "produce raw, acks=all", "Producer.send() x N, acks=1",
         *(f"Producer.send() x N, {way}" for way in ACKS_ALL), "Producer.send_batch, acks=1",
         *(f"Producer.send_batch, {way}" for way in ACKS_ALL), "raw Fetch loop, 1 MiB",
-        "Consumer.poll, decoded",
-        "Consumer.poll_batches", "ListOffsets raw loop, p50", "ListOffsets raw loop, p99",
+        "Consumer.poll, decoded", "Consumer.poll_batches", "ListOffsets raw loop, p50",
+        "ListOffsets raw loop, p99",
         "Consumer.offsets_for_times, p50", "Consumer.offsets_for_times, p99")
 
 
