@@ -42,7 +42,7 @@ from tslog.protocol.connection import NEED_DATA, BadResponse
 from tslog.protocol.connection import Connection as WireConnection
 from tslog.protocol.connection import Role
 from tslog.protocol.errors import ProtocolError
-from tslog.protocol.frames import MAX_FRAME_BYTES
+from tslog.protocol.frames import DISCARD_VIEW, MAX_FRAME_BYTES
 
 from ._login import login
 from .errors import (
@@ -56,7 +56,6 @@ from ._tls import closed_unanswered, is_tls_failure, tls_failure_message
 from .security import Security
 
 log = logging.getLogger(__name__)
-_DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the connection failed
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -127,7 +126,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._closed_error is not None:  # bytes still arriving before the close: dropped
-            return memoryview(_DISCARD)
+            return DISCARD_VIEW
         return self._wire.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:

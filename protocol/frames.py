@@ -28,6 +28,9 @@ FRAME_PREFIX_SIZE = FRAME_PREFIX.size  # 4
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # default cap on one frame's body
 SCRATCH_BYTES = 64 * 1024  # the reused receive buffer of small frames
 _LENGTH_LIMIT = 0xFFFFFFFF  # what 4 bytes can express
+# Where bytes go that nobody will read: those after a broken stream, or a shell's last ones
+# before its close. Shared by every connection, as nothing ever reads it.
+DISCARD_VIEW = memoryview(bytearray(64 * 1024))
 
 
 class FrameTooLargeError(RemoteProtocolError):
@@ -77,13 +80,15 @@ class FrameReceiver:
     """Length-prefixed frames out of a byte stream, received in place where it pays.
 
     Args:
-        max_frame_bytes: largest body accepted; a larger announced length raises
-            ``FrameTooLargeError`` as soon as its prefix is seen, before any allocation.
+        max_frame_bytes: largest body accepted; a larger announced length breaks the stream
+            as soon as its prefix is seen, before any allocation (see below).
         allocate: ``allocate(size)`` returns a writable, contiguous buffer for one large frame
             (default ``bytearray``); it is never reused, so views into a frame stay valid.
 
-    After ``FrameTooLargeError`` the stream is out of step for good: every later call raises
-    the same error.
+    After an oversized frame the stream is out of step for good: ``next_frame`` raises
+    ``FrameTooLargeError`` once the frames cut before it are handed out, and every later byte
+    is dropped (``get_buffer`` offers a discard buffer: asyncio treats a raising
+    ``get_buffer`` as a fatal transport error and logs it).
     """
 
     __slots__ = ("_allocate", "_body", "_end", "_got", "_scratch", "_scratch_view", "_start",
@@ -119,10 +124,12 @@ class FrameReceiver:
         """Bytes received but not yet handed out as part of a frame."""
         return self._end - self._start + self._got
 
-    def get_buffer(self) -> memoryview:
-        """Where the next received bytes go (for ``recv_into`` / ``BufferedProtocol``)."""
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next received bytes go (for ``recv_into``, or as a ``BufferedProtocol``'s
+        own ``get_buffer``: a shell binds it, so a read costs no call of the shell's).
+        ``sizehint`` is asyncio's, and unused: the receiver knows what the stream needs."""
         if self.error is not None:
-            raise self.error
+            return DISCARD_VIEW
         if self._body is not None:
             return self._body[self._got:]
         if not self._end:  # the usual: every frame cut, the whole scratch free (no new view)
@@ -138,6 +145,8 @@ class FrameReceiver:
     def buffer_updated(self, count: int) -> None:
         """``count`` bytes were written at the start of the last ``get_buffer()``: cut the
         whole frames among them (one call per read, so the cutting is not a call of its own)."""
+        if self.error is not None:
+            return  # written to DISCARD_VIEW: dropped
         if self._body is not None:
             self._got += count
             if self._got == len(self._body):
@@ -200,10 +209,7 @@ class FrameReceiver:
             FrameTooLargeError: a length prefix exceeds ``max_frame_bytes``. Frames completed
                 earlier in the same call are lost with it; the connection is unusable anyway.
         """
-        try:
-            self.receive_data(data)
-        except FrameTooLargeError:
-            pass
+        self.receive_data(data)
         frames = list(self.frames)
         self.frames.clear()
         if self.error is not None:

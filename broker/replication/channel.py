@@ -24,11 +24,9 @@ from typing import Callable
 
 from tslog.protocol.connection import NEED_DATA, BadResponse, Connection, Role
 from tslog.protocol.errors import ProtocolError
+from tslog.protocol.frames import DISCARD_VIEW
 from tslog.protocol.messages import ApiKey
 from tslog.protocol.sasl import SaslFailure, ScramLogin
-
-
-_DISCARD = bytearray(64 * 1024)
 
 
 class RequestInterrupted(Exception):
@@ -51,7 +49,7 @@ class _LeaderProtocol(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self.lost is not None:
-            return memoryview(_DISCARD)  # bytes after a failure: dropped
+            return DISCARD_VIEW  # bytes after a failure: dropped
         return self.wire.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:

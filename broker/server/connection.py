@@ -69,7 +69,7 @@ from .idle_poll import IdlePoller
 log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
-_DISCARD = bytearray(64 * 1024)  # where bytes go that arrive after the stream broke
+_FETCH = ApiKey.FETCH  # read per request (see ApiKey)
 # The receive scratch of each connection: 1000-record Produce requests (~116 KB) arrive about
 # two per read; with 64 KiB each took two reads (measured: 20 % more broker CPU). Not zeroed
 # (``frames.py``): an idle connection holds address space, memory only for bytes received.
@@ -119,9 +119,18 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
                                     record_views=True, allocate=unzeroed_buffer,
                                     scratch_bytes=RECEIVE_SCRATCH_BYTES)
+        receiver = self._wire.receiver
         # The core's received frames (``FrameReceiver.frames``, public for per-request
         # owners): whether one waits is a truth test on it, not two property calls.
-        self._received = self._wire.receiver.frames
+        self._received = receiver.frames
+        # Whether the stream broke (an oversized frame: ``next_event`` raises it once the
+        # frames before it are served). The server's only event besides a frame, as it
+        # hears of the peer's close from ``eof_received``: an attribute, not ``has_events``.
+        self._receiver = receiver
+        # The socket writes straight into the receiver's buffer, with no call of ours in
+        # between (one per read); once the stream broke it offers a discard buffer, and once
+        # this connection closes the transport reads no more.
+        self.get_buffer = receiver.get_buffer
         self._running: dict[int, _Running] = {}  # by request sequence
         self._held = 0  # the core's held bytes, as counted in the registry
         self._buffered = 0  # the transport's write buffer, as last read
@@ -168,43 +177,24 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
         self._sasl.start(self._loop)
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        if self._closing:
-            return memoryview(_DISCARD)
-        try:
-            return self._wire.get_buffer()
-        except FrameTooLargeError:  # reported by the next event; until the close, discard
-            return memoryview(_DISCARD)
-
     def buffer_updated(self, nbytes: int) -> None:
-        # ``_take`` inlined: this runs for every read of every connection.
         if self._closing:
             return
         started = time.perf_counter()
         self._last_activity = self._loop.time()
-        wire = self._wire
-        wire.buffer_updated(nbytes)  # an oversized frame is reported by the next event
-        if self._received or wire.has_events:  # not for each read of a large frame's middle
+        self._wire.buffer_updated(nbytes)  # an oversized frame is reported by the next event
+        # Not for each read of a large frame's middle:
+        if self._received or self._receiver.error is not None:
             self.pump()
         self.idle_poller.handled(self._loop, started)
 
     def data_received(self, data) -> None:
         """Bytes handed over rather than received in place (a transport without buffer
-        support, or a test driving the connection by hand): copied into the core."""
-        self._take(self._wire.receive_data, data)
-
-    def _take(self, put, received) -> None:
-        if self._closing:
-            return
-        started = time.perf_counter()
-        self._last_activity = self._loop.time()
-        try:
-            put(received)
-        except FrameTooLargeError:
-            pass  # the frames before it are served; the next event reports it and closes
-        if self._wire.has_events:  # not for each read of a large frame's middle
-            self.pump()
-        self.idle_poller.handled(self._loop, started)
+        support, or a test driving the connection by hand): copied into the core, then
+        handled as a read that brought nothing more."""
+        if not self._closing:
+            self._wire.receive_data(data)
+            self.buffer_updated(0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -258,11 +248,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._pumping = True
         try:
             wire = self._wire
-            received = self._received
+            received, receiver = self._received, self._receiver
             while True:
-                # A received frame is the usual event; the others (the peer's close, a broken
-                # stream) are asked of the core only when none is waiting.
-                while (received or wire.has_events) and not self._blocked():
+                # A received frame is the usual event; a broken stream is looked at only
+                # when none is waiting.
+                while (received or receiver.error is not None) and not self._blocked():
                     try:
                         event = wire.next_event()
                     except FrameTooLargeError as exc:
@@ -327,7 +317,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if event.sequence is None:  # Produce with acks = 0: no response at all
             finish_request(api_metrics(header.api_key, body), None, started)
             return
-        chunked = header.api_key == ApiKey.FETCH
+        chunked = header.api_key is _FETCH
         if type(result) is dict:
             self._answer(event.sequence, result, chunked)
             finish_request(api_metrics(header.api_key, body), result, started)
@@ -366,10 +356,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _write_ready(self) -> bool:
         """Write the answers now due, in request order; True if any."""
-        frames = self._wire.data_to_send()
+        wire = self._wire
+        frames = wire.data_to_send()
         if not frames:
             return False
-        self._count_held()
+        held = wire.held_bytes  # ``_count_held`` inlined, as in ``_answer`` (once per request)
+        self.registry.unsent_bytes += held - self._held
+        self._held = held
         if not self._closing:
             self._transport.writelines(frames)
             self._count_buffered()

@@ -190,8 +190,15 @@ def test_an_oversized_frame_is_refused_at_its_prefix_before_any_allocation():
     assert receiver.next_frame() == b"\x01" * 10  # a frame before the bad prefix still counts
     with pytest.raises(FrameTooLargeError):
         receiver.next_frame()
+    # Later bytes are dropped, not parsed and not raised (asyncio treats a raising
+    # get_buffer as a fatal transport error): the stream stays broken.
+    later = encode_frame(b"\x02" * 10)
+    buffer = receiver.get_buffer(-1)
+    buffer[:len(later)] = later
+    receiver.buffer_updated(len(later))
+    assert receiver.buffered_bytes == 0
     with pytest.raises(FrameTooLargeError):
-        receiver.get_buffer()
+        receiver.next_frame()
 
 
 def test_a_large_frame_is_received_in_a_buffer_of_its_own_size():

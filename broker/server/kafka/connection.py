@@ -41,7 +41,7 @@ import struct
 import time
 
 from tslog.protocol.errors import ErrorCode, RemoteProtocolError
-from tslog.protocol.frames import FrameReceiver, FrameTooLargeError, frame_prefix
+from tslog.protocol.frames import DISCARD_VIEW, FrameReceiver, frame_prefix
 from tslog.protocol.kafka import (UnsupportedKafkaVersion, decode_request, encode_response,
                                   encode_response_chunks)
 from tslog.protocol.kafka.codec import API_VERSIONS
@@ -61,7 +61,6 @@ log = logging.getLogger("tslog.broker.kafka")
 _UNSUPPORTED = int(ErrorCode.UNSUPPORTED_VERSION)
 _HEADER_AND_ERROR = struct.Struct(">ih")  # response header v0 + an int16 error code
 _SASL_KEYS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
-_DISCARD = bytearray(64 * 1024)  # where a closing connection's last bytes are read to
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -123,12 +122,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._closing:
-            return memoryview(_DISCARD)
-        try:
-            return self.receiver.get_buffer()
-        except FrameTooLargeError:  # reported by next_frame; until the close, discard
-            return memoryview(_DISCARD)
+        if self._closing:  # a closing connection's last bytes: dropped
+            return DISCARD_VIEW
+        return self.receiver.get_buffer()  # a broken stream's: dropped there
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing:
