@@ -113,7 +113,7 @@ class ConnectionClosed(NamedTuple):
 # A server-side answer slot, in request order: [correlation id, frame buffers or None, size].
 # A list, not an object: one is made per request, and a list costs no Python-level __init__.
 _CID, _FRAME, _SIZE = 0, 1, 2
-_PRODUCE = ApiKey.PRODUCE  # a module global: an enum member looked up once, not per request
+_PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
 
 
 class Connection:
@@ -204,25 +204,30 @@ class Connection:
             if self._peer_closed:
                 return ConnectionClosed(self.receiver.buffered_bytes)
             return NEED_DATA
-        if self._server:
-            return self._request_event(frame)
-        return self._response_event(frame)
-
-    # -- server ----------------------------------------------------------------------------
-
-    def _request_event(self, frame):
-        # The per-request path of every server: kept to one call below ``next_event`` (a
-        # request costs a few microseconds in all, so each Python call shows).
+        if not self._server:
+            return self._response_event(frame)
+        # A request: the per-request path of every server, so no call below this one but
+        # the decoding (a request costs a few microseconds in all; each Python call shows).
         try:
             header, body = decode_request(frame, record_views=len(frame) >= self._views_from)
         except RequestError as exc:
-            sequence = self._expect_answer(exc.correlation_id)
-            self._settle(self._answers[-1],
-                         [encode_response(exc.correlation_id, exc.response_body())])
-            return Refused(sequence, exc)
+            return self._refuse(exc)
         if header.api_key is _PRODUCE and body["acks"] == 0:
             return _new_tuple(Request, (None, header, body))
-        return _new_tuple(Request, (self._expect_answer(header.correlation_id), header, body))
+        # ``_expect_answer``, inline:
+        self._answers.append([header.correlation_id, None, 0])
+        self.unanswered += 1
+        sequence = self._next_sequence
+        self._next_sequence = sequence + 1
+        return _new_tuple(Request, (sequence, header, body))
+
+    # -- server ----------------------------------------------------------------------------
+
+    def _refuse(self, exc: RequestError) -> Refused:
+        """A request the core answers itself with its typed error (``Refused``)."""
+        sequence = self._expect_answer(exc.correlation_id)
+        self._settle(self._answers[-1], [encode_response(exc.correlation_id, exc.response_body())])
+        return Refused(sequence, exc)
 
     def _expect_answer(self, correlation_id: int) -> int:
         self._answers.append([correlation_id, None, 0])
@@ -248,8 +253,12 @@ class Connection:
         slot = answers[index]
         correlation_id = slot[_CID]
         try:
-            frame = (encode_response_chunks(correlation_id, body) if chunked
-                     else [encode_response(correlation_id, body)])
+            if not chunked:  # the usual: one buffer (``_settle``, inline)
+                slot[_FRAME] = frame = [encode_response(correlation_id, body)]
+                slot[_SIZE] = size = len(frame[0])
+                self.held_bytes += size
+                return
+            frame = encode_response_chunks(correlation_id, body)
         except LocalProtocolError:
             self._settle(slot, [encode_response(correlation_id, _SERVER_ERROR)])
             raise
