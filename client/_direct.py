@@ -27,6 +27,8 @@ from ._types import OffsetAndTimestamp, TopicPartition
 from .blocking import BrokerSocket
 from .errors import RequestTimedOutError
 
+_LIST_OFFSETS = ApiKey.LIST_OFFSETS  # read per request (see ApiKey)
+
 
 class DirectLookups:
     def __init__(self, cluster: Cluster) -> None:
@@ -53,7 +55,7 @@ class DirectLookups:
                         *address, self._cluster.request_timeout_ms / 1000,
                         self._cluster.client_id, security=self._cluster.security,
                         ssl_context=self._cluster.ssl_context)
-                body = connection.request(ApiKey.LIST_OFFSETS, {
+                body = connection.request(_LIST_OFFSETS, {
                     "replica_id": -1, "timestamp_type": timestamp_type,
                     "topics": group_by_topic(parts)}, poll_s=self._cluster.lookup_poll_s)
             except socket.timeout:

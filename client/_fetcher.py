@@ -29,6 +29,8 @@ from ._offsets import group_by_topic
 from ._types import ColumnBatch, ConsumerRecord, TopicPartition
 from .errors import CorruptMessageError, TslogError, error_for
 
+_FETCH = ApiKey.FETCH  # read per request (see ApiKey)
+
 log = logging.getLogger(__name__)
 
 MAX_BUFFERED_FETCHES = 2  # answers per broker fetched ahead of the user
@@ -288,7 +290,7 @@ class Fetcher:
             try:
                 conn = await self.cluster.connection(node_id, lane="fetch")
                 reply = await conn.send(
-                    ApiKey.FETCH, body,
+                    _FETCH, body,
                     timeout_ms=self.max_wait_ms + self.cluster.request_timeout_ms)
             except TslogError as exc:
                 if not exc.retriable:

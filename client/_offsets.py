@@ -16,6 +16,8 @@ from ._cluster import Cluster
 from ._types import OffsetAndTimestamp, TopicPartition
 from .errors import InvalidResponseError, TslogError, error_for
 
+_LIST_OFFSETS = ApiKey.LIST_OFFSETS  # read per request (see ApiKey)
+
 TIMESTAMP_TYPES = ("append", "create")
 
 
@@ -59,7 +61,7 @@ async def list_offsets(
                 last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
             else:
                 by_node[leader][tp] = {"timestamp": timestamp}
-        requests = [cluster.request(node, ApiKey.LIST_OFFSETS, {
+        requests = [cluster.request(node, _LIST_OFFSETS, {
             "replica_id": -1, "timestamp_type": timestamp_type,
             "topics": group_by_topic(parts)}, poll=True) for node, parts in by_node.items()]
         if len(requests) == 1:  # the usual case: no tasks for gather to create

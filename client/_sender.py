@@ -33,6 +33,8 @@ from .errors import (
     error_for,
 )
 
+_PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
+
 log = logging.getLogger("tslog.client._producer")
 
 
@@ -179,7 +181,7 @@ class SenderMixin:
             idempotence.sent(sendable)
         body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
-        future = conn.send_nowait(ApiKey.PRODUCE, body,
+        future = conn.send_nowait(_PRODUCE, body,
                                   timeout_ms=self.request_timeout_ms + 5_000)
         future.add_done_callback(lambda f: self._on_response(f, sendable))
 

@@ -36,6 +36,8 @@ from ._tls import tls_failure_message
 from .errors import TlsError
 from .security import Security
 
+_TOO_MANY_CONNECTIONS = ErrorCode.TOO_MANY_CONNECTIONS  # read per request (see ApiKey)
+
 
 class BrokerSocket:
     """One blocking connection; responses are read in request order (as the broker sends).
@@ -138,7 +140,7 @@ class BrokerSocket:
             self.close()
             raise TlsError(tls_failure_message(*self.address, exc)) from None
         body = event.body
-        if body.get("error_code") == ErrorCode.TOO_MANY_CONNECTIONS:
+        if body.get("error_code") == _TOO_MANY_CONNECTIONS:
             self.close()
             raise TooManyConnectionsError(f"broker {self.address[0]}:{self.address[1]}: "
                                           f"{body.get('error_message')}")

@@ -167,9 +167,12 @@ def kafka_api_metrics(api_key: int, api_name: str) -> ApiMetrics:
     return api
 
 
+_FETCH = ApiKey.FETCH  # read per request (see ApiKey)
+
+
 def api_metrics(api_key: ApiKey, body: dict) -> ApiMetrics:
     """The metrics a request counts in: its API's, or ``fetch_follower`` for a replica's."""
-    if api_key is ApiKey.FETCH and body["replica_id"] >= 0:
+    if api_key is _FETCH and body["replica_id"] >= 0:
         return FOLLOWER_FETCH
     return API[api_key]
 
