@@ -105,6 +105,9 @@ class PartitionLog:
         for segment in self._segments[:-1]:
             segment.track_handles(self._open_segments)
         self._lookups = TimeLookups(self._segments, self._open_segments)
+        # Log bytes read by time lookups since open (a metric of how well indexes serve).
+        # Read-only for others; a plain attribute, as ListOffsets reads it twice a lookup.
+        self.lookup_bytes_read = 0
         self._durability = LogDurability(self, self._lock, self._checkpoint_lock, self._roller,
                                          self._worker, self.log_end_offset)
         self._dirty = self._durability.dirty  # the same set: one add per append, no call
@@ -150,11 +153,6 @@ class PartitionLog:
         (replication's leader epochs) are written through it too, so their writes are
         ordered with the log's own (a truncation's unlinks and checkpoint)."""
         return self._worker
-
-    @property
-    def lookup_bytes_read(self) -> int:
-        """Log bytes read by time lookups since open (a metric of how well indexes serve)."""
-        return self._lookups.bytes_read
 
     @property
     def size_bytes(self) -> int:
@@ -324,7 +322,10 @@ class PartitionLog:
         """
         with self._lock:  # retention in another thread cannot close the segment under us
             self._check_open()
-            return self._lookups.offset_for_time(self._segments, timestamp, timestamp_type)
+            lookups = self._lookups
+            found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
+            self.lookup_bytes_read = lookups.bytes_read
+            return found
 
     def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
         """``read(segment)`` under the lock, or None once ``segment`` has left the log: how
