@@ -177,14 +177,6 @@ class Connection:
         """Whole frames received whose events ``next_event`` has not returned yet."""
         return len(self._frames)
 
-    @property
-    def has_events(self) -> bool:
-        """Whether ``next_event`` would return more than NEED_DATA: a whole frame, the peer's
-        close, or a broken stream. An owner that received only part of a frame may skip its
-        event loop (a 1 MB request arrives in many reads)."""
-        receiver = self.receiver
-        return bool(receiver.frames) or self._peer_closed or receiver.error is not None
-
     def drop_unread(self) -> None:
         """Forget received requests not yet returned by ``next_event`` (a server shutting
         down: as if they had never been read)."""

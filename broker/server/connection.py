@@ -125,7 +125,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._received = receiver.frames
         # Whether the stream broke (an oversized frame: ``next_event`` raises it once the
         # frames before it are served). The server's only event besides a frame, as it
-        # hears of the peer's close from ``eof_received``: an attribute, not ``has_events``.
+        # hears of the peer's close from ``eof_received``: read as an attribute, no call.
         self._receiver = receiver
         # The socket writes straight into the receiver's buffer, with no call of ours in
         # between (one per read); once the stream broke it offers a discard buffer, and once
