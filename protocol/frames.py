@@ -153,9 +153,16 @@ class FrameReceiver:
                 self.frames.append(self._body.obj)
                 self._body, self._got = None, 0
             return
+        view = self._scratch_view
+        if not self._end and count >= FRAME_PREFIX_SIZE:
+            # The usual read of a request-response exchange: the scratch was empty and holds
+            # exactly one whole frame now. Cut it without the general loop's bookkeeping.
+            (length,) = FRAME_PREFIX.unpack_from(view)
+            if length + FRAME_PREFIX_SIZE == count and length <= self.max_frame_bytes:
+                self.frames.append(bytes(view[FRAME_PREFIX_SIZE:count]))
+                return
         self._end += count
         scratch = self._scratch
-        view = self._scratch_view
         position, end = self._start, self._end
         unpack_from, append = FRAME_PREFIX.unpack_from, self.frames.append
         max_frame_bytes = self.max_frame_bytes
