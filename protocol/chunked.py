@@ -27,6 +27,7 @@ import msgpack
 from .errors import LocalProtocolError
 from .frames import frame_prefix
 from .messages import RequestHeader, encode_request, encode_response
+from .packing import pack
 
 MIN_CHUNK_BYTES = 8192
 
@@ -73,7 +74,7 @@ def _hollow(body: dict) -> tuple[dict, list]:
 
 def _chunks(message: list, blobs: list) -> list | None:
     try:
-        head = msgpack.packb(message, use_bin_type=True)
+        head = pack(message)
     except (TypeError, ValueError, OverflowError) as exc:
         raise LocalProtocolError(f"message cannot be packed: {exc}") from None
     pieces = head.split(_PACKED_PLACEHOLDER)

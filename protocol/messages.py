@@ -34,6 +34,7 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .foreign import describe_kafka_request
 from .frames import encode_frame
 from .msgpack_views import unpack_with_views
+from .packing import pack
 from .schema import ERROR_CODE, NULLABLE_STR, SchemaError, Struct
 
 CORRELATION_ID_MAX = 2**31 - 1
@@ -185,8 +186,7 @@ def encode_request(header: RequestHeader, body: dict, *, validate: bool = True) 
     if validate:
         check_request(header, body)
     try:
-        payload = msgpack.packb([int(api_key), api_version, correlation_id, client_id, body],
-                                use_bin_type=True)
+        payload = pack([int(api_key), api_version, correlation_id, client_id, body])
     except (TypeError, ValueError, OverflowError) as exc:
         raise LocalProtocolError(f"request body cannot be packed: {exc}") from None
     return encode_frame(payload)
@@ -259,7 +259,7 @@ def encode_response(correlation_id: int, body: dict, *, api_key: int | None = No
         except InvalidResponseError as exc:
             raise LocalProtocolError(str(exc)) from None
     try:
-        payload = msgpack.packb([correlation_id, body], use_bin_type=True)
+        payload = pack([correlation_id, body])
     except (TypeError, ValueError, OverflowError) as exc:
         raise LocalProtocolError(f"response body cannot be packed: {exc}") from None
     return encode_frame(payload)
