@@ -191,14 +191,11 @@ class Connection:
                 a response that answers no outstanding request); close the connection.
         """
         frames = self._frames
-        if not frames:  # ``receiver.next_frame`` without the call: a shell asks this per read
-            error = self.receiver.error
-            if error is not None:
-                raise error
+        frame = frames.popleft() if frames else self.receiver.next_frame()
+        if frame is None:
             if self._peer_closed:
                 return ConnectionClosed(self.receiver.buffered_bytes)
             return NEED_DATA
-        frame = frames.popleft()
         if not self._server:
             return self._response_event(frame)
         # A request: the per-request path of every server, so no call below this one but
