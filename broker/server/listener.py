@@ -40,6 +40,7 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
+from ..storage import dir_lock
 from .connection import BrokerConnection
 from .connection_registry import ConnectionRegistry
 from .kafka.connection import KafkaConnection
@@ -112,11 +113,24 @@ async def serve(config: BrokerConfig, *, shutdown_trigger: Awaitable | None = No
                 ready: Callable[[str, int], None] | None = None) -> None:
     """Run a broker until ``shutdown_trigger`` completes (default: SIGTERM or SIGINT).
 
+    The data directory's lock comes first, before anything reads, recovers or writes there
+    and before a port is bound: a second broker on the directory stops with
+    ``DataDirectoryLockedError`` having touched nothing (``storage.dir_lock``).
+
     Args:
         config: the effective configuration.
         shutdown_trigger: any awaitable; tests pass an event's ``wait()``.
         ready: called with (host, port) once the broker listens (tests use port 0).
     """
+    lock = dir_lock.acquire(config.data_dir)
+    try:
+        await _serve_locked(config, shutdown_trigger, ready)
+    finally:
+        dir_lock.release(lock)
+
+
+async def _serve_locked(config: BrokerConfig, shutdown_trigger: Awaitable | None,
+                        ready: Callable[[str, int], None] | None) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     installed = _install_signals(loop, stop) if shutdown_trigger is None else []

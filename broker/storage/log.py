@@ -47,7 +47,7 @@ from tslog.protocol.batch_header import (
     validate_batch_for_stamping,
 )
 
-from . import files, recovery
+from . import dir_lock, files, recovery
 from .background import INLINE
 from .clock import Clock, SystemClock
 from .config import LogConfig
@@ -92,12 +92,19 @@ class PartitionLog:
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # Before anything is read or recovered: one process per data directory (dir_lock).
+        self._directory_lock: Path | None = dir_lock.acquire(self.directory.parent)
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._closed = False
-        self._segments, self._last_log_append_time, self.recovery_report = recovery.open_segments(
-            self.directory, self.config.index_interval_bytes, self.config.segment_index_bytes)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._segments, self._last_log_append_time, self.recovery_report = \
+                recovery.open_segments(self.directory, self.config.index_interval_bytes,
+                                       self.config.segment_index_bytes)
+        except BaseException:
+            self._release_directory()
+            raise
         self._open_segments = OpenSegments()
         self._worker = worker or INLINE
         self._roller = SegmentRoller(self.directory, self._worker, self._lock,
@@ -445,6 +452,7 @@ class PartitionLog:
         marker = recovery.clean_marker(self.directory)
         marker.touch()
         files.fsync_directory(self.directory)
+        self._release_directory()
 
     def close_handles(self) -> None:
         """Release every descriptor and map without flushing, trimming, checkpointing or the
@@ -455,6 +463,13 @@ class PartitionLog:
             self._roller.close(finish=False)
             for segment in self._segments:
                 segment.close_handles()
+        self._release_directory()
+
+    def _release_directory(self) -> None:
+        """Give back this log's share of its data directory's lock (once)."""
+        key, self._directory_lock = self._directory_lock, None
+        if key is not None:
+            dir_lock.release(key)
 
     def retire(self) -> Path:
         """Topic deletion's fast half: close every handle unsealed and rename the directory

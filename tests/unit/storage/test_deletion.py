@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from tests.helpers.storage import make_batch, open_log, read_all
+from tslog.broker.storage.dir_lock import LOCK_FILE
 from tslog.broker.storage.files import remove_retired, retired_directories
 
 
@@ -35,11 +36,11 @@ def test_a_retired_log_frees_its_name_at_once_and_keeps_its_files_until_removed(
         assert len(read_all(again)) == 1
     remove_retired(retired)
     assert retired_directories(tmp_path) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t-0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [LOCK_FILE, "t-0"]
 
 
 def test_delete_leaves_nothing_behind(tmp_path):
     log = open_log(tmp_path / "t-0")
     log.append(make_batch(3))
     log.delete()
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [LOCK_FILE]  # the data directory's lock stays
