@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
 import sys
@@ -18,6 +19,7 @@ from .collector import freeze_startup_objects
 from .cluster.errors import ClusterError
 from .config import ConfigError, load_config
 from .server import serve
+from .storage.dir_lock import DataDirectoryLockedError
 
 log = logging.getLogger("tslog.broker")
 
@@ -79,6 +81,15 @@ def _started(host: str, port: int) -> None:
     log.debug("froze %d start-up objects out of the cycle collector", freeze_startup_objects())
 
 
+def _leave_a_stack_on_fatal_signals() -> None:
+    """A fatal signal (SIGBUS, SIGSEGV) prints every thread's stack into the broker's log
+    (stderr) before the process dies, so a crash at start or under load says where."""
+    try:
+        faulthandler.enable(sys.stderr)
+    except (OSError, ValueError):  # a stderr without a descriptor (a caller's capture)
+        pass
+
+
 def parse_flags(argv: list[str] | None) -> tuple[dict, str | None, str]:
     """(config fields actually passed, --config path or None, log level)."""
     args = vars(build_parser().parse_args(argv))
@@ -89,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     flags, config_path, log_level = parse_flags(argv)
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _leave_a_stack_on_fatal_signals()
     try:
         config, ignored = load_config(flags, config_path, os.environ)
     except ConfigError as exc:
@@ -103,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:  # files the settings name, read at start (web config)
         print(f"tslog-broker: {exc}", file=sys.stderr)
         return 2
+    except DataDirectoryLockedError as exc:  # another broker serves it: nothing was touched
+        print(f"tslog-broker: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         log.error("tslog-broker could not start: %s", exc)
         return 1

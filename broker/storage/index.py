@@ -16,11 +16,22 @@ All little-endian. Kafka's time entry is 12 bytes and needs a second search in t
 index; tslog spends 4 more bytes to carry the position and to keep the key 8-byte aligned, so
 the search is ``bisect`` running in C over a strided ``memoryview`` of the map.
 
-The active segment's files are preallocated (sparse) to ``segment.index.bytes`` and mapped
+The active segment's files are sized (sparse) to ``segment.index.bytes`` and mapped
 read-write; ``seal`` trims a file to its entries when the segment rolls or the log closes,
 so the number of entries of a sealed file is its length divided by the entry size. A file left
 untrimmed by a crash is caught by ``sanity_check`` (its zero padding breaks the ordering) and
 rebuilt from the log: indexes carry no checksum because they are always derivable.
+
+Full disks: a page of a map that the file system cannot back kills the process with SIGBUS
+when touched (tmpfs on a read or a write of a hole, ext4 and xfs on a write), where a
+``pwrite`` would have raised ENOSPC. So no page is touched through a map unless it is known to
+exist: writes go only below ``_room``, space reserved with ``posix_fallocate`` a chunk ahead
+(ENOSPC there is an ordinary OSError, raised before the batch's log bytes are written:
+``Segment.append`` calls ``reserve_entry`` first); reads go only below ``entries``, and a file
+opened from disk counts as entries only what lies before its first hole (``SEEK_HOLE``), so
+the recovery of an untrimmed index left by a crash on a full disk reads what exists and
+nothing more. Recovery rewrites entries in place (``keep_entries`` zeroes the dropped ones
+with ``pwrite`` instead of cutting the file), so it needs no space it did not have.
 
 No memoryview of a map outlives the call that made it, so ``resize``/``close`` never meet a
 live export (Python raises BufferError there instead of Kafka's SIGSEGV).
@@ -43,6 +54,27 @@ import numpy as np
 
 from .errors import CorruptIndexError
 
+PAGE_BYTES = mmap.PAGESIZE
+RESERVE_MAX_BYTES = 1 << 20  # a reservation doubles from one page up to this
+_ZEROS = bytes(1 << 20)
+
+
+def data_extent(fd: int, length: int) -> int:
+    """Bytes of the file before its first hole (all of it where the file system cannot
+    tell): what may be read through a map even when the disk is full."""
+    if length == 0:
+        return 0
+    try:
+        return min(os.lseek(fd, 0, os.SEEK_HOLE), length)
+    except OSError:
+        return length
+
+
+def zero_range(fd: int, start: int, stop: int) -> None:
+    """Write zeros over [start, stop) with ``pwrite`` (pages that exist: no new space)."""
+    while start < stop:
+        start += os.pwrite(fd, memoryview(_ZEROS)[: min(len(_ZEROS), stop - start)], start)
+
 
 class MmapIndex:
     """One index file. Not thread-safe: its partition log owns it."""
@@ -57,13 +89,14 @@ class MmapIndex:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         length = os.fstat(self._fd).st_size
-        self.entries = 0 if spare else length // self.ENTRY.size
+        existing = data_extent(self._fd, length) // self.ENTRY.size
+        self.entries = 0 if spare else existing
         self._torn = not spare and length % self.ENTRY.size != 0
         self._capacity = length // self.ENTRY.size
+        self._room = existing  # entries that may be written through the map (module doc)
         self._map: mmap.mmap | None = None
         self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
         self._writable = spare
-        self._first_page_written = spare  # a spare's maker wrote it (``touch_first_page``)
         self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
         self.on_open = None  # called with no argument when a released index maps its file again
         self._map_file(length)
@@ -121,27 +154,40 @@ class MmapIndex:
         return max(capacity_bytes // cls.ENTRY.size, entries, 1)
 
     def make_writable(self, capacity_bytes: int) -> None:
-        """Preallocate to ``capacity_bytes`` (rounded down to whole entries) and map read-write."""
+        """Size the file (sparse) to ``capacity_bytes`` (rounded down to whole entries) and
+        map it read-write; space is reserved as entries come (``reserve_entry``)."""
         capacity = self._whole_entries(capacity_bytes, self.entries)
         if self._writable and self._map is not None and capacity == self._capacity:
             return  # already so (a pre-created next segment's, or a still-active one's)
         self._writable = True
         self._capacity = capacity
+        self._room = min(self._room, capacity)
         os.ftruncate(self._open_fd(), capacity * self.ENTRY.size)
         self._map_file(capacity * self.ENTRY.size)
 
-    def touch_first_page(self) -> None:
-        """Write the first page of a new writable file once, so that its first entry does
-        not fault: here ext4 takes 3-50 ms for a first write through a map to a new sparse
-        file (later pages, or a page written before: tens of microseconds). An I/O worker
-        does this for the next segment's files. With ``pwrite``, not through the map: on a
-        full disk that raises ENOSPC where a write to the map would kill with SIGBUS.
-        ``append`` does it too before a file's first entry (a new log's first segment, or a
-        segment made without a spare): a 1-byte write, tens of microseconds, not the fault;
+    def reserve_entry(self) -> None:
+        """Make sure the next entry's bytes exist on disk before anything is written: on a
+        full disk this raises OSError (ENOSPC) while nothing of the batch is written yet."""
+        if self.entries >= self._room:
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """Reserve the next chunk with ``posix_fallocate`` (growing the file when recovery
+        replays more entries than it was sized for). The first chunk's first page is also
+        written with ``pwrite``, so the first entry does not fault: here ext4 takes 3-50 ms
+        for a first write through a map to a new file (later pages: tens of microseconds);
         an empty log keeps its sparse files, which take no disk space."""
-        if self._writable and self.entries == 0:
-            os.pwrite(self._open_fd(), b"\0", 0)
-            self._first_page_written = True
+        assert self._writable, "append to a sealed index"
+        if self._room >= self._capacity:
+            self.make_writable(max(self._capacity * 2, 16) * self.ENTRY.size)
+        start = self._room * self.ENTRY.size
+        chunk = min(max(PAGE_BYTES, start), RESERVE_MAX_BYTES)
+        stop = min(start + chunk, self._capacity * self.ENTRY.size)
+        fd = self._open_fd()
+        os.posix_fallocate(fd, start, stop - start)
+        if start == 0:
+            os.pwrite(fd, b"\0", 0)
+        self._room = stop // self.ENTRY.size
 
     def seal(self) -> None:
         """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
@@ -172,20 +218,22 @@ class MmapIndex:
         if not self._writable:
             return None
         self._writable = False
-        self._capacity = self.entries
+        self._capacity = self._room = self.entries
         self._torn = False
         fd, self._fd = self._fd, -1  # the map holds a descriptor of its own
         return fd, self.entries * self.ENTRY.size
 
     @classmethod
     def make_spare_file(cls, path: Path, capacity_bytes: int) -> None:
-        """Make a next segment's index file (``segment_roll.SpareFiles``): preallocated to
-        ``capacity_bytes`` in whole entries, its first page written (``touch_first_page``),
-        with plain file calls and no map: mapping and unmapping it here would hold the GIL
-        in the I/O worker for as long as the ``munmap`` takes (see ``seal_unsynced``)."""
+        """Make a next segment's index file (``segment_roll.SpareFiles``): sized to
+        ``capacity_bytes`` in whole entries, its first page reserved and written (see
+        ``_make_room``), with plain file calls and no map: mapping and unmapping it here
+        would hold the GIL in the I/O worker for as long as the ``munmap`` takes (see
+        ``seal_unsynced``). On a full disk this raises ENOSPC, here and not in a map."""
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             os.ftruncate(fd, cls._whole_entries(capacity_bytes, 0) * cls.ENTRY.size)
+            os.posix_fallocate(fd, 0, PAGE_BYTES)
             os.pwrite(fd, b"\0", 0)
         finally:
             os.close(fd)
@@ -207,17 +255,10 @@ class MmapIndex:
     # -- entries ---------------------------------------------------------------------------
 
     def append(self, *fields: int) -> None:
-        if not self.entries and not self._first_page_written:
-            self.touch_first_page()  # the first entry's page is written, not faulted, into being
-        if self.entries >= self._capacity:
-            self._grow()
+        if self.entries >= self._room:
+            self._make_room()  # recovery's appends (a producer's reserved it beforehand)
         self.ENTRY.pack_into(self._map, self.entries * self.ENTRY.size, *fields)
         self.entries += 1
-
-    def _grow(self) -> None:
-        """Extend a writable file when recovery replays more entries than the preallocation."""
-        assert self._writable, "append to a sealed index"
-        self.make_writable(max(self._capacity * 2, 16) * self.ENTRY.size)
 
     def reset(self, capacity_bytes: int) -> None:
         """Drop every entry and make the file writable again (recovery rebuilds it)."""
@@ -225,10 +266,13 @@ class MmapIndex:
 
     def keep_entries(self, count: int, capacity_bytes: int) -> None:
         """Keep the first ``count`` entries, drop the rest (a crash may have left the file
-        untrimmed, or with entries recovery must write again) and make it writable."""
+        untrimmed, or with entries recovery must write again) and make it writable. The
+        dropped entries are zeroed in place, not cut off: recovery writes most of them again,
+        and on a full disk the pages it would have freed might not come back."""
         self._unmap()
-        os.ftruncate(self._open_fd(), min(count, self.entries) * self.ENTRY.size)
-        self.entries = min(count, self.entries)
+        keep = min(count, self.entries)
+        zero_range(self._open_fd(), keep * self.ENTRY.size, self.entries * self.ENTRY.size)
+        self.entries = keep
         self._torn = False
         self.make_writable(capacity_bytes)
 

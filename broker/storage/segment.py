@@ -158,16 +158,24 @@ class Segment(LoadMixin):
         """Write one checked, stamped batch, given as a sequence of buffers, at the end;
         return its position."""
         position = self.size
+        if self._index_due(position):  # its entries' space first: ENOSPC before any byte
+            for index in self.indexes:
+                index.reserve_entry()
         write_fully(self._log_fd(), parts, position,
                     header.batch_length)
         self._track(position, header)
         return position
 
+    def _index_due(self, position: int) -> bool:
+        """Whether a batch at ``position`` gets index entries (the first, then one every
+        ``index.interval.bytes``)."""
+        return position == 0 or position - self._last_indexed_position >= self.index_interval_bytes
+
     def _track(self, position: int, header: BatchHeader) -> None:
         """Account for a batch now at ``position``: index it if due, update the summary."""
         if self.max_create_time < header.max_create_time:
             self.max_create_time = header.max_create_time
-        if position == 0 or position - self._last_indexed_position >= self.index_interval_bytes:
+        if self._index_due(position):
             relative = header.base_offset - self.base_offset
             self.offset_index.append(relative, position)
             self.time_index.append(header.log_append_time, relative, position)

@@ -13,7 +13,6 @@ are skipped, saying why, if the mount is refused) and unmount at teardown.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -21,8 +20,10 @@ import pytest
 
 from tests.helpers.broker_process import BrokerProcess
 from tests.helpers.liveness import assert_alive_and_holding
+from tests.helpers.tmpfs import free_bytes, mounted_tmpfs
 from tests.helpers.wire import Wire, batch
 from tslog.broker.metadata import DELETING_FILE, META_DIR, DeletionJournal
+from tslog.broker.storage.dir_lock import LOCK_FILE
 from tslog.broker.storage.files import NAME_MAX, RETIRED_SUFFIX
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
@@ -54,8 +55,8 @@ def produce(broker: BrokerProcess, topic: str, partition: int, values: list[byte
 
 
 def entries(data_dir: Path) -> list[str]:
-    """Everything in the data directory but the metadata folder."""
-    return sorted(p.name for p in data_dir.iterdir() if p.name != META_DIR)
+    """Everything in the data directory but the metadata folder and the lock file."""
+    return sorted(p.name for p in data_dir.iterdir() if p.name not in (META_DIR, LOCK_FILE))
 
 
 def journal(data_dir: Path) -> frozenset[str]:
@@ -204,16 +205,8 @@ FILLER_CONFIGS = {  # one segment, indexed once: filling the disk never maps a n
 @pytest.fixture
 def small_disk(tmp_path):
     """A tmpfs of DISK_BYTES mounted at tmp_path/disk (unmounted at teardown)."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs",
-                             str(mount_point)], capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a size-limited tmpfs (root needed): {result.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", DISK_BYTES) as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
 @pytest.fixture
@@ -223,11 +216,6 @@ def full_disk_broker(small_disk):
         yield broker.start()
     finally:
         broker.cleanup()
-
-
-def free_bytes(path: Path) -> int:
-    stats = os.statvfs(path)
-    return stats.f_bavail * stats.f_frsize
 
 
 def fill(broker: BrokerProcess, topic: str) -> list[bytes]:
