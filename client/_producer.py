@@ -53,6 +53,7 @@ from .errors import (
     BufferFullError,
     ClientClosedError,
     DeliveryTimeoutError,
+    FlushTimeoutError,
     MessageTooLargeError,
     TslogError,
     UnknownTopicOrPartitionError,
@@ -213,7 +214,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         self._closing = True
         if self._sender is not None:
             try:
-                await self.flush(timeout_ms)
+                await self._wait_flushed(timeout_ms)  # what is left after it is aborted
             finally:
                 with self._accumulator.lock:
                     self._accumulator.abort_all(ClientClosedError("producer closed"))
@@ -364,9 +365,23 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             self._loop.call_soon_threadsafe(self._wakeup.set)
 
     async def flush(self, timeout_ms: int | None = None) -> None:
-        """Send everything buffered now and wait until each record succeeded or failed."""
+        """Send everything buffered now and wait until each record succeeded or failed.
+
+        Raises FlushTimeoutError if ``timeout_ms`` passes first, as kafka-python's ``flush``
+        does: a flush that returned means every record sent before it has its outcome, never
+        "some of them, perhaps". What is still in flight stays in flight; each record's
+        future reports its outcome."""
+        pending = await self._wait_flushed(timeout_ms)
+        if pending:
+            raise FlushTimeoutError(
+                f"flush: {pending} record batches not acknowledged within timeout_ms "
+                f"{timeout_ms}; they are still being sent (their futures tell the outcome)")
+
+    async def _wait_flushed(self, timeout_ms: int | None) -> int:
+        """Send everything buffered now and wait (up to ``timeout_ms``) for each record's
+        outcome; returns how many batches are still without one."""
         if self._sender is None:
-            return
+            return 0
         accumulator = self._accumulator
         with accumulator.lock:
             futures = [batch.future for batch in accumulator.incomplete]
@@ -374,13 +389,15 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         futures += [record.future for record in self._deferred]
         self._wake()
         try:
-            if futures:
-                waiters = [asyncio.wrap_future(f) for f in futures]
-                await asyncio.wait(waiters,
-                                   timeout=None if timeout_ms is None else timeout_ms / 1000)
-                for waiter in waiters:  # a failure is the record future's to report, not
-                    if waiter.done() and not waiter.cancelled():  # asyncio's GC warning
-                        waiter.exception()
+            if not futures:
+                return 0
+            waiters = [asyncio.wrap_future(f) for f in futures]
+            _, pending = await asyncio.wait(
+                waiters, timeout=None if timeout_ms is None else timeout_ms / 1000)
+            for waiter in waiters:  # a failure is the record future's to report, not
+                if waiter.done() and not waiter.cancelled():  # asyncio's GC warning
+                    waiter.exception()
+            return len(pending)
         finally:
             with accumulator.lock:
                 accumulator.flushing -= 1

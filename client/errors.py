@@ -105,6 +105,15 @@ class DeliveryTimeoutError(RequestTimedOutError):
         super().__init__(message or "not acknowledged within delivery_timeout_ms")
 
 
+class FlushTimeoutError(RequestTimedOutError):
+    """``Producer.flush(timeout_ms)`` ran out of time before every record it waited for had
+    its outcome (kafka-python's ``flush`` raises the same way). Nothing is cancelled: those
+    records are still being sent, and each one's future reports what happened to it."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "flush: not every record acknowledged within timeout_ms")
+
+
 class TlsError(ConnectionLostError):
     """The TLS handshake with a broker failed (its certificate is not trusted, it does not
     speak TLS, or it refused this client's certificate). Not retriable: the same settings
@@ -130,5 +139,6 @@ def raise_for(code: int, message: str | None = None) -> None:
 
 
 __all__ = (["TslogError", "ClientClosedError", "BufferFullError", "DeliveryTimeoutError",
+            "FlushTimeoutError",
             "InvalidResponseError", "TlsError", "error_for", "raise_for"]
            + sorted(cls.__name__ for cls in _BY_CODE.values()))

@@ -174,3 +174,29 @@ async def test_async_consumer_works_without_start_after_assign_and_seek(broker):
         assert [(r.offset, r.value) for r in records] == [(1, b"b")]
     finally:
         await consumer.close()
+
+
+def test_a_flush_that_runs_out_of_time_raises_and_the_records_still_arrive(broker):
+    """``flush(timeout_ms)`` never returns as if the records were delivered: with the broker
+    paused it raises FlushTimeoutError; once the broker runs again, the records arrive and
+    their futures say so."""
+    import os
+    import signal
+
+    from tslog.client.errors import FlushTimeoutError, RequestTimedOutError
+
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("paused")
+    with Producer(broker.bootstrap, linger_ms=0) as producer:
+        producer.send("paused", b"warm-up").get(10)
+        os.kill(broker.process.pid, signal.SIGSTOP)
+        try:
+            future = producer.send("paused", b"while paused")
+            with pytest.raises(FlushTimeoutError) as timed_out:
+                producer.flush(200)
+            assert isinstance(timed_out.value, RequestTimedOutError)
+            assert not future.done()
+        finally:
+            os.kill(broker.process.pid, signal.SIGCONT)
+        producer.flush()  # no timeout: returns once every record has its outcome
+        assert future.done() and future.get(0).offset == 1

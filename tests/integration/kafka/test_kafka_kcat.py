@@ -76,7 +76,7 @@ def test_kcat_time_window_equals_tslog_consume_on_a_log_append_time_topic(kafka_
                 for i in range(2):
                     producer.send(topic, f"v{round_}.{partition}.{i}".encode(),
                                   key=f"k{round_}.{i}".encode(), partition=partition)
-            producer.flush(10)
+            producer.flush()  # every record acknowledged: its LogAppendTime is before the next bound
     # Rounds 1 and 2 lie in [bounds[1], bounds[3]): round 0 before, round 3 at or after.
     lines = _same_window(kafka_broker, topic, bounds[1], bounds[3], "append")
     assert sorted(line.split("|")[4] for line in lines) == sorted(
@@ -97,7 +97,7 @@ def test_kcat_time_window_equals_tslog_consume_on_a_create_time_topic(kafka_brok
                 producer.send(topic, f"v{partition}.{offset}".encode(),
                               key=f"k{offset}".encode(), partition=partition,
                               timestamp_ms=base + step + partition)
-            producer.flush(10)  # several produces: one batch per round and partition
+            producer.flush()  # several produces: one batch per round and partition
     lines = _same_window(kafka_broker, topic, base + 100, base + 450, "create")
     # From the first record >= T1 (offset 1) to before the first >= T2 (offset 5): offsets
     # 1-4, offset 3 included (a window of offsets, not a filter), offset 6 not.
