@@ -93,6 +93,7 @@ def test_after_a_refused_second_broker_a_crash_is_still_recovered_and_nothing_is
     with Wire(first.host, first.port) as wire:
         assert wire.produce("clash", 0, batch([b"a2"]))["error_code"] == 0
     first.restart(kill=True)  # a dead holder's lock needs no cleaning: the restart just works
+    assert (first.data_dir / LOCK_FILE).read_text() == f"{first.process.pid}\n"
     assert values(first, "clash") == [b"a1", b"a2"]
     log = first.log_text()
     assert log.count("recovered: RecoveryReport(clean_shutdown=False") == 3  # every partition
