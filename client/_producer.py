@@ -49,11 +49,11 @@ from ._idempotence import Idempotence, require_acks_all
 from ._partitioner import StickyPartitioner, key_partition
 from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
+from ._outcomes import check_flushed, wait_for_outcomes
 from .errors import (
     BufferFullError,
     ClientClosedError,
     DeliveryTimeoutError,
-    FlushTimeoutError,
     MessageTooLargeError,
     TslogError,
     UnknownTopicOrPartitionError,
@@ -365,17 +365,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             self._loop.call_soon_threadsafe(self._wakeup.set)
 
     async def flush(self, timeout_ms: int | None = None) -> None:
-        """Send everything buffered now and wait until each record succeeded or failed.
-
-        Raises FlushTimeoutError if ``timeout_ms`` passes first, as kafka-python's ``flush``
-        does: a flush that returned means every record sent before it has its outcome, never
-        "some of them, perhaps". What is still in flight stays in flight; each record's
-        future reports its outcome."""
-        pending = await self._wait_flushed(timeout_ms)
-        if pending:
-            raise FlushTimeoutError(
-                f"flush: {pending} record batches not acknowledged within timeout_ms "
-                f"{timeout_ms}; they are still being sent (their futures tell the outcome)")
+        """Send everything buffered now and wait until each record succeeded or failed;
+        FlushTimeoutError if ``timeout_ms`` passes first (``_outcomes.check_flushed``)."""
+        check_flushed(await self._wait_flushed(timeout_ms), timeout_ms)
 
     async def _wait_flushed(self, timeout_ms: int | None) -> int:
         """Send everything buffered now and wait (up to ``timeout_ms``) for each record's
@@ -389,15 +381,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         futures += [record.future for record in self._deferred]
         self._wake()
         try:
-            if not futures:
-                return 0
-            waiters = [asyncio.wrap_future(f) for f in futures]
-            _, pending = await asyncio.wait(
-                waiters, timeout=None if timeout_ms is None else timeout_ms / 1000)
-            for waiter in waiters:  # a failure is the record future's to report, not
-                if waiter.done() and not waiter.cancelled():  # asyncio's GC warning
-                    waiter.exception()
-            return len(pending)
+            return await wait_for_outcomes(futures, timeout_ms)
         finally:
             with accumulator.lock:
                 accumulator.flushing -= 1
