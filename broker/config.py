@@ -83,6 +83,11 @@ class BrokerConfig:
     log_retention_check_interval_ms: int = 300_000  # how often retention runs (ms)
     log_checkpoint_interval_ms: int = 60_000  # how often recovery points are written (ms)
     shutdown_grace_ms: int = 10_000  # in-flight requests get this long to finish on SIGTERM
+    # Sealed segments kept open for reads, broker-wide, shared evenly by the partitions:
+    # descriptors of their .log files, and maps of their indexes (which hold no descriptor).
+    # 0 = a quarter of the open-file limit / of vm.max_map_count (docs/storage-format.md).
+    storage_open_files_max: int = 0
+    storage_index_maps_max: int = 0
     idle_poll_us: int = 100  # keep polling this long after close-together requests; 0 = off
     test_clock_offset_ms: int = 0  # TESTS ONLY: shift the broker's wall clock by this (ms)
     num_partitions: int = 1  # partitions of a topic created with partitions = -1
@@ -247,6 +252,9 @@ def _value_problems(config: BrokerConfig) -> list[str]:
                  "max_unauthenticated_connections"):
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
+    for name in ("storage_open_files_max", "storage_index_maps_max"):
+        if getattr(config, name) < 0:
+            problems.append(f"{name} must be >= 0 (0 = derived from the process's limits)")
     return (problems + _cluster_problems(config) + _group_problems(config)
             + protected_mode_problems(config) + _sasl_problems(config)
             + _tls_problems(config) + kafka_listener_problems(config))

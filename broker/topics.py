@@ -30,6 +30,7 @@ from .config import BrokerConfig
 from .metadata import MetadataStore, TopicMetadata, topic_name_problem
 from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
 from .storage.background import IOWorker
+from .storage.handles import HandleBudget
 from .storage.files import (partition_dir_name, partition_directories, remove_retired,
                             retired_directories)
 
@@ -71,6 +72,9 @@ class TopicManager:
         # The data directory's disk work the loop must not wait for: seals of rolled
         # segments, the next segment's files, flush-policy fsyncs (``storage.background``).
         self.io_worker = IOWorker("tslog-io")
+        # What sealed segments may keep open, shared by every log (``storage.handles``).
+        self.handle_budget = HandleBudget(config.storage_open_files_max or None,
+                                          config.storage_index_maps_max or None)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -96,7 +100,7 @@ class TopicManager:
                 if hosted is not None and (topic.name, partition) not in hosted:
                     continue
                 plog = PartitionLog(self._partition_dir(topic.name, partition), log_config,
-                                    self.clock, self.io_worker)
+                                    self.clock, self.io_worker, self.handle_budget)
                 report = plog.recovery_report
                 if not report.clean_shutdown:
                     log.warning("%s-%d recovered: %s", topic.name, partition, report)
@@ -193,7 +197,7 @@ class TopicManager:
         if directory.exists():  # orphan of a deletion interrupted by a crash
             shutil.rmtree(directory)
         return PartitionLog(directory, self.log_config_for(topic.configs), self.clock,
-                            self.io_worker)
+                            self.io_worker, self.handle_budget)
 
     def drop_local_logs(self, name: str) -> tuple[list[PartitionLog], list[Path]]:
         """Stop serving this broker's logs of a topic the cluster no longer has: each is

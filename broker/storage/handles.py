@@ -1,33 +1,95 @@
-"""``OpenSegments``: which sealed segments of one log hold open files, least recently read first.
+"""Which sealed segments keep their files open, under a budget shared by every log of a broker.
 
-Why: a segment holds up to four handles (its ``.log`` descriptor and three index maps, each
-map with a descriptor of its own), so a partition of 500 segments kept every one open would
-hold 2,000 (3,500 before sealed indexes dropped their second descriptor). Kafka maps its
-indexes lazily and keeps them; tslog also lets them go. A sealed segment's summary (offsets,
-times, sizes) stays in memory; its files are opened on the first read that needs them and
-released when more than ``limit`` sealed segments of the log are open, least recently read
-first. The active segment is never in here and never released.
+Why: a sealed segment needs its ``.log`` descriptor and its three index maps to be read, and a
+lookup that has to reopen them (open, map, close) costs ten times a lookup that finds them
+open. Descriptors and maps are finite (``RLIMIT_NOFILE``, ``vm.max_map_count``), so they
+cannot all stay open for every segment of every log either. An index map holds no descriptor
+(``maps.py``), so an open sealed segment costs one descriptor and three maps.
+
+``HandleBudget`` is the broker-wide budget: how many sealed segments' ``.log`` descriptors
+and how many sealed index maps may stay open, split evenly among the open logs (each keeps
+at least one sealed segment open), so a broker with one busy log keeps all of it open and a
+broker with ten thousand logs keeps the total bounded. An operator sets it
+(``storage_open_files_max``, ``storage_index_maps_max``); by default it is a quarter of the
+process's open-file limit and of ``vm.max_map_count``, leaving the rest to active segments
+(one descriptor and three maps each) and to connections. ``OpenSegments`` applies a log's
+share: an LRU of its open sealed segments, least recently read released first.
 
 Owner: one ``PartitionLog``; every call happens under that log's lock, like every read of a
-segment, so a segment is never released while a read of it is under way. O(1) per call: an
-``OrderedDict`` move, plus one release per segment opened beyond the limit.
+segment, so a segment is never released while a read of it is under way, and a log only ever
+releases its own segments. O(1) per call: an ``OrderedDict`` move, plus one release per
+segment opened beyond the share.
 """
 
 from __future__ import annotations
 
+import resource
+import threading
 from collections import OrderedDict
+from pathlib import Path
 
-OPEN_SEALED_SEGMENTS_MAX = 8  # per log: sealed segments with files open at once
+MAPS_PER_SEGMENT = 3  # a sealed segment's index maps: offset, time, create time
+_MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
+
+
+def default_open_files() -> int:
+    """A quarter of the process's open-file limit (soft), at least 64."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(64, (soft if soft != resource.RLIM_INFINITY else 1 << 20) // 4)
+
+
+def default_index_maps() -> int:
+    """A quarter of the kernel's per-process map limit, at least 192."""
+    try:
+        limit = int(_MAX_MAP_COUNT.read_text())
+    except (OSError, ValueError):
+        limit = 65530  # Linux's default
+    return max(192, limit // 4)
+
+
+class HandleBudget:
+    """Broker-wide limits on open sealed segments; logs ``join`` and ``leave`` it. Thread-safe
+    (logs open in threads at start)."""
+
+    def __init__(self, open_files: int | None = None, index_maps: int | None = None) -> None:
+        self.open_files = open_files or default_open_files()
+        self.index_maps = index_maps or default_index_maps()
+        self.logs = 0
+        self.per_log = self._share()
+        self._lock = threading.Lock()
+
+    def _share(self) -> int:
+        segments = min(self.open_files, self.index_maps // MAPS_PER_SEGMENT)
+        return max(1, segments // max(1, self.logs))
+
+    def join(self) -> None:
+        with self._lock:
+            self.logs += 1
+            self.per_log = self._share()
+
+    def leave(self) -> None:
+        with self._lock:
+            self.logs = max(0, self.logs - 1)
+            self.per_log = self._share()
+
+
+_process_budget: HandleBudget | None = None
+
+
+def process_budget() -> HandleBudget:
+    """The budget of logs opened without one (a tool's, a test's): made on first use."""
+    global _process_budget
+    if _process_budget is None:
+        _process_budget = HandleBudget()
+    return _process_budget
 
 
 class OpenSegments:
-    """An LRU of the log's sealed segments that have files open. Not thread-safe (the log's
-    lock serialises it)."""
+    """An LRU of the log's sealed segments that have files open, at most the log's share of
+    the budget. Not thread-safe (the log's lock serialises it)."""
 
-    def __init__(self, limit: int = OPEN_SEALED_SEGMENTS_MAX) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, not {limit}")
-        self.limit = limit
+    def __init__(self, budget: HandleBudget | None = None) -> None:
+        self.budget = budget or process_budget()
         self._open: OrderedDict = OrderedDict()
         self.opens = 0  # times a segment joined (first open or reopen), for benches and tests
         self.releases = 0
@@ -46,7 +108,7 @@ class OpenSegments:
             return
         self._open[segment] = None
         self.opens += 1
-        while len(self._open) > self.limit:
+        while len(self._open) > self.budget.per_log:
             oldest, _ = self._open.popitem(last=False)
             oldest.release()
             self.releases += 1

@@ -36,10 +36,12 @@ with ``pwrite`` instead of cutting the file), so it needs no space it did not ha
 No memoryview of a map outlives the call that made it, so ``resize``/``close`` never meet a
 live export (Python raises BufferError there instead of Kafka's SIGSEGV).
 
-Handles (Kafka's ``LazyIndex``): a sealed index keeps only its map (which holds a descriptor
-of its own), not a second descriptor beside it, and ``release`` drops even that while
-keeping the entry count; the next lookup maps the file again (``_map_sealed``) and tells the
-segment through ``on_open``, so its log can bound how many sealed segments hold files open.
+Handles: an index holds no descriptor, ever past the call that needs one. Its map is made
+through the C library (``maps.py``), which keeps none, so a file is opened, mapped and closed
+at once; the few calls that need a descriptor (a reservation, a trim, an fsync) open the file
+for themselves. ``release`` unmaps a sealed index, keeping the entry count; the next lookup
+maps the file again (``_map_sealed``) and tells the segment through ``on_open``, so its log
+can bound how many sealed segments stay mapped (``handles.py``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorruptIndexError
+from .maps import FileMap, map_file
 
 PAGE_BYTES = mmap.PAGESIZE
 RESERVE_MAX_BYTES = 1 << 20  # a reservation doubles from one page up to this
@@ -87,14 +90,18 @@ class MmapIndex:
         """``spare``: the file is a next segment's, made ahead (``segment_roll.SpareFiles``):
         preallocated zeros, no entry yet, mapped writable at once."""
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        length = os.fstat(self._fd).st_size
-        existing = data_extent(self._fd, length) // self.ENTRY.size
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            length = os.fstat(fd).st_size
+            existing = data_extent(fd, length) // self.ENTRY.size
+        finally:
+            os.close(fd)
         self.entries = 0 if spare else existing
         self._torn = not spare and length % self.ENTRY.size != 0
         self._capacity = length // self.ENTRY.size
         self._room = existing  # entries that may be written through the map (module doc)
-        self._map: mmap.mmap | None = None
+        self._file_map: FileMap | None = None
+        self._map: memoryview | None = None  # the map's bytes
         self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
         self._writable = spare
         self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
@@ -102,44 +109,36 @@ class MmapIndex:
         self._map_file(length)
 
     def _open_fd(self) -> int:
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
-
-    def _close_fd(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """A descriptor of the file for one call; the caller closes it."""
+        return os.open(self.path, os.O_RDWR)
 
     # -- mapping ---------------------------------------------------------------------------
 
     def _unmap(self) -> None:
-        """Release the cached column views, then the map (a live view would make close fail)."""
+        """Release the cached column views, then the map (no view may outlive it)."""
         for column in self._columns.values():
             column.release()
         self._columns.clear()
-        if self._map is not None:
-            self._map.close()
+        if self._file_map is not None:
             self._map = None
+            self._file_map.close()
+            self._file_map = None
 
     def _map_file(self, length: int) -> None:
         self._unmap()
         if length > 0:
-            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-            self._map = mmap.mmap(self._open_fd(), length, access=access)
-        if not self._writable:
-            self._close_fd()  # the map holds a descriptor of its own: one handle, not two
+            self._file_map = map_file(self.path, length, self._writable)
+            self._map = self._file_map.buffer
 
     @property
     def is_open(self) -> bool:
-        return self._map is not None or self._fd >= 0
+        return self._file_map is not None
 
     def release(self) -> None:
-        """Unmap a sealed index and close its file, keeping the entry count: the next lookup
-        maps it again. For sealed segments nobody has read for a while (``handles.py``)."""
+        """Unmap a sealed index, keeping the entry count: the next lookup maps it again. For
+        sealed segments nobody has read for a while (``handles.py``)."""
         assert not self._writable, "release of a writable index"
         self._unmap()
-        self._close_fd()
 
     def _map_sealed(self) -> None:
         """Map a released sealed index again (its file holds exactly ``entries`` entries)."""
@@ -162,7 +161,7 @@ class MmapIndex:
         self._writable = True
         self._capacity = capacity
         self._room = min(self._room, capacity)
-        os.ftruncate(self._open_fd(), capacity * self.ENTRY.size)
+        os.truncate(self.path, capacity * self.ENTRY.size)
         self._map_file(capacity * self.ENTRY.size)
 
     def reserve_entry(self) -> None:
@@ -184,9 +183,12 @@ class MmapIndex:
         chunk = min(max(PAGE_BYTES, start), RESERVE_MAX_BYTES)
         stop = min(start + chunk, self._capacity * self.ENTRY.size)
         fd = self._open_fd()
-        os.posix_fallocate(fd, start, stop - start)
-        if start == 0:
-            os.pwrite(fd, b"\0", 0)
+        try:
+            os.posix_fallocate(fd, start, stop - start)
+            if start == 0:
+                os.pwrite(fd, b"\0", 0)
+        finally:
+            os.close(fd)
         self._room = stop // self.ENTRY.size
 
     def seal(self) -> None:
@@ -201,11 +203,11 @@ class MmapIndex:
                 os.close(fd)
 
     def seal_unsynced(self) -> tuple[int, int] | None:
-        """The quick half of ``seal``: stop writing and hand over the file. Returns its
-        descriptor (the map keeps one of its own) and the length the caller owes the file
-        (trim, then fsync), or
-        None if the index was sealed already. So an I/O worker holds the log's lock only
-        for this hand-over (no syscall) and trims and syncs outside it; until then the
+        """The quick half of ``seal``: stop writing and hand over the file. Returns a
+        descriptor of it (opened for the caller, who closes it) and the length the caller
+        owes the file (trim, then fsync), or None if the index was sealed already. So an I/O
+        worker holds the log's lock only for this hand-over (one open) and trims and syncs
+        outside it; until then the
         file keeps its zero padding, which is what a crash leaves of an active index (the
         next open rebuilds it). No ``msync``: ``fsync`` writes the shared map's pages too.
 
@@ -220,8 +222,7 @@ class MmapIndex:
         self._writable = False
         self._capacity = self._room = self.entries
         self._torn = False
-        fd, self._fd = self._fd, -1  # the map holds a descriptor of its own
-        return fd, self.entries * self.ENTRY.size
+        return self._open_fd(), self.entries * self.ENTRY.size
 
     @classmethod
     def make_spare_file(cls, path: Path, capacity_bytes: int) -> None:
@@ -239,14 +240,13 @@ class MmapIndex:
             os.close(fd)
 
     def close(self) -> None:
-        if self._writable and self._fd >= 0:
+        if self._writable and self._file_map is not None:
             self.seal()
         self.close_handles()
 
     def close_handles(self) -> None:
-        """Unmap and close without trimming: what a crash leaves, or a failed disk needs."""
+        """Unmap without trimming: what a crash leaves, or a failed disk needs."""
         self._unmap()
-        self._close_fd()
 
     def delete(self) -> None:
         self.close()
@@ -271,19 +271,28 @@ class MmapIndex:
         and on a full disk the pages it would have freed might not come back."""
         self._unmap()
         keep = min(count, self.entries)
-        zero_range(self._open_fd(), keep * self.ENTRY.size, self.entries * self.ENTRY.size)
+        fd = self._open_fd()
+        try:
+            zero_range(fd, keep * self.ENTRY.size, self.entries * self.ENTRY.size)
+        finally:
+            os.close(fd)
         self.entries = keep
         self._torn = False
         self.make_writable(capacity_bytes)
 
     def sync(self) -> None:
         """fdatasync the file, map included (recovery and checkpoints make entries durable)."""
-        if self._writable and self._fd >= 0:
-            os.fdatasync(self._fd)
+        fd = self.fileno_for_sync()
+        if fd is not None:
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
 
     def fileno_for_sync(self) -> int | None:
-        """A duplicate descriptor of a writable index, to fsync outside the log's lock."""
-        return os.dup(self._fd) if self._writable and self._fd >= 0 else None
+        """A descriptor of a writable index, to fsync outside the log's lock (the caller
+        closes it); fsync writes the shared map's pages too."""
+        return os.open(self.path, os.O_RDONLY) if self._writable and self.is_open else None
 
     def truncate_entries(self, count: int) -> None:
         """Forget entries from ``count`` on (the log was truncated below them)."""

@@ -60,7 +60,7 @@ from .errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from .handles import OpenSegments
+from .handles import HandleBudget, OpenSegments
 from .lookups import TimeLookups, last_known_log_append_time
 from .retention import expired_segments
 from .segment import Segment
@@ -85,15 +85,18 @@ class PartitionLog:
     """
 
     def __init__(self, directory: Path | str, config: LogConfig | None = None,
-                 clock: Clock | None = None, worker=None):
+                 clock: Clock | None = None, worker=None, budget: HandleBudget | None = None):
         """``worker``: the data directory's ``background.IOWorker`` (seals, the next segment's
         files, the flush policy's fsyncs, a truncation's unlinks and checkpoint); None: that
-        work runs at once, on this thread."""
+        work runs at once, on this thread. ``budget``: the broker's ``handles.HandleBudget``
+        of open sealed segments (None: the process's)."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
         # Before anything is read or recovered: one process per data directory (dir_lock).
         self._directory_lock: Path | None = dir_lock.acquire(self.directory.parent)
+        self._open_segments = OpenSegments(budget)
+        self._open_segments.budget.join()
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._closed = False
@@ -103,9 +106,8 @@ class PartitionLog:
                 recovery.open_segments(self.directory, self.config.index_interval_bytes,
                                        self.config.segment_index_bytes)
         except BaseException:
-            self._release_directory()
+            self._let_go()
             raise
-        self._open_segments = OpenSegments()
         self._worker = worker or INLINE
         self._roller = SegmentRoller(self.directory, self._worker, self._lock,
                                      self._checkpoint_lock, self._open_segments)
@@ -452,7 +454,7 @@ class PartitionLog:
         marker = recovery.clean_marker(self.directory)
         marker.touch()
         files.fsync_directory(self.directory)
-        self._release_directory()
+        self._let_go()
 
     def close_handles(self) -> None:
         """Release every descriptor and map without flushing, trimming, checkpointing or the
@@ -463,13 +465,14 @@ class PartitionLog:
             self._roller.close(finish=False)
             for segment in self._segments:
                 segment.close_handles()
-        self._release_directory()
+        self._let_go()
 
-    def _release_directory(self) -> None:
-        """Give back this log's share of its data directory's lock (once)."""
+    def _let_go(self) -> None:
+        """Give back this log's shares of its directory's lock and of the budget (once)."""
         key, self._directory_lock = self._directory_lock, None
         if key is not None:
             dir_lock.release(key)
+            self._open_segments.budget.leave()
 
     def retire(self) -> Path:
         """Topic deletion's fast half: close every handle unsealed and rename the directory

@@ -16,13 +16,14 @@ def make_batch(count: int = 1, create_time: int | list[int] = START_MS, value_si
     return build_batch(values, create_times=create_time)
 
 
-def open_log(directory: Path, clock: ManualClock | None = None, worker=None,
+def open_log(directory: Path, clock: ManualClock | None = None, worker=None, budget=None,
              **config) -> PartitionLog:
     """A PartitionLog with dotted-name config overrides given as keyword_with_underscores
-    (``worker``: its I/O worker; None runs disk commands at once)."""
+    (``worker``: its I/O worker; None runs disk commands at once; ``budget``: its
+    ``HandleBudget``, None the process's)."""
     settings = {key.replace("_", "."): value for key, value in config.items()}
     return PartitionLog(directory, LogConfig.from_mapping(settings), clock or ManualClock(START_MS),
-                        worker)
+                        worker, budget)
 
 
 def read_all(log: PartitionLog, start: int | None = None) -> list:
