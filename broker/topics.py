@@ -30,9 +30,10 @@ from .config import BrokerConfig
 from .metadata import MetadataStore, TopicMetadata, topic_name_problem
 from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
 from .storage.background import IOWorker
+from .storage.fanout import map_in_threads
 from .storage.handles import HandleBudget
 from .storage.files import (partition_dir_name, partition_directories, remove_retired,
-                            retired_directories)
+                            retired_directories, sync_filesystem)
 
 log = logging.getLogger("tslog.broker.topics")
 
@@ -58,6 +59,14 @@ def delete_logs(logs: list[PartitionLog]) -> None:
     """Close and remove logs no longer served (fsyncs and unlinks: off the loop)."""
     for plog in logs:
         plog.delete()
+
+
+def _close_log(item: tuple[tuple[str, int], PartitionLog]) -> None:
+    key, plog = item
+    try:
+        plog.close()
+    except Exception:
+        log.exception("closing %s-%d failed", *key)
 
 
 class TopicManager:
@@ -94,27 +103,32 @@ class TopicManager:
             except OSError as exc:  # a full disk: the journal keeps them for next time
                 log.error("cannot finish the deletions of %s: %r",
                           sorted(self.store.pending_deletions()), exc)
+        wanted = []
         for topic in (self.store.topics() if topics is None else topics).values():
             log_config = self.log_config_for(topic.configs)
-            for partition in range(topic.partitions):
-                if hosted is not None and (topic.name, partition) not in hosted:
-                    continue
-                plog = PartitionLog(self._partition_dir(topic.name, partition), log_config,
-                                    self.clock, self.io_worker, self.handle_budget)
-                report = plog.recovery_report
-                if not report.clean_shutdown:
-                    log.warning("%s-%d recovered: %s", topic.name, partition, report)
-                self.logs[topic.name, partition] = plog
+            wanted += [(topic.name, partition, log_config) for partition in range(topic.partitions)
+                       if hosted is None or (topic.name, partition) in hosted]
             self.topics[topic.name] = topic
+        # In threads (``storage.fanout``): opening is mostly waiting for a recovered tail's
+        # fsyncs; the clean-shutdown markers' removal is made durable once, after.
+        for key, plog in zip(wanted, map_in_threads(self._open_log, wanted, "tslog-open")):
+            self.logs[key[0], key[1]] = plog
+        if wanted:  # the logs' clean-shutdown markers are gone, durably, before any append
+            sync_filesystem(self.data_dir)
+
+    def _open_log(self, wanted: tuple[str, int, LogConfig]) -> PartitionLog:
+        name, partition, log_config = wanted
+        plog = PartitionLog(self._partition_dir(name, partition), log_config, self.clock,
+                            self.io_worker, self.handle_budget, defer_sync=True)
+        if not plog.recovery_report.clean_shutdown:
+            log.warning("%s-%d recovered: %s", name, partition, plog.recovery_report)
+        return plog
 
     def close_all(self) -> None:
-        """Flush and close every log, leaving clean-shutdown markers. Slow: thread."""
+        """Flush and close every log, leaving clean-shutdown markers. Slow: thread; in
+        threads (``storage.fanout``), as each close waits for a few fsyncs."""
         self.io_worker.close()  # what the loop handed it runs first; closing logs seals the rest
-        for key, plog in list(self.logs.items()):
-            try:
-                plog.close()
-            except Exception:
-                log.exception("closing %s-%d failed", *key)
+        map_in_threads(_close_log, self.logs.items(), "tslog-close")
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))

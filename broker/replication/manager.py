@@ -30,6 +30,7 @@ from tslog.protocol.sasl import ScramLogin
 from ..cluster.view import ClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
 from ..storage import PartitionLog
+from ..storage.fanout import map_in_threads
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
@@ -37,6 +38,14 @@ from .partition import FOLLOWER, LEADER, Partition
 log = logging.getLogger("tslog.broker.replication")
 
 ISR_CHECK_MAX_INTERVAL_S = 1.0
+
+
+def _write_snapshot(taken: tuple) -> None:
+    part, snapshot = taken
+    try:
+        part.replica.write_snapshot(snapshot)
+    except Exception:
+        log.exception("replication checkpoint of %s-%d failed", *part.key)
 
 
 class HostedLogs(Protocol):
@@ -172,12 +181,9 @@ class ReplicaManager:
 
     @staticmethod
     def write_snapshots(taken: list) -> None:
-        """Write ``snapshots()``'s result; safe in a worker thread (fsyncs off the loop)."""
-        for part, snapshot in taken:
-            try:
-                part.replica.write_snapshot(snapshot)
-            except Exception:
-                log.exception("replication checkpoint of %s-%d failed", *part.key)
+        """Write ``snapshots()``'s result; safe in a worker thread (fsyncs off the loop),
+        which hands the partitions to a few threads of its own (``storage.fanout``)."""
+        map_in_threads(_write_snapshot, taken, "tslog-snapshots")
 
     # -- state changes ---------------------------------------------------------------------
 

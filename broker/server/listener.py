@@ -41,6 +41,7 @@ from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
 from ..storage import dir_lock
+from ..storage.fanout import map_in_threads
 from .connection import BrokerConnection
 from .connection_registry import ConnectionRegistry
 from .kafka.connection import KafkaConnection
@@ -104,7 +105,8 @@ async def _checkpoints(broker: Broker) -> None:
     and written in the thread too."""
     topics = broker.topics
     logs = list(topics.logs.items())
-    await asyncio.to_thread(lambda: [topics.checkpoint(key, plog) for key, plog in logs])
+    await asyncio.to_thread(map_in_threads, lambda item: topics.checkpoint(*item), logs,
+                            "tslog-checkpoint")
     snapshots = broker.replicas.snapshots()  # replication state is the loop's: read it here
     await asyncio.to_thread(broker.replicas.write_snapshots, snapshots)
 

@@ -18,6 +18,7 @@ tells retired directories apart; the rest is for an operator reading ``ls``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import shutil
@@ -111,6 +112,24 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.unlink(temp)
         raise
     fsync_directory(path.parent)
+
+
+def sync_filesystem(path: Path) -> None:
+    """Make every change on ``path``'s file system durable at once (``syncfs``): one call for
+    what would be thousands of directory fsyncs at a broker's start. ``os.sync`` (every file
+    system) where the C library's ``syncfs`` cannot be called."""
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if syncfs(fd) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"syncfs {path}: {os.strerror(error)}")
+    finally:
+        os.close(fd)
 
 
 def fsync_directory(directory: Path) -> None:

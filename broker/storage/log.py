@@ -19,8 +19,7 @@ time (``lookups.TimeLookups``), flush and checkpoint (``durability.LogDurability
 (``segment_roll.SegmentRoller``); retention's choice is a function over the segments
 (``retention.expired_segments``). Other modules use the public methods below, which say why
 they exist (``reset_to``, ``headers_from``, ``header_at``, ``sibling_files``). Sealed
-segments keep their files open only while recently read (``handles.py``): handles scale with
-the active segments, not with all of them.
+segments keep their files open within the broker's budget (``handles.py``).
 
 Durability: see ``durability.py``. Opening after a crash moves the recovery point to the log
 end once recovery has validated and synced the tail (``recovery.py``). A follower's
@@ -80,16 +79,17 @@ class PartitionLog:
     hold it while they use a segment, so retention (another thread) can only take a segment
     out of the list between them; it closes and unlinks the segment afterwards, outside the
     lock, when nothing can reach it any more. ``_checkpoint_lock`` serialises the writers of
-    the checkpoint file and of the files beside it (``sibling_files``; always taken before
-    ``_lock``, never inside it).
+    the checkpoint file and of the files beside it (``sibling_files``; taken before ``_lock``).
     """
 
     def __init__(self, directory: Path | str, config: LogConfig | None = None,
-                 clock: Clock | None = None, worker=None, budget: HandleBudget | None = None):
+                 clock: Clock | None = None, worker=None, budget: HandleBudget | None = None,
+                 defer_sync: bool = False):
         """``worker``: the data directory's ``background.IOWorker`` (seals, the next segment's
         files, the flush policy's fsyncs, a truncation's unlinks and checkpoint); None: that
         work runs at once, on this thread. ``budget``: the broker's ``handles.HandleBudget``
-        of open sealed segments (None: the process's)."""
+        (None: the process's). ``defer_sync``: the caller makes the clean-shutdown marker's
+        removal durable before any append (one ``files.sync_filesystem`` for all its logs)."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
@@ -123,7 +123,8 @@ class PartitionLog:
         self.roll_reasons: dict[str, int] = {}
         if self.recovery_report.clean_shutdown:  # from here on a crash is not a clean stop
             recovery.clean_marker(self.directory).unlink()
-            files.fsync_directory(self.directory)
+            if not defer_sync:
+                files.fsync_directory(self.directory)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -284,10 +285,9 @@ class PartitionLog:
 
     @contextlib.contextmanager
     def sibling_files(self) -> Iterator[bool]:
-        """Hold while writing a file kept beside the segments (replication's leader epochs,
-        producer snapshot, high watermark): serialised with this log's checkpoint writers
-        and with its deletion. Yields False once the log is closed: write nothing then,
-        the directory may be gone (or renamed aside), and a file must not come back there."""
+        """Hold while writing a file kept beside the segments (leader epochs, producer
+        snapshot, high watermark): serialised with checkpoints and deletion. Yields False
+        once closed: write nothing then, the directory may be gone or renamed aside."""
         with self._checkpoint_lock:
             yield not self._closed
 
