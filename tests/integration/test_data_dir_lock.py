@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,22 @@ def snapshot(directory: Path) -> dict[str, tuple[int, int]]:
             found[os.path.relpath(os.path.join(root, name), directory)] = (
                 stat.st_size, stat.st_mtime_ns)
     return found
+
+
+def settled_snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+    """``snapshot`` once the first broker has written what a new topic makes in the
+    background (each partition's leader-epoch checkpoint, within a second or so) and nothing
+    changed for half a second after."""
+    deadline = time.monotonic() + 20
+    previous = None
+    while time.monotonic() < deadline:
+        current = snapshot(directory)
+        epochs = [name for name in current if name.endswith("leader-epoch-checkpoint")]
+        if len(epochs) == 3 and current == previous:
+            return current
+        previous = current if len(epochs) == 3 else None
+        time.sleep(0.5)
+    raise AssertionError(f"the data directory never settled: {sorted(snapshot(directory))}")
 
 
 def run_second_broker(data_dir: Path, port: int) -> subprocess.CompletedProcess:
@@ -71,7 +88,7 @@ def assert_refused_with_one_line(result, first: BrokerProcess) -> None:
 
 
 def test_a_second_broker_on_a_live_directory_exits_1_and_touches_nothing(first):
-    before = snapshot(first.data_dir)
+    before = settled_snapshot(first.data_dir)
     port = free_port()
     result = run_second_broker(first.data_dir, port)
     assert_refused_with_one_line(result, first)
@@ -80,7 +97,7 @@ def test_a_second_broker_on_a_live_directory_exits_1_and_touches_nothing(first):
 
 
 def test_the_lock_is_checked_before_the_port_even_when_the_port_is_taken(first):
-    before = snapshot(first.data_dir)
+    before = settled_snapshot(first.data_dir)
     result = run_second_broker(first.data_dir, first.port)  # the first broker's own port
     assert_refused_with_one_line(result, first)
     assert "address already in use" not in result.stderr

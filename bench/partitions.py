@@ -1,0 +1,177 @@
+"""A broker with many partitions: start-up, memory, descriptors, Metadata, one ListOffsets for
+every partition, and produce spread over all of them against one partition. Prints a table
+with the targets beside the figures; asserts nothing.
+
+    python bench/partitions.py                  # 10 topics x 1,000 partitions
+    python bench/partitions.py --quick          # 5 topics x 100, a smoke run
+
+Each figure is the median of ``--runs`` (start-up: one clean and one crash restart per run).
+The broker is a real ``tslog-broker`` process on a free loopback port with a temporary data
+directory (``tests/helpers/broker_process.py``), stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' broker helpers
+
+from tests.helpers.broker_process import BrokerProcess  # noqa: E402
+from tests.helpers.wire import Wire, batch  # noqa: E402
+from tslog.client import Producer  # noqa: E402
+from tslog.protocol.messages import ApiKey  # noqa: E402
+
+PRODUCE_RECORDS = 20_000
+VALUE = b"v" * 100
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def create(broker: BrokerProcess, topics: int, partitions: int) -> list[tuple[str, int]]:
+    with Wire(broker.host, broker.port, timeout_s=300) as wire:
+        for t in range(topics):
+            assert wire.create_topic(f"t{t}", partitions=partitions) == 0
+        placed = []
+        for t in range(topics):
+            for p in range(partitions):
+                assert wire.produce(f"t{t}", p, batch([b"first"]))["error_code"] == 0
+                placed.append((f"t{t}", p))
+    return placed
+
+
+def timed_start(broker: BrokerProcess, kill: bool) -> float:
+    if kill:
+        broker.kill()
+    else:
+        broker.terminate()
+    started = time.perf_counter()
+    broker.start()
+    return time.perf_counter() - started
+
+
+def metadata_ms(broker: BrokerProcess, expected: int) -> float:
+    with Wire(broker.host, broker.port, timeout_s=60) as wire:
+        started = time.perf_counter()
+        body = wire.request(ApiKey.METADATA, {"topics": None})
+        elapsed = time.perf_counter() - started
+    assert sum(len(t["partitions"]) for t in body["topics"]) == expected
+    return elapsed * 1e3
+
+
+def list_offsets_ms(broker: BrokerProcess, placed: list[tuple[str, int]]) -> float:
+    """One ListOffsets by time (0: the first record) for every partition."""
+    topics: dict[str, list] = {}
+    for topic, partition in placed:
+        topics.setdefault(topic, []).append({"partition": partition, "timestamp": 0})
+    body = {"replica_id": -1, "timestamp_type": "append",
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+    with Wire(broker.host, broker.port, timeout_s=60) as wire:
+        started = time.perf_counter()
+        answer = wire.request(ApiKey.LIST_OFFSETS, body)
+        elapsed = time.perf_counter() - started
+    found = [p for t in answer["topics"] for p in t["partitions"]]
+    assert len(found) == len(placed) and all(p["error_code"] == 0 and p["offset"] == 0
+                                             for p in found), found[:3]
+    return elapsed * 1e3
+
+
+def produce_rate(broker: BrokerProcess, targets: list[tuple[str, int]]) -> float:
+    """Records/s of ``Producer.send`` round-robin over ``targets``, acks=1."""
+    with Producer(broker.bootstrap, acks=1, linger_ms=5) as producer:
+        started = time.perf_counter()
+        for i in range(PRODUCE_RECORDS):
+            topic, partition = targets[i % len(targets)]
+            producer.send(topic, VALUE, partition=partition)
+        producer.flush()
+        return PRODUCE_RECORDS / (time.perf_counter() - started)
+
+
+def spread(values, digits=1) -> str:
+    form = f"{{:,.{digits}f}}"
+    return (f"{form.format(statistics.median(values))} "
+            f"({form.format(min(values))}-{form.format(max(values))})")
+
+
+def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
+    pid = lambda: broker.process.pid  # noqa: E731 (it changes at every restart)
+    n = len(placed)
+    clean, crash, rss, fds, meta, lookup, all_rate, one_rate = ([] for _ in range(8))
+    for _ in range(runs):
+        clean.append(timed_start(broker, kill=False))
+        time.sleep(1.0)  # idle: what the broker holds at rest
+        rss.append(rss_bytes(pid()) / 2**20)
+        fds.append(descriptors(pid()) / n)
+        meta.append(metadata_ms(broker, n))
+        lookup.append(list_offsets_ms(broker, placed))
+        one_rate.append(produce_rate(broker, placed[:1]))
+        all_rate.append(produce_rate(broker, placed))
+        crash.append(timed_start(broker, kill=True))
+    ratio = [a / o for a, o in zip(all_rate, one_rate)]
+    return [
+        ["start after clean shutdown (s)", spread(clean, 2), "<= 10"],
+        ["start after SIGKILL (s)", spread(crash, 2), "<= 20"],
+        ["RSS idle (MiB)", spread(rss, 0), "<= 1024"],
+        ["descriptors at rest per partition", spread(fds, 3), "<= 1.2"],
+        ["one Metadata for every partition (ms)", spread(meta, 1), "<= 100"],
+        ["one ListOffsets by time for every partition (ms)", spread(lookup, 1), "<= 100"],
+        ["produce, one partition (records/s)", spread(one_rate, 0), ""],
+        ["produce round-robin over all (records/s)", spread(all_rate, 0), ""],
+        ["round-robin / one partition", spread(ratio, 2), ">= 0.5"],
+    ]
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    print(f"\n{title}")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        print("| " + " | ".join(str(c).rjust(w) for c, w in zip(row, widths)) + " |")
+    sys.stdout.flush()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 topics x 100 partitions")
+    parser.add_argument("--topics", type=int, default=None)
+    parser.add_argument("--partitions", type=int, default=None, help="per topic")
+    parser.add_argument("--runs", type=int, default=None, help="default 3; 1 with --quick")
+    parser.add_argument("--dir", default=None, help="where the data directory goes")
+    args = parser.parse_args(argv)
+    topics = args.topics or (5 if args.quick else 10)
+    partitions = args.partitions or (100 if args.quick else 1000)
+    runs = args.runs or (1 if args.quick else 3)
+    root = Path(tempfile.mkdtemp(prefix="tslog-partitions-", dir=args.dir))
+    broker = BrokerProcess(root / "data")
+    try:
+        broker.start()
+        placed = create(broker, topics, partitions)
+        rows = measure(broker, placed, runs)
+        print_table(f"A broker with {topics} topics x {partitions:,} partitions = "
+                    f"{len(placed):,} (medians of {runs} runs, min-max)",
+                    ["figure", "value", "target"], rows)
+    finally:
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
