@@ -65,6 +65,11 @@ def _template(partition: int, lat: int) -> tuple[bytes, int]:
     return head + bytes(8) + _LAT_PREFIX + lat.to_bytes(8, "big", signed=True), len(head)
 
 
+def reserved_entry_bytes() -> int:
+    """Bytes of one record's reserved headers entry (the same width for every record)."""
+    return len(_template(0, 0)[0])
+
+
 def _entries(partition: int, first_offset: int, count: int, lat: int) -> tuple[bytearray, int]:
     """(``count`` entries of equal width back to back, that width): entry i holds the
     reserved headers of source offset first_offset + i. The template is repeated by one
