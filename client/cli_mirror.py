@@ -5,7 +5,7 @@
         [--source-config FILE] [--target-config FILE]
         [--config FILE]                          # a [mirror] section gives the same options
     tslog groups translate GROUP --source HOST:PORT --target HOST:PORT [--rename TEMPLATE]
-        [--max-latency 60s] [--execute] [--source-config FILE] [--target-config FILE]
+        [--max-latency 60s] [--wait 0s] [--execute] [--source-config FILE] [--target-config FILE]
 
 Each cluster has its own security: ``--source-config``/``--target-config`` name a Kafka-style
 properties file each (the format of every command's ``--command-config``); a password comes
@@ -108,6 +108,10 @@ def add_translate_command(actions, common) -> None:
                            help="the time method's bound on the mirror's delay (default: 60s)")
     translate.add_argument("--execute", action="store_true",
                            help="commit the exact offsets for the group on the target")
+    translate.add_argument("--wait", default="0s", metavar="DURATION",
+                           help="while the target has not copied every record the group read, "
+                                "wait up to this long for the mirror (progress on stderr), "
+                                "then fail committing nothing (default: 0s, fail at once)")
     add_cluster_security_options(translate)
     translate.set_defaults(handler=run_translate)
 
@@ -173,13 +177,20 @@ def run_mirror(args) -> int:
     return 0
 
 
+def _progress(late) -> None:
+    """One stderr line per wait step while the target is behind the group."""
+    print("waiting for the mirror: " + "; ".join(entry.describe() for entry in late),
+          file=sys.stderr, flush=True)
+
+
 def run_translate(args) -> int:
     from .mirror.translate import translate_group
 
     result = translate_group(args.group, args.source, args.target, rename=args.rename,
                              max_latency_ms=duration_ms(args.max_latency), execute=args.execute,
                              source_security=cluster_security(args.source_config, "source"),
-                             target_security=cluster_security(args.target_config, "target"))
+                             target_security=cluster_security(args.target_config, "target"),
+                             wait_s=duration_ms(args.wait) / 1000, progress=_progress)
     print(f"group {result.group}: committed offsets from the {result.source_used}")
     print("TOPIC\tPARTITION\tSOURCE-OFFSET\tTARGET-TOPIC\tEXACT-OFFSET\tTIME-OFFSET\tRE-READ")
     for row in result.rows:

@@ -65,6 +65,12 @@ def resume_offset(consumer: Consumer, tp: TopicPartition) -> int | None:
     return source_offset_at(consumer, tp, end - 1) + 1
 
 
+def copied_through(consumer: Consumer, tp: TopicPartition) -> int:
+    """The last source offset the target partition ``tp`` holds (-1 when it is empty)."""
+    resume = resume_offset(consumer, tp)
+    return -1 if resume is None else resume - 1
+
+
 def exact_offset(consumer: Consumer, tp: TopicPartition, source_offset: int) -> tuple[int, int]:
     """(target offset of the first record whose source offset >= ``source_offset``, fetches
     made); the target's log end when the mirror has not copied that far yet."""
