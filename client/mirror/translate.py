@@ -81,15 +81,10 @@ def _source_offsets(source: str, group: str, rename: str, security: Security | N
                 for tp, meta in sorted(admin.list_consumer_group_offsets(group).items())]
 
 
-def translate_group(group: str, source: str, target: str, *, rename: str = "{topic}",
-                    max_latency_ms: int = 60_000, execute: bool = False,
-                    source_security: Security | None = None,
-                    target_security: Security | None = None, wait_s: float = 0.0,
-                    progress: Callable[[list], None] | None = None) -> TranslationResult:
-    """Translate ``group``'s committed offsets; with ``execute`` commit them on ``target``.
-    Each cluster is reached with its own ``Security`` (None: plain TCP). While the target is
-    behind the group, wait up to ``wait_s`` (``progress`` gets the ``Behind`` list about
-    twice a second), then raise ``TargetBehindGroup``, committing nothing."""
+def committed_offsets(group: str, source: str, target: str, rename: str,
+                      source_security: Security | None, target_security: Security | None):
+    """([(topic, partition, target topic, committed source offset)], where they came from):
+    from the source when it answers, else from the mirror's latest checkpoint."""
     try:
         with login_of("source", source):
             committed = _source_offsets(source, group, rename, source_security)
@@ -103,6 +98,20 @@ def translate_group(group: str, source: str, target: str, *, rename: str = "{top
         committed = [(o["topic"], o["partition"], o["target_topic"], o["source_offset"])
                      for o in checkpoint["offsets"]]
         used = f"checkpoint written at {checkpoint['written_ms']}"
+    return committed, used
+
+
+def translate_group(group: str, source: str, target: str, *, rename: str = "{topic}",
+                    max_latency_ms: int = 60_000, execute: bool = False,
+                    source_security: Security | None = None,
+                    target_security: Security | None = None, wait_s: float = 0.0,
+                    progress: Callable[[list], None] | None = None) -> TranslationResult:
+    """Translate ``group``'s committed offsets; with ``execute`` commit them on ``target``.
+    Each cluster is reached with its own ``Security`` (None: plain TCP). While the target is
+    behind the group, wait up to ``wait_s`` (``progress`` gets a line per partition behind
+    about twice a second), then raise ``TargetBehindGroup``, committing nothing."""
+    committed, used = committed_offsets(group, source, target, rename, source_security,
+                                        target_security)
     with login_of("target", target):
         return _translate_on_target(group, used, committed, target, target_security,
                                     max_latency_ms, execute, wait_s, progress)
@@ -151,7 +160,7 @@ def _wait_for_target(target_reader, group, committed, wait_s, progress) -> None:
     late = _behind(target_reader, committed)
     while late and time.monotonic() < deadline:
         if progress is not None:
-            progress(late)
+            progress([entry.describe() for entry in late])
         time.sleep(min(_WAIT_STEP_S, max(0.0, deadline - time.monotonic())))
         late = _behind(target_reader, committed)
     if late:

@@ -33,9 +33,9 @@ def _expected(slices, partition):
         for i, record in enumerate(records, start):
             values.append(record.value)
             keys.append(record.key)
-            times.append(record.create_time)
+            times.append(columns.log_append_time)  # the source LAT is the target CreateTime
             mine = reserved.offset_headers(partition, columns.base_offset + i, 1,
-                                           columns.log_append_time)[0]
+                                           columns.log_append_time, [record.create_time])[0]
             headers.append(list(record.headers) + mine)
     return build_batch(values, keys=keys, create_times=times, headers=headers)
 
@@ -84,11 +84,13 @@ def test_several_batches_and_a_cut_batch_make_one_section():
     section = build_section(slices, 3)
     assert seal_section(section) == _expected(slices, 3)
     assert section.record_count == 43
-    assert [section.create_time(i) for i in (0, 26, 42)] == [
-        first.create_time[4], second.create_time[0], second.create_time[16]]
+    # the target CreateTime is each source batch's LAT; the source CreateTime is a header
+    assert [section.create_time(i) for i in (0, 26, 42)] == [5, 9, 9]
     records = list(iter_records(seal_section(section)))
     assert [reserved.source_of(r.headers) for r in (records[0], records[26], records[42])] == [
         (3, 4, 5), (3, 30, 9), (3, 46, 9)]
+    assert [reserved.create_time_of(r) for r in (records[0], records[26], records[42])] == [
+        first.create_time[4], second.create_time[0], second.create_time[16]]
 
 
 def test_large_run_uses_msgpack_array16_and_array32_forms():
