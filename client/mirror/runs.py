@@ -3,10 +3,13 @@
 Why runs are sized here, from the target topic's limit: a run is one Produce batch, and the
 target refuses a batch over its ``max.message.bytes``. Records grow on the target by the
 reserved headers (``limits.py``), so a run is filled by its size on the target (``weight``,
-an upper bound) and closed before it would pass the limit. Fewer, larger runs mean fewer
-acknowledged round trips (each wave waits for the last), so a run is as large as 7/8 of the
-target's limit allows, and never more than ``RUN_BYTES``. One record is never cut: a run of
-one record always goes, and the target topic's limit is sized so that it fits.
+an upper bound of its records section) and closed before it would pass the limit. Fewer,
+larger runs mean fewer acknowledged round trips (each wave waits for the last), so a run is
+as large as the target's limit allows less ``BATCH_OVERHEAD`` (the batch header and the
+section's fixed fields, which ``weight`` leaves out), and never more than ``RUN_BYTES``.
+Since ``weight`` is a bound and not an estimate, no further margin is needed (there was one
+of 1/8 while it was an estimate). One record is never cut: a run of one record always goes,
+and the target topic's limit is sized so that it fits.
 
 The work is per batch, not per record: the weight of a slice comes from the columns'
 offsets arrays, and a batch larger than a run is cut with one ``searchsorted`` per piece.
@@ -20,7 +23,10 @@ import numpy as np
 from .limits import PER_RECORD_BYTES, SETTING
 from .sections import Slice
 
-RUN_BYTES = 896 << 10
+RUN_BYTES = 1 << 20
+# Bytes of a batch that ``weight`` does not count: the 80-byte batch header, the section's
+# three sizes (12) and the headers list's array header (up to 5), rounded up.
+BATCH_OVERHEAD = 128
 MIN_RUN_BYTES = 1024  # a topic allowing less than this still gets one record per run
 # Per record on the target beyond its key and value: the reserved headers and the CreateTime,
 # key length and value length columns.
@@ -29,7 +35,7 @@ RECORD_BYTES = PER_RECORD_BYTES + 16
 
 def _own_header_bytes(entries) -> list[int]:
     """An upper bound of each record's own headers' msgpack bytes (0 for none)."""
-    return [sum(len(name) + len(value) + 9 for name, value in entry) if entry else 0
+    return [sum(len(name) + len(value) + 11 for name, value in entry) if entry else 0
             for entry in entries]
 
 
@@ -45,7 +51,7 @@ def weight(piece: Slice) -> int:
 def run_bytes(target_configs: dict) -> int:
     """Bytes per run for a target topic with these configs."""
     entry = target_configs.get(SETTING)
-    limit = RUN_BYTES if entry is None else int(entry.value) * 7 // 8
+    limit = RUN_BYTES if entry is None else int(entry.value) - BATCH_OVERHEAD
     return max(min(limit, RUN_BYTES), MIN_RUN_BYTES)
 
 
