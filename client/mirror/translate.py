@@ -126,7 +126,8 @@ def _translate_on_target(group, used, committed, target, target_security, max_la
         raise NothingToTranslate(f"group {group!r} has no committed offsets on mirrored topics")
     rows = []
     with reader(target, target_security) as target_reader:
-        _wait_for_target(target_reader, group, committed, wait_s, progress)
+        _wait_for_target(target_reader, group, committed, wait_s, progress,
+                         source_gone=used != "source")
         for topic, partition, target_topic, source_offset in committed:
             tp = TopicPartition(target_topic, partition)
             exact, fetches = exact_offset(target_reader, tp, source_offset)
@@ -153,9 +154,13 @@ def _behind(target_reader, committed) -> list[Behind]:
     return late
 
 
-def _wait_for_target(target_reader, group, committed, wait_s, progress) -> None:
+def _wait_for_target(target_reader, group, committed, wait_s, progress, *,
+                     source_gone: bool) -> None:
     """Return once the target holds every record the group read; raise
-    ``TargetBehindGroup`` if it does not within ``wait_s``."""
+    ``TargetBehindGroup`` if it does not within ``wait_s`` (at once if ``source_gone``:
+    then the mirror cannot copy more, and the message says so)."""
+    if source_gone:
+        wait_s = 0.0
     deadline = time.monotonic() + wait_s
     late = _behind(target_reader, committed)
     while late and time.monotonic() < deadline:
@@ -163,9 +168,14 @@ def _wait_for_target(target_reader, group, committed, wait_s, progress) -> None:
             progress([entry.describe() for entry in late])
         time.sleep(min(_WAIT_STEP_S, max(0.0, deadline - time.monotonic())))
         late = _behind(target_reader, committed)
-    if late:
-        raise TargetBehindGroup(
-            f"the target has not copied every record group {group!r} read: "
-            + "; ".join(entry.describe() for entry in late)
-            + f"; committed nothing (an exact offset does not exist yet: let the mirror catch "
-              f"up, or give --wait to wait for it{f' longer than {wait_s:g} s' if wait_s else ''})")
+    if not late:
+        return
+    if source_gone:
+        hint = ("the source does not answer, so the mirror cannot copy them: they were lost "
+                "with it; move the group by hand or by time (--to-datetime), knowingly")
+    else:
+        hint = ("an exact offset does not exist yet: let the mirror catch up, or give --wait "
+                f"to wait for it{f' longer than {wait_s:g} s' if wait_s else ''}")
+    raise TargetBehindGroup(f"the target has not copied every record group {group!r} read: "
+                            + "; ".join(entry.describe() for entry in late)
+                            + f"; committed nothing ({hint})")

@@ -20,9 +20,11 @@ def _translate(source, target, *extra: str) -> list[str]:
             source.bootstrap, "--target", target.bootstrap, "--execute", *extra]
 
 
-def _produce(bootstrap: str, count: int) -> None:
+def _produce(bootstrap: str, count: int) -> int:
+    """Write ``count`` records to partition 0; returns the last one's LogAppendTime."""
     with Producer(bootstrap) as producer:
-        producer.send_batch(TOPIC, [b"r%d" % i for i in range(count)], partition=0).get(30)
+        sent = producer.send_batch(TOPIC, [b"r%d" % i for i in range(count)], partition=0)
+        return sent.get(30)[-1].log_append_time
 
 
 def test_translate_while_the_target_lags_commits_nothing_or_waits(broker_factory, tmp_path):
@@ -73,3 +75,36 @@ def test_translate_while_the_target_lags_commits_nothing_or_waits(broker_factory
         wait_for(lambda: len(seen) >= 200 or seen.extend(
             source_offsets(consumer.poll(timeout_ms=200))), "the group to read the rest")
     assert seen == list(range(1300, 1500))  # nothing read twice, nothing lost
+
+
+def test_translate_by_time_while_the_target_lags_refuses_then_waits(broker_factory, tmp_path):
+    """--to-datetime T where the target holds nothing from T on: its end is the answer only
+    once the mirror has copied everything older than T, so while the source holds more it
+    refuses (or, with --wait, waits), committing nothing."""
+    source, target = broker_factory("source"), broker_factory("target")
+    with Admin(source.bootstrap) as admin:
+        admin.create_topic(TOPIC, 1)
+    _produce(source.bootstrap, 100)
+    mirror = MirrorProcess(tmp_path / "mirror.log", "--source", source.bootstrap, "--target",
+                           target.bootstrap, "--topics", TOPIC).start()
+    wait_for(lambda: copied_count(target.bootstrap, TOPIC, 1) == 100, "100 records copied")
+    mirror.kill()
+    later = _produce(source.bootstrap, 50) + 1  # T: after every record there is
+    tp = TopicPartition(TOPIC, 0)
+    by_time = ("--topic", TOPIC, "--to-datetime", str(later))
+    refused = subprocess.run(_translate(source, target, *by_time), capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "orders[0] holds source offsets up to 99 of 149" in refused.stderr
+    assert "committed nothing" in refused.stderr
+    with Admin(target.bootstrap) as admin:
+        assert admin.list_consumer_group_offsets("g1") == {}
+    mirror.start()
+    try:
+        done = subprocess.run(_translate(source, target, *by_time, "--wait", "120s"),
+                              capture_output=True, text=True, timeout=150)
+    finally:
+        mirror.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Admin(target.bootstrap) as admin:
+        assert admin.list_consumer_group_offsets("g1")[tp].offset == 150
