@@ -3,7 +3,7 @@
 Why not lists: handing the records to ``send_batch`` as Python lists cost about 5 us per
 record (a list per record's headers, the producer's checks, msgpack walking every pair),
 four times the rest of the copy. The fetched batch is already columns (``RecordColumns``),
-and the target section is the same columns (``records.py``'s layout) plus three reserved
+and the target section is the same columns (``records.py``'s layout) plus four reserved
 headers per record, so it is built with array operations per batch:
 
 - CreateTimes: the source batch's LogAppendTime, repeated (``np.full``): the target's
