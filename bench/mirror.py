@@ -11,7 +11,8 @@ everything by pid at the end, also on error. Per run:
   measured from the first record on the target to the last (process start-up excluded);
 - lag: a producer writes ``--rate`` records/s (500 per call) to the source for
   ``--seconds`` while the mirror runs; lag of each record = its target LogAppendTime minus
-  its CreateTime (set by the source producer), read back from the target's columns; p50,
+  its CreateTime set by the source producer (the mirror keeps it in the reserved header
+  ``tslog.mirror.create_time``), read back from the target; p50,
   p99 and max are printed.
 
 Medians over ``--runs``; the targets (mirror >= 0.5x raw) are printed, not asserted. The
@@ -55,6 +56,14 @@ def fill(bootstrap: str, topic: str, records: int) -> float:
         for future in futures:
             future.last(timeout=60)
         return records / (time.perf_counter() - started)
+
+
+def producer_times(columns, start: int) -> np.ndarray:
+    """The source producer's CreateTimes of records ``start`` on of a mirrored batch: the
+    last reserved header (``tslog.mirror.create_time``); the target CreateTime is the
+    source LogAppendTime (docs/mirror.md)."""
+    return np.array([int.from_bytes(entry[-1][1], "big", signed=True)
+                     for entry in columns.headers[start:]], dtype=np.int64)
 
 
 def topic_exists(bootstrap: str, topic: str) -> bool:
@@ -151,7 +160,7 @@ def steady_lag(source: str, target: str, topic: str, rate: int, seconds: float,
             while seen < total and time.monotonic() < deadline:
                 for batch in consumer.poll_batches(timeout_ms=200):
                     columns = batch.columns
-                    lags.append(columns.log_append_time - columns.create_time[batch.start:])
+                    lags.append(columns.log_append_time - producer_times(columns, batch.start))
                     seen += columns.record_count - batch.start
         writer.join()
         return np.concatenate(lags) if lags else np.zeros(1)

@@ -5,7 +5,9 @@
         [--source-config FILE] [--target-config FILE]
         [--config FILE]                          # a [mirror] section gives the same options
     tslog groups translate GROUP --source HOST:PORT --target HOST:PORT [--rename TEMPLATE]
-        [--max-latency 60s] [--execute] [--source-config FILE] [--target-config FILE]
+        [--max-latency 60s] [--wait 0s] [--execute] [--source-config FILE] [--target-config FILE]
+    tslog groups translate GROUP --source HOST:PORT --target HOST:PORT --to-datetime TIME
+        [--topic TOPIC ...] [--rename TEMPLATE] [--wait 0s] [--execute]
 
 Each cluster has its own security: ``--source-config``/``--target-config`` name a Kafka-style
 properties file each (the format of every command's ``--command-config``); a password comes
@@ -108,6 +110,16 @@ def add_translate_command(actions, common) -> None:
                            help="the time method's bound on the mirror's delay (default: 60s)")
     translate.add_argument("--execute", action="store_true",
                            help="commit the exact offsets for the group on the target")
+    translate.add_argument("--to-datetime", metavar="TIME",
+                           help="fail over by time instead: the first target record whose "
+                                "source LogAppendTime is >= TIME (ISO-8601, epoch ms or -15m)")
+    translate.add_argument("--topic", action="append", default=[], metavar="TOPIC",
+                           help="with --to-datetime: a source topic to move (repeatable; "
+                                "default: the topics the group has committed offsets on)")
+    translate.add_argument("--wait", default="0s", metavar="DURATION",
+                           help="while the target has not copied every record the group read, "
+                                "wait up to this long for the mirror (progress on stderr), "
+                                "then fail committing nothing (default: 0s, fail at once)")
     add_cluster_security_options(translate)
     translate.set_defaults(handler=run_translate)
 
@@ -173,13 +185,26 @@ def run_mirror(args) -> int:
     return 0
 
 
+def _progress(late) -> None:
+    """One stderr line per wait step while the target is behind the group."""
+    print("waiting for the mirror: " + "; ".join(late),
+          file=sys.stderr, flush=True)
+
+
 def run_translate(args) -> int:
     from .mirror.translate import translate_group
+
+    if args.to_datetime is not None:
+        return _run_translate_by_time(args)
+    if args.topic:
+        raise UsageError("--topic goes with --to-datetime (by offsets, the group's committed "
+                         "topics are moved)")
 
     result = translate_group(args.group, args.source, args.target, rename=args.rename,
                              max_latency_ms=duration_ms(args.max_latency), execute=args.execute,
                              source_security=cluster_security(args.source_config, "source"),
-                             target_security=cluster_security(args.target_config, "target"))
+                             target_security=cluster_security(args.target_config, "target"),
+                             wait_s=duration_ms(args.wait) / 1000, progress=_progress)
     print(f"group {result.group}: committed offsets from the {result.source_used}")
     print("TOPIC\tPARTITION\tSOURCE-OFFSET\tTARGET-TOPIC\tEXACT-OFFSET\tTIME-OFFSET\tRE-READ")
     for row in result.rows:
@@ -190,6 +215,27 @@ def run_translate(args) -> int:
           f"re-reads {plural(reread, 'record')}")
     print("committed the exact offsets on the target" if args.execute
           else "nothing changed (give --execute to commit the exact offsets on the target)")
+    return 0
+
+
+def _run_translate_by_time(args) -> int:
+    from .mirror.by_time import translate_by_time
+    from .times import format_time_ms, parse_time_ms
+
+    timestamp = parse_time_ms(args.to_datetime)
+    result = translate_by_time(args.group, args.source, args.target, timestamp,
+                               rename=args.rename, topics=args.topic, execute=args.execute,
+                               source_security=cluster_security(args.source_config, "source"),
+                               target_security=cluster_security(args.target_config, "target"),
+                               wait_s=duration_ms(args.wait) / 1000, progress=_progress)
+    print(f"group {result.group}: the first records whose source LogAppendTime is at or after "
+          f"{format_time_ms(timestamp)} ({timestamp} ms)")
+    print("TARGET-TOPIC\tPARTITION\tOFFSET\tSOURCE-TIME")
+    for row in result.rows:
+        print(f"{row.target_topic}\t{row.partition}\t{row.target_offset}\t"
+              f"{format_time_ms(row.source_lat) if row.source_lat >= 0 else 'log end'}")
+    print("committed the offsets on the target" if args.execute
+          else "nothing changed (give --execute to commit these offsets on the target)")
     return 0
 
 

@@ -1,4 +1,8 @@
-"""``tslog offsets TOPIC --time T``: per partition, the first offset at or after a time."""
+"""``tslog offsets TOPIC --time T``: per partition, the first offset at or after a time.
+
+``--source-time`` (on a mirror's target topic) looks up the source cluster's LogAppendTime
+instead, through ``tslog.client.mirror.source_time`` (docs/mirror.md, failing over by time).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,28 @@ def register(commands, common) -> None:
     offsets.add_argument("--timestamp-type", choices=["append", "create"], default="append",
                          help="which time --time refers to: LogAppendTime or CreateTime "
                               "(default: %(default)s)")
+    offsets.add_argument("--source-time", action="store_true",
+                         help="on a mirror's target topic: --time is the source cluster's "
+                              "LogAppendTime (the first record copied from at or after it); "
+                              "timestamp shows that source time")
     offsets.add_argument("--format", choices=["text", "json"], default="text",
                          help="text (a table with a header row) or one JSON object per "
                               "partition (default: %(default)s)")
     offsets.set_defaults(handler=_offsets)
+
+
+def _by_time(args, consumer, partitions, timestamp: int) -> list:
+    """(partition, offset, timestamp) rows; -1, -1 where no record is at or after the time."""
+    if args.source_time:
+        from .mirror.lookup import reader
+        from .mirror.source_time import offsets_for_source_times
+
+        with reader(args.bootstrap, args.security) as target_reader:
+            found = offsets_for_source_times(target_reader, {tp: timestamp for tp in partitions})
+    else:
+        found = consumer.offsets_for_times({tp: timestamp for tp in partitions},
+                                           args.timestamp_type)
+    return [(tp.partition, *(found[tp] or (-1, -1))) for tp in partitions]
 
 
 def _offsets(args) -> None:
@@ -34,9 +56,7 @@ def _offsets(args) -> None:
             table = lookup(partitions)
             rows = [(tp.partition, table[tp], -1) for tp in partitions]
         else:
-            found = consumer.offsets_for_times({tp: parse_time_ms(args.time) for tp in partitions},
-                                               args.timestamp_type)
-            rows = [(tp.partition, *(found[tp] or (-1, -1))) for tp in partitions]
+            rows = _by_time(args, consumer, partitions, parse_time_ms(args.time))
     if args.format == "text":
         print("partition\toffset\ttimestamp")
     for partition, offset, timestamp in rows:

@@ -30,6 +30,7 @@ import msgpack
 import numpy as np
 import zstandard
 
+from ._uniform_headers import all_like_the_first
 from .errors import CorruptRecordsError
 
 SECTION_SIZES = struct.Struct("<III")  # keys_bytes, values_bytes, headers_bytes
@@ -97,13 +98,17 @@ def section_sizes(section, header) -> tuple[int, int, int]:
     return keys_bytes, values_bytes, headers_bytes
 
 
-def check_section(section: memoryview, header) -> tuple[int, int, tuple | None]:
+def check_section(section: memoryview, header, *,
+                  unpack_headers: bool = True) -> tuple[int, int, tuple | None]:
     """Raise CorruptRecordsError unless every record of ``section`` can be decoded.
 
     Args:
         section: the uncompressed records section, exactly as long as it claims to be
             (a 'B'-format memoryview or bytes).
         header: the batch's ``BatchHeader`` (record count, has-headers bit, CreateTimes).
+        unpack_headers: False for a caller that only checks (the broker): a headers blob
+            whose entries are all alike is then checked without unpacking each entry
+            (``_uniform_headers.py``), and the headers returned are None.
 
     Returns:
         (keys_bytes, values_bytes, headers): the blob sizes, and the unpacked headers (one
@@ -122,7 +127,20 @@ def check_section(section: memoryview, header) -> tuple[int, int, tuple | None]:
     if not headers_bytes:
         return keys_bytes, values_bytes, None
     fixed = SECTION_SIZES.size + 16 * n
-    return keys_bytes, values_bytes, _unpack_headers(section[fixed + keys_bytes + values_bytes:], n)
+    blob = section[fixed + keys_bytes + values_bytes:]
+    if not unpack_headers and _alike_and_checked(blob, n):
+        return keys_bytes, values_bytes, None
+    return keys_bytes, values_bytes, _unpack_headers(blob, n)
+
+
+def _alike_and_checked(blob, n: int) -> bool:
+    """True if every entry of ``blob`` has the first one's structure and that entry passes
+    the full check (which raises if it does not); False: the caller unpacks them all."""
+    first = all_like_the_first(blob, n)
+    if first is None:
+        return False
+    _unpack_headers(b"\x91" + first, 1)  # a one-entry blob: the first entry, fully checked
+    return True
 
 
 def _check_lengths(section, start: int, n: int, blob_bytes: int, what: str) -> None:

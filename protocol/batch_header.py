@@ -228,7 +228,7 @@ def check_records(batch, header: BatchHeader) -> None:
     section = memoryview(batch).cast("B")[HEADER_SIZE:]
     if header.attributes & COMPRESSION_MASK == COMPRESSION_ZSTD:
         section = inflate(section, MAX_UNCOMPRESSED_BYTES)
-    check_section(section, header)
+    check_section(section, header, unpack_headers=False)  # checked, not kept
 
 
 def validate_batch(batch) -> BatchHeader:

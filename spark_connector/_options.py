@@ -295,9 +295,10 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
         timestamp_type = "append"
     if timestamp_type in ("createtime", "create_time"):
         timestamp_type = "create"
-    if timestamp_type not in ("append", "create"):
+    if timestamp_type not in ("append", "create", "source"):
         raise TslogOptionError(
-            f"option timestampType must be append or create, not {options['timestamptype']!r}")
+            "option timestampType must be append, create or source (a mirror's target: the "
+            f"source cluster's LogAppendTime), not {options['timestamptype']!r}")
 
     strategy = (options.get("startingoffsetsbytimestampstrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):

@@ -5,6 +5,8 @@ list_offsets). Times resolve through ListOffsets, i.e. through the broker's time
 answer for a partition is the first offset whose time is >= T. With LogAppendTime (the
 default ``timestampType=append``) times never decrease within a partition, so a resolved
 offset is exact: every record before it is older than T, every record from it on is not.
+``timestampType=source`` on a mirror's target topic resolves the source cluster's
+LogAppendTime instead, as exactly (``tslog.client.mirror.offsets_for_source_times``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import datetime, timezone
 
 from tslog.client import Admin, TopicPartition
 from tslog.client.errors import TslogError, UnknownTopicOrPartitionError
+from tslog.client.mirror import offsets_for_source_times, reader
 
 from ._fetch import FetchRange
 from ._options import EARLIEST, LATEST, OffsetSpec, SourceOptions
@@ -37,7 +40,8 @@ def iso(ms: int) -> str:
 
 
 def _time_name(timestamp_type: str) -> str:
-    return "LogAppendTime" if timestamp_type == "append" else "CreateTime"
+    return {"append": "LogAppendTime", "create": "CreateTime",
+            "source": "source LogAppendTime (tslog.mirror.lat)"}[timestamp_type]
 
 
 def open_admin(opts: SourceOptions) -> Admin:
@@ -83,11 +87,18 @@ def special_offsets(admin: Admin, tps, which: int) -> dict:
     return {tp: (found.offset if found is not None else 0) for tp, found in answer.items()}
 
 
-def offsets_for_times(admin: Admin, times: dict, timestamp_type: str) -> dict:
-    """{tp: T} -> {tp: first offset with time >= T, or None}."""
+def offsets_for_times(admin: Admin, times: dict, timestamp_type: str,
+                      opts: SourceOptions | None = None) -> dict:
+    """{tp: T} -> {tp: first offset with time >= T, or None}. ``timestamp_type`` "source"
+    (a mirror's target topic): the first record whose source LogAppendTime is >= T, through
+    the mirror's lookup (docs/mirror.md), which needs ``opts`` to open a consumer."""
     if not times:
         return {}
-    answer = admin.list_offsets(times, timestamp_type)
+    if timestamp_type == "source":
+        with reader(opts.bootstrap, opts.security) as consumer:
+            answer = offsets_for_source_times(consumer, times)
+    else:
+        answer = admin.list_offsets(times, timestamp_type)
     return {tp: (found.offset if found is not None else None) for tp, found in answer.items()}
 
 
@@ -115,7 +126,9 @@ def _no_match_message(admin: Admin, tp, timestamp: int, opts: SourceOptions,
     name = _time_name(opts.timestamp_type)
     newest = None
     try:
-        newest = admin.list_offsets({tp: -3}, opts.timestamp_type).get(tp)
+        # a mirror writes CreateTime = source LAT: the newest CreateTime is the newest source LAT
+        kind = "create" if opts.timestamp_type == "source" else opts.timestamp_type
+        newest = admin.list_offsets({tp: -3}, kind).get(tp)
     except TslogError:
         pass
     if newest is None:
@@ -152,7 +165,7 @@ def resolve(admin: Admin, spec: OffsetSpec, tps, opts: SourceOptions, side: str,
     else:  # timestamps
         _check_named(spec, tps)
         times = {tp: spec.value[tp.topic][tp.partition] for tp in tps}
-    found = offsets_for_times(admin, times, opts.timestamp_type)
+    found = offsets_for_times(admin, times, opts.timestamp_type, opts)
     result = {}
     for tp in tps:
         offset = found.get(tp)

@@ -5,14 +5,18 @@ Why it cannot leave gaps or duplicates, with no state of its own:
   idempotent producer, acks="all"), and a partition's next batch is sent only after the one
   before it was acknowledged (``_copy``), so a target partition receives its source
   partition's records in source order with no hole; each Produce batch is written whole or
-  not at all (a send is one section, one Produce batch, kept under ``_RUN_BYTES``; a
-  single fetched batch larger than that is cut into several).
+  not at all (a send is one section, one Produce batch, sized from the target topic's limit
+  by ``runs.py``; a single fetched batch larger than a run is cut into several).
 - On start, and after any failure, the mirror reads the last record of every target
   partition and resumes the source at its ``tslog.mirror.offset`` header + 1 (the source's
   earliest when the target partition is empty). Whatever reached the target before a crash
   or SIGKILL - acknowledged or not - is therefore neither copied again nor skipped.
-Failures (either cluster down, a timeout) are retried with exponential backoff: one WARNING
-when the mirror stops making progress, one when it is back; it never skips a record.
+Failures of a cluster (down, a timeout) are retried with exponential backoff: one WARNING
+when the mirror stops making progress, one when it is back; it never skips a record. A run
+the target refuses for its own partition (e.g. too large) pauses that partition alone
+(``paused.py``); a target topic whose ``max.message.bytes`` cannot take every record the
+source accepts is not copied, with an ERROR naming the setting (``limits.py``), and checked
+again every checkpoint interval; the other topics copy on.
 """
 
 from __future__ import annotations
@@ -22,34 +26,33 @@ import re
 import threading
 import time
 from contextlib import ExitStack
+from typing import NamedTuple
 
 from .. import Admin, Consumer, Producer, TopicPartition
 from ..cli_common import error_line
-from ..errors import TslogError
+from ..errors import ClientClosedError, ConnectionLostError, RequestTimedOutError, TslogError
 from ..security import Security
 from .checkpoints import CHECKPOINT_TOPIC, Checkpointer
 from .logins import LOGIN_ERRORS, MirrorLoginError, login_of
+from .limits import SETTING, limit_problem, target_limit
 from .lookup import reader, resume_offset
-from .sections import Slice, build_section
 from .metrics import MirrorMetrics
+from .paused import PausedPartitions
+from .runs import plan_runs, run_bytes
+from .sections import build_section
 
 log = logging.getLogger("tslog.mirror")
 
 # Topic configs worth the same value on the target; others stay the target's own: timestamp
 # bounds (mirrored CreateTimes may be old), min.insync.replicas and flush.* (the target
-# cluster's size and durability), index sizes.
-COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
-                  "max.message.bytes")
+# cluster's size and durability), index sizes. max.message.bytes is the source's plus the
+# reserved headers' room (``limits.py``).
+COPIED_CONFIGS = ("retention.ms", "retention.bytes", "segment.bytes", "segment.ms")
 _SEND_TIMEOUT_S = 130.0  # a little past the producer's delivery_timeout_ms (120 s)
-# Bytes per send_section (keys, values, headers and columns): one Produce batch, at most
-# 7/8 of the target topic's max.message.bytes (896 KiB for the default 1 MiB; ``_weight``
-# over-counts a record's reserved headers, so the batch stays under the limit) and never
-# more than ``_RUN_BYTES``. Fewer, larger runs mean fewer acknowledged round trips: each
-# wave waits for the last.
-_RUN_BYTES = 896 << 10
 _BATCH_BYTES = 1 << 20
-_MIN_RUN_BYTES = 1024  # a topic allowing less than this still gets one record per run
-_HEADER_BYTES = 110  # per record: 90 B of reserved headers, 16 B of columns, rounded up
+# A refused run raising one of these is the cluster's failure, not its partition's: the
+# whole session is retried (``Mirror.run``).
+_CLUSTER_ERRORS = (ConnectionLostError, RequestTimedOutError, ClientClosedError)
 
 
 class Mirror:
@@ -71,6 +74,10 @@ class Mirror:
         self.metrics = metrics or MirrorMetrics()
         self.targets: dict[str, str] = {}  # source topic -> target topic
         self.run_bytes: dict[str, int] = {}  # source topic -> bytes per send_section
+        self.blocked: dict[str, str] = {}  # source topic -> why its target cannot take it
+        self.paused = PausedPartitions(backoff_max_s)
+        self._counts: dict[str, int] = {}  # source topic -> partitions
+        self._assigned: set[TopicPartition] = set()
         self._failing = False
         self._checkpointer = Checkpointer(replication_factor)
 
@@ -118,42 +125,55 @@ class Mirror:
                 producer = clients.enter_context(Producer(
                     self.target, linger_ms=0, batch_size=_BATCH_BYTES,
                     security=self.target_security))
-            return self._copy_until(stop, source_admin, target_admin, target_reader, consumer,
-                                    producer)
+            return self._copy_until(stop, _Clients(source_admin, target_admin, target_reader,
+                                                   consumer, producer))
 
-    def _copy_until(self, stop, source_admin, target_admin, target_reader, consumer,
-                    producer) -> bool:
+    def _copy_until(self, stop, clients: "_Clients") -> bool:
         """Resume every partition where the target ends, then copy until ``stop`` (True)
         or until the topic list changes (False)."""
-        topics = self._setup_topics(source_admin, target_admin)
-        starts = {TopicPartition(topic, partition): resume_offset(
-                      target_reader, TopicPartition(self.targets[topic], partition))
-                  for topic, count in sorted(topics.items()) for partition in range(count)}
-        partitions = list(starts)
-        consumer.assign(partitions)
-        for tp, start in starts.items():
-            if start is None:
-                consumer.seek_to_beginning(tp)
-            else:
-                consumer.seek(tp, start)
+        topics = self._setup_topics(clients.source_admin, clients.target_admin)
+        self._assigned = set()
+        clients.consumer.assign([])
+        self._admit(clients, [TopicPartition(topic, partition)
+                              for topic, count in sorted(topics.items())
+                              if topic not in self.blocked for partition in range(count)])
         if self._failing:
             log.warning("mirror running again: resumed from the target's last records")
             self._failing = False
-        log.info("mirroring %d partitions of %d topics", len(partitions), len(topics))
+        log.info("mirroring %d partitions of %d topics", len(self._assigned), len(topics))
         next_check = time.monotonic() + self.checkpoint_interval_s
         while not stop.is_set():
-            batches = consumer.poll_batches(timeout_ms=200)
+            batches = clients.consumer.poll_batches(timeout_ms=200)
             if batches:
-                self._copy(batches, producer)
-            self._lag(consumer, partitions)
+                self._copy(batches, clients)
+            self._admit(clients, self.paused.due())
+            self._lag(clients.consumer)
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + self.checkpoint_interval_s
-                self._checkpointer.write(source_admin, target_admin, target_reader,
-                                         producer, self.targets)
-                if self._matching(source_admin) != topics:
+                self._checkpointer.write(clients.source_admin, clients.target_admin,
+                                         clients.target_reader, clients.producer, self.targets)
+                self._recheck_blocked(clients)
+                if self._matching(clients.source_admin) != topics:
                     return False
-        producer.flush()
+        clients.producer.flush()
         return True
+
+    def _admit(self, clients: "_Clients", partitions) -> None:
+        """Add source ``partitions`` to the copy, each resumed by the restart rule; the
+        partitions copying already keep their positions."""
+        if not partitions:
+            return
+        starts = {tp: resume_offset(clients.target_reader,
+                                    TopicPartition(self.targets[tp.topic], tp.partition))
+                  for tp in partitions}
+        self._assigned.update(starts)
+        clients.consumer.assign(sorted(self._assigned))
+        for tp, start in starts.items():
+            self.paused.resumed(tp)
+            if start is None:
+                clients.consumer.seek_to_beginning(tp)
+            else:
+                clients.consumer.seek(tp, start)
 
     def _matching(self, admin: Admin) -> dict[str, int]:
         """Source topics to mirror -> partition count."""
@@ -164,48 +184,97 @@ class Mirror:
         return described
 
     def _setup_topics(self, source_admin: Admin, target_admin: Admin) -> dict[str, int]:
+        """Create missing target topics (sized for the reserved headers) and check the
+        existing ones' limits; returns every matching source topic, blocked ones included."""
         topics = self._matching(source_admin)
         existing = set(target_admin.list_topics())
         for topic, count in topics.items():
             name = self.target_topic(topic)
             self.targets[topic] = name
+            self._counts[topic] = count
+            source_configs = source_admin.describe_configs(topic)
             if name not in existing:
-                configs = source_admin.describe_configs(topic)
-                copied = {key: configs[key].value for key in COPIED_CONFIGS
-                          if key in configs and configs[key].source == "topic"}
-                target_admin.create_topic(name, count, self.replication_factor,
-                                          copied or None, exist_ok=True)
+                copied = {key: source_configs[key].value for key in COPIED_CONFIGS
+                          if key in source_configs and source_configs[key].source == "topic"}
+                copied[SETTING] = str(target_limit(source_configs))
+                target_admin.create_topic(name, count, self.replication_factor, copied,
+                                          exist_ok=True)
                 log.info("created %s on the target (%d partitions)", name, count)
-            self.run_bytes[topic] = run_bytes(target_admin.describe_configs(name))
+            self._check_limit(topic, source_configs, target_admin.describe_configs(name))
         return topics
 
-    def _copy(self, batches, producer: Producer) -> None:
+    def _check_limit(self, topic: str, source_configs: dict, target_configs: dict) -> bool:
+        """True if the target topic takes every record the source does; else block the
+        topic and log why (once per distinct reason)."""
+        problem = limit_problem(self.targets[topic], source_configs, target_configs)
+        if problem is None:
+            self.run_bytes[topic] = run_bytes(target_configs)
+            return True
+        if self.blocked.get(topic) != problem:
+            log.error("not copying %s: %s", topic, problem)
+            self.metrics.errors.labels("TargetLimitTooSmall").inc()
+        self.blocked[topic] = problem
+        return False
+
+    def _recheck_blocked(self, clients: "_Clients") -> None:
+        """Start copying a blocked topic once its target topic's limit was raised."""
+        for topic in sorted(self.blocked):
+            if self._check_limit(topic, clients.source_admin.describe_configs(topic),
+                                 clients.target_admin.describe_configs(self.targets[topic])):
+                del self.blocked[topic]
+                log.warning("copying %s: its target topic's %s is large enough now", topic,
+                            SETTING)
+                self._admit(clients, [TopicPartition(topic, p)
+                                      for p in range(self._counts[topic])])
+
+    def _copy(self, batches, clients: "_Clients") -> None:
         """Send the fetched batches in waves: each wave sends the next run of every
         partition and waits for them all. A partition's next run therefore goes out only
-        after the one before it was acknowledged: were one to fail for good (the producer
-        then takes a new id and sequence), no later run of its partition can land after the
-        hole, and the restart rule picks up exactly where the target ends. A run is one or
-        more consecutive slices of fetched batches of one partition, up to ``run_bytes``: one
+        after the one before it was acknowledged: were one to fail (the producer then takes
+        a new id and sequence), no later run of its partition can land after the hole; the
+        partition is paused (``_pause``) and resumed alone by the restart rule. A run is one
+        or more consecutive slices of fetched batches of one partition (``runs.py``): one
         ``send_section``, one Produce batch (``batch_size`` is larger), one round trip."""
-        queues: dict = {}
-        for batch in batches:
-            limit = self.run_bytes[batch.topic]
-            for piece in _slices(batch, limit):
-                runs = queues.setdefault((batch.topic, batch.partition), [[]])
-                if runs[-1] and sum(map(_weight, runs[-1])) + _weight(piece) > limit:
-                    runs.append([])
-                runs[-1].append(piece)
-        wave = [self._prepare(queue.pop(0)) for queue in queues.values()]
+        queues = plan_runs(batches, self.run_bytes)
+        wave = self._next_wave(queues)
         while wave:
-            futures = [producer.send_section(*prepared[:3]) for prepared in wave]
+            futures = [clients.producer.send_section(*prepared[:3]) for prepared in wave]
             # The next wave's sections are built while this one is on the wire; it is sent only
             # after every batch of this one was acknowledged.
-            queues = {key: queue for key, queue in queues.items() if queue}
-            following = [self._prepare(queue.pop(0)) for queue in queues.values()]
+            following = self._next_wave(queues)
+            failed = set()
             for prepared, future in zip(wave, futures):
-                last = future.last(timeout=_SEND_TIMEOUT_S)
+                batch = prepared[3]
+                try:
+                    last = future.last(timeout=_SEND_TIMEOUT_S)
+                except TslogError as error:
+                    if isinstance(error, _CLUSTER_ERRORS):
+                        raise
+                    failed.add((batch.topic, batch.partition))
+                    queues.pop((batch.topic, batch.partition), None)
+                    self._pause(clients, TopicPartition(batch.topic, batch.partition), error)
+                    continue
                 self._account(*prepared[3:], last.log_append_time)
-            wave = following
+            wave = [prepared for prepared in following
+                    if (prepared[3].topic, prepared[3].partition) not in failed]
+
+    def _next_wave(self, queues: dict) -> list:
+        """The next run of every partition that has one, prepared for ``send_section``."""
+        wave = [self._prepare(queue.pop(0)) for queue in queues.values() if queue]
+        for key in [key for key, queue in queues.items() if not queue]:
+            del queues[key]
+        return wave
+
+    def _pause(self, clients: "_Clients", tp: TopicPartition, error: TslogError) -> None:
+        """Take a partition whose run the target refused out of the copy (``paused.py``)."""
+        backoff = self.paused.pause(tp)
+        self._assigned.discard(tp)
+        clients.consumer.assign(sorted(self._assigned))
+        self.metrics.errors.labels(type(error).__name__).inc()
+        log.warning("%s[%d]: the target refused a run: %s; this partition alone is retried "
+                    "in %.1f s from the target's last record (nothing is skipped; the other "
+                    "partitions keep copying)", tp.topic, tp.partition, error_line(error),
+                    backoff)
 
     def _prepare(self, run: list) -> tuple:
         """A run of fetched records as ``send_section`` arguments: one records section
@@ -226,43 +295,22 @@ class Mirror:
         metrics.lag_seconds.labels(*labels).set(max(0.0, time.time() - create_time / 1000))
         metrics.lat_delay.labels(*labels).set(
             (target_lat - batch.columns.log_append_time) / 1000)
+        if self.paused.recovered(TopicPartition(batch.topic, batch.partition)):
+            log.warning("%s[%d]: copying again", batch.topic, batch.partition)
 
-    def _lag(self, consumer: Consumer, partitions) -> None:
-        for tp in partitions:
+    def _lag(self, consumer: Consumer) -> None:
+        for tp in self._assigned:
             end = consumer.highwater(tp)
             if end is not None:
                 lag = max(0, end - consumer.position(tp))
                 self.metrics.lag_records.labels(tp.topic, str(tp.partition)).set(lag)
 
 
+class _Clients(NamedTuple):
+    """One session's clients of both clusters."""
 
-def _weight(piece: Slice) -> int:
-    """Roughly the bytes a slice becomes on the target, reserved headers included (and the
-    records' own headers, measured only when the source batch has any)."""
-    weight = piece.data_bytes + _HEADER_BYTES * piece.count
-    own = piece.batch.columns.headers
-    if own is not None:
-        weight += sum(len(name) + len(value) + 4 for entry in own[piece.start:piece.stop]
-                      if entry for name, value in entry)
-    return weight
-
-
-def run_bytes(target_configs: dict) -> int:
-    """Bytes per send_section for a target topic with these configs (see ``_RUN_BYTES``)."""
-    entry = target_configs.get("max.message.bytes")
-    limit = _RUN_BYTES if entry is None else int(entry.value) * 7 // 8
-    return max(min(limit, _RUN_BYTES), _MIN_RUN_BYTES)
-
-
-def _slices(batch, limit: int = _RUN_BYTES) -> list[Slice]:
-    """A fetched batch's records from ``start`` on, cut in slices of at most about
-    ``limit`` bytes on the target (one slice unless the source batch is that large)."""
-    start, stop = batch.start, batch.columns.record_count
-    if stop <= start:
-        return []
-    whole = Slice(batch, start, stop)
-    pieces = -(-_weight(whole) // limit)
-    if pieces <= 1:
-        return [whole]
-    step = -(-whole.count // pieces)
-    return [Slice(batch, first, min(first + step, stop)) for first in range(start, stop, step)]
+    source_admin: Admin
+    target_admin: Admin
+    target_reader: Consumer
+    consumer: Consumer
+    producer: Producer

@@ -65,6 +65,12 @@ def resume_offset(consumer: Consumer, tp: TopicPartition) -> int | None:
     return source_offset_at(consumer, tp, end - 1) + 1
 
 
+def copied_through(consumer: Consumer, tp: TopicPartition) -> int:
+    """The last source offset the target partition ``tp`` holds (-1 when it is empty)."""
+    resume = resume_offset(consumer, tp)
+    return -1 if resume is None else resume - 1
+
+
 def exact_offset(consumer: Consumer, tp: TopicPartition, source_offset: int) -> tuple[int, int]:
     """(target offset of the first record whose source offset >= ``source_offset``, fetches
     made); the target's log end when the mirror has not copied that far yet."""
@@ -84,8 +90,10 @@ def exact_offset(consumer: Consumer, tp: TopicPartition, source_offset: int) -> 
 def time_offset(consumer: Consumer, tp: TopicPartition, exact: int,
                 max_latency_ms: int) -> int:
     """KIP-33's failover answer: the first target record with CreateTime >= (CreateTime of the
-    last record the group read) - ``max_latency_ms``. It loses nothing if the mirror's delay
-    stays under the bound, and re-reads ``exact - time_offset`` records."""
+    last record the group read) - ``max_latency_ms``. The target's CreateTime is the source
+    LogAppendTime (``sections.py``), so producers' old CreateTimes cannot drag it back to the
+    start of the log; it re-reads ``exact - time_offset`` records, those the source appended
+    within ``max_latency_ms`` before the group's position."""
     start = consumer.beginning_offsets([tp])[tp]
     if exact <= start:
         return exact

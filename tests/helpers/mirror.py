@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from tslog.client import Consumer, TopicPartition
-from tslog.client.mirror.headers import source_of, without_reserved
+from tslog.client.mirror.headers import create_time_of, source_of, without_reserved
 
 
 def wait_for(predicate, what: str, timeout_s: float = 30.0) -> None:
@@ -71,8 +71,9 @@ def read_all(bootstrap: str, topic: str, partitions: int, security=None) -> dict
 
 
 def as_source(records: list) -> list:
-    """What a mirrored record must equal on the source: (key, value, headers, CreateTime)."""
-    return [(r.key, r.value, without_reserved(r.headers), r.create_time) for r in records]
+    """What a mirrored record must equal on the source: (key, value, headers, CreateTime);
+    the source CreateTime travels in a reserved header (the target's is the source LAT)."""
+    return [(r.key, r.value, without_reserved(r.headers), create_time_of(r)) for r in records]
 
 
 def source_offsets(records: list) -> list[int]:

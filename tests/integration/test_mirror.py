@@ -18,6 +18,7 @@ from tests.helpers.mirror import (MirrorProcess, as_source, copied_count, end_of
                                   read_all, source_offsets, wait_for)
 from tslog.client import Admin, Consumer, Producer, TopicPartition
 from tslog.client.mirror.checkpoints import read_checkpoint
+from tslog.client.mirror.limits import HEADROOM
 
 TOPIC, PARTITIONS = "orders", 2
 
@@ -165,4 +166,6 @@ def test_a_small_max_message_bytes_on_the_target_sizes_the_runs(broker_factory, 
                         read_all(source.bootstrap, "small", 1))
     assert [r.value for r in copied[0]] == [r.value for r in original[0]]
     with Admin(target.bootstrap) as admin:
-        assert admin.describe_configs("small")["max.message.bytes"].value == "16384"
+        # the source's limit plus room for the reserved headers (docs/mirror.md)
+        assert admin.describe_configs("small")["max.message.bytes"].value == str(
+            16384 + HEADROOM)

@@ -52,7 +52,23 @@ def test_failover_walkthrough_runs(broker_factory, tmp_path):
     # The target is a record-for-record copy, so the exact offsets are the source's.
     assert {tp: meta.offset for tp, meta in on_target.items()} == {
         tp: meta.offset for tp, meta in on_source.items()}
+    assert {tp.partition: meta.offset for tp, meta in on_source.items()} == {0: 300, 1: 300}
+    # By time: the 100 records written after T start at 500 in partition 0; partition 1 has
+    # none from T on, so the group starts at its end.
+    lines = done.stdout.splitlines()
+    assert "0\t500\t" in "\n".join(lines) and "1\t-1\t-" in lines  # tslog offsets --source-time
+    with Admin(target.bootstrap) as admin:
+        audit = admin.list_consumer_group_offsets("audit")
+    assert {tp.partition: meta.offset for tp, meta in audit.items()} == {0: 500, 1: 500}
+    assert "committed the offsets on the target" in done.stdout
     assert "mirror interrupted" not in (tmp_path / "mirror.log").read_text()
+
+    # The Python example of "Failing over by time", against the same target.
+    (example,) = _blocks("python")
+    ran = subprocess.run([sys.executable, "-c", _addresses(example, source, target, "")],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "OffsetAndTimestamp(offset=0," in ran.stdout
 
 
 @pytest.mark.slow

@@ -33,9 +33,9 @@ def _expected(slices, partition):
         for i, record in enumerate(records, start):
             values.append(record.value)
             keys.append(record.key)
-            times.append(record.create_time)
+            times.append(columns.log_append_time)  # the source LAT is the target CreateTime
             mine = reserved.offset_headers(partition, columns.base_offset + i, 1,
-                                           columns.log_append_time)[0]
+                                           columns.log_append_time, [record.create_time])[0]
             headers.append(list(record.headers) + mine)
     return build_batch(values, keys=keys, create_times=times, headers=headers)
 
@@ -84,11 +84,13 @@ def test_several_batches_and_a_cut_batch_make_one_section():
     section = build_section(slices, 3)
     assert seal_section(section) == _expected(slices, 3)
     assert section.record_count == 43
-    assert [section.create_time(i) for i in (0, 26, 42)] == [
-        first.create_time[4], second.create_time[0], second.create_time[16]]
+    # the target CreateTime is each source batch's LAT; the source CreateTime is a header
+    assert [section.create_time(i) for i in (0, 26, 42)] == [5, 9, 9]
     records = list(iter_records(seal_section(section)))
     assert [reserved.source_of(r.headers) for r in (records[0], records[26], records[42])] == [
         (3, 4, 5), (3, 30, 9), (3, 46, 9)]
+    assert [reserved.create_time_of(r) for r in (records[0], records[26], records[42])] == [
+        first.create_time[4], second.create_time[0], second.create_time[16]]
 
 
 def test_large_run_uses_msgpack_array16_and_array32_forms():
@@ -102,11 +104,26 @@ def test_large_run_uses_msgpack_array16_and_array32_forms():
 
 
 def test_a_large_fetched_batch_is_cut_into_runs_under_the_target_batch_limit():
-    from tslog.client.mirror.copier import _RUN_BYTES, _slices, _weight
+    from tslog.client.mirror.runs import RUN_BYTES, slices, weight
 
     columns = _fetched([b"v" * 100] * 3000, headers=[[("big", b"h" * 400)]] * 3000)
-    pieces = _slices(_batch(columns, 10))
+    pieces = slices(_batch(columns, 10))
     assert len(pieces) > 1 and pieces[0].start == 10 and pieces[-1].stop == 3000
     assert all(a.stop == b.start for a, b in zip(pieces, pieces[1:]))
-    assert all(_weight(piece) <= _RUN_BYTES for piece in pieces)
-    assert all(len(seal_section(build_section([p], 0))) < _RUN_BYTES + 4096 for p in pieces)
+    assert all(weight(piece) <= RUN_BYTES for piece in pieces)
+    assert all(len(seal_section(build_section([p], 0))) < RUN_BYTES + 4096 for p in pieces)
+
+
+@pytest.mark.parametrize("limit", [1024, 5000, 64 << 10])
+def test_records_of_mixed_sizes_are_cut_by_their_size_on_the_target(limit):
+    """One large record among small ones: no slice passes the limit unless it is that one
+    record alone, and every slice's real size on the target is within its weight."""
+    from tslog.client.mirror.runs import slices, weight
+
+    values = [b"s" * 10] * 50 + [b"L" * (3 * limit)] + [b"s" * 300] * 200
+    pieces = slices(_batch(_fetched(values), 0), limit)
+    assert pieces[0].start == 0 and pieces[-1].stop == len(values)
+    assert all(a.stop == b.start for a, b in zip(pieces, pieces[1:]))
+    for piece in pieces:
+        assert weight(piece) <= limit or piece.count == 1
+        assert len(seal_section(build_section([piece], 0))) - 80 <= weight(piece) + 16
