@@ -66,6 +66,10 @@ class BrokerConfig:
     # quarter of max_connections rides out a reconnect storm, yet a flood of idle
     # handshakes leaves three quarters to the clients that log in.
     max_unauthenticated_connections: int = 250
+    # ... and per client IP (issue 38): one address's idle logins leave the rest to others.
+    max_unauthenticated_connections_per_address: int = 100
+    # New connections that must log in, per second per client IP (a token bucket).
+    max_connection_rate_per_address: int = 100
     # Protected mode (Redis'): with no client authentication (no sasl_mechanisms, and
     # tls_client_auth not "required"), a listen address other than loopback refuses to start
     # unless this is true: anyone reaching the port could read, write and delete every topic.
@@ -108,6 +112,10 @@ class BrokerConfig:
     # Authentication (docs/security.md): "SCRAM-SHA-256,SCRAM-SHA-512"; "" = no SASL
     sasl_mechanisms: str = ""
     sasl_authentication_timeout_ms: int = 10_000  # not logged in by then: closed
+    # Largest request before login (Kafka's sasl.server.max.receive.size): bytes, not CPU.
+    sasl_server_max_receive_size: int = 512 * 1024
+    # A failed login is answered this much later (Kafka's same-named setting).
+    connection_failed_authentication_delay_ms: int = 100
     sasl_bootstrap_users_file: str | None = None  # NAME:PASSWORD lines, created at start
     inter_broker_sasl_username: str | None = None  # this broker's SCRAM login to its peers
     inter_broker_sasl_password_file: str | None = None  # ... and the file of its password
@@ -201,7 +209,7 @@ _POSITIVE = {
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
     "replica_fetch_wait_max_ms", "max_unsent_response_bytes", "max_total_unsent_response_bytes",
     "group_session_timeout_ms", "group_heartbeat_interval_ms", "group_rebalance_timeout_ms",
-    "group_max_size", "sasl_authentication_timeout_ms",
+    "group_max_size", "sasl_authentication_timeout_ms", "sasl_server_max_receive_size",
 }
 
 
@@ -244,7 +252,8 @@ def _value_problems(config: BrokerConfig) -> list[str]:
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
     for name in ("max_connections_per_address", "max_connections_per_principal",
-                 "max_unauthenticated_connections"):
+                 "max_unauthenticated_connections", "max_connection_rate_per_address",
+                 "max_unauthenticated_connections_per_address"):
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
     return (problems + _cluster_problems(config) + _group_problems(config)
@@ -258,6 +267,10 @@ def _sasl_problems(config: BrokerConfig) -> list[str]:
     problems = [f"sasl_mechanisms: unknown mechanism {name!r} (SCRAM-SHA-256, SCRAM-SHA-512)"
                 for name in config.sasl_mechanism_list
                 if name not in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    delay = config.connection_failed_authentication_delay_ms
+    if not 0 <= delay < config.sasl_authentication_timeout_ms:
+        problems.append("connection_failed_authentication_delay_ms must be 0 to less than "
+                        "sasl_authentication_timeout_ms")
     if (config.sasl_mechanism_list and config.inter_broker_sasl_username is not None
             and config.inter_broker_sasl_password_file is None):
         problems.append("inter_broker_sasl_username needs inter_broker_sasl_password_file")

@@ -105,7 +105,8 @@ OPEN_CONNECTIONS = Gauge("tslog_open_connections", "Client connections open now.
 REFUSAL_REASONS = ("bad_frame", "oversize_frame", "unknown_api", "unsupported_version",
                    "invalid_request", "too_many_connections", "idle_timeout",
                    "connections_per_address", "connections_per_principal",
-                   "unauthenticated_connections")
+                   "unauthenticated_connections", "unauthenticated_connections_per_address",
+                   "connection_rate_per_address")
 REFUSED = {reason: REFUSED_REQUESTS.labels(reason) for reason in REFUSAL_REASONS}
 
 

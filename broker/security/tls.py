@@ -30,6 +30,9 @@ log = logging.getLogger("tslog.broker.security")
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
                "required": ssl.CERT_REQUIRED}
 HANDSHAKE_TIMEOUT_S = 10.0  # a client that connects and never finishes the handshake
+# How long a TLS close waits for the client's close_notify before aborting (asyncio's
+# default is 30 s): a client that never answers must not hold its socket that long.
+SHUTDOWN_TIMEOUT_S = 2.0
 
 # OpenSSL's long attribute names (``getpeercert``) -> RFC 2253/4514 short names.
 _SHORT_NAMES = {
@@ -87,6 +90,15 @@ def _fill_server(context: ssl.SSLContext, config: Any) -> None:
     _load_cert_chain(context, config.tls_cert_file, config.tls_key_file)
     if config.tls_ca_file:
         _load_ca(context, config.tls_ca_file)
+
+
+def server_timeouts(server_ssl: ssl.SSLContext | None) -> dict:
+    """``create_server``'s TLS timeouts (none for plain TCP): the handshake's, and the
+    close's, so that a client that never answers our close frees its socket soon."""
+    if server_ssl is None:
+        return {}
+    return {"ssl_handshake_timeout": HANDSHAKE_TIMEOUT_S,
+            "ssl_shutdown_timeout": SHUTDOWN_TIMEOUT_S}
 
 
 def server_context(config: Any) -> ssl.SSLContext | None:

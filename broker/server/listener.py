@@ -190,7 +190,7 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
             lambda: KafkaConnection(make_services, config, registry, broker.authenticator),
             host, port,
             reuse_address=True, backlog=1024, ssl=server_ssl,
-            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
+            **tls.server_timeouts(server_ssl))
     except OSError as exc:
         raise ListenError("--kafka-listen", host, port, exc) from None
     bound_port = server.sockets[0].getsockname()[1]
@@ -261,7 +261,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
             lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate,
                                      authenticator),
             host, port, reuse_address=True, backlog=1024, ssl=server_ssl,
-            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
+            **tls.server_timeouts(server_ssl))
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None
     reloads = _reload_on_sighup(loop, broker, config, server_ssl, metrics)

@@ -117,7 +117,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             transport.abort()
             return
         self.services = self._make_services(self)
-        self._sasl.start(self._loop)
+        self._sasl.start(self._loop, self.receiver)
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
 
@@ -177,7 +177,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     try:
                         frame = receiver.next_frame()
                     except RemoteProtocolError as exc:  # an oversized frame
-                        self._close_bad(str(exc))
+                        self._close_bad(str(exc) if self.authenticated else
+                                        f"{exc} (sasl_server_max_receive_size: not logged in yet)")
                         return
                     if frame is None:
                         break
@@ -325,6 +326,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._closing:
             return
         self._closing = True
+        self.registry.release(self)  # its slot is free now, however long a TLS close takes
         self.receiver.drop_frames()
         for task in list(self._tasks):
             task.cancel()
