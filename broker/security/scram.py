@@ -7,21 +7,22 @@ proof against the stored key), the server-final out.
 
 Bounded work: a message over ``MAX_SCRAM_MESSAGE_BYTES`` fails the login before it is parsed.
 
-No user enumeration: an unknown user is given a made-up credential (a salt derived from the
-name with a per-process secret, so it is the same on every try, and keys nobody knows), so
-the exchange runs its full course and fails at the proof exactly as a wrong password does.
+No user enumeration: an unknown user is given a made-up credential with the parameters of a
+real one (``decoy.py``: a stable salt derived from the name with the store's secret, the
+default iteration count, keys nobody knows), so the exchange runs its full course and fails
+at the proof exactly as a wrong password does.
 The client sees one generic message either way; only the broker's log says which user
 failed (never the password or the proof: the broker never has the password).
 """
 
 from __future__ import annotations
 
-import hmac
 import os
 
 import scramp
 
 from .credentials import CredentialStore
+from .decoy import decoy_credential
 
 GENERIC_FAILURE = "authentication failed: unknown user or wrong password"
 # A SCRAM message is a user name, a nonce and a proof: a few hundred bytes from any real
@@ -30,7 +31,7 @@ GENERIC_FAILURE = "authentication failed: unknown user or wrong password"
 # ~2 ms of parsing, and a huge nonce is never echoed back.
 MAX_SCRAM_MESSAGE_BYTES = 512
 LOGGED_NAME_CHARS = 64  # how much of a claimed user name a log line holds
-_DECOY_SECRET = os.urandom(32)  # decoy salts for unknown users; never leaves the process
+_DECOY_SECRET = os.urandom(32)  # without a store (SASL off): never leaves the process
 
 
 class Authenticator:
@@ -70,8 +71,8 @@ class Authenticator:
         found = self.store.lookup(username, mechanism) if self.store is not None else None
         if found is not None:
             return found.salt, found.stored_key, found.server_key, found.iterations
-        salt = hmac.digest(_DECOY_SECRET, f"{mechanism}:{username}".encode(), "sha256")[:16]
-        return salt, os.urandom(64), os.urandom(64), 4096
+        secret = self.store.decoy_secret if self.store is not None else _DECOY_SECRET
+        return decoy_credential(secret, mechanism, username)
 
 
 class ExchangeFailed(Exception):
