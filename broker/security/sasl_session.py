@@ -28,6 +28,7 @@ from typing import Awaitable
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
+from ..metrics import security_metrics
 from . import ANONYMOUS
 from .scram import LOGGED_NAME_CHARS, Authenticator, ExchangeFailed, ScramExchange
 
@@ -93,6 +94,7 @@ class SaslSession:
         if not connection.authenticated:
             log.warning("%s: not authenticated within %d ms; closing", connection.peer,
                         self.authenticator.timeout_ms)
+            security_metrics.failed_login(self.mechanism, "timeout")
             connection.registry.release(connection)  # its slot is free now
             connection.abort()  # not close(): a TLS close waits for the peer's answer
 
@@ -107,6 +109,7 @@ class SaslSession:
             return self.connection.dispatch[api_key](body)
         log.warning("%s: %s request before authentication; closing", self.connection.peer,
                     api_key.name)
+        security_metrics.failed_login(self.mechanism, "request_before_login")
         return None
 
     def _handshake(self, body: dict) -> dict:
@@ -134,6 +137,7 @@ class SaslSession:
             self.exchange = None
             log.warning("%s: authentication failed for user %s (%s)", self.connection.peer,
                         _printable(failed), self.mechanism)
+            security_metrics.failed_login(self.mechanism, failed.reason)
             self.connection.begin_shutdown()  # no more requests; closed once answered
             return self._failure_answer(str(failed))
         if exchange.done and not self._succeeded(exchange.username):

@@ -77,12 +77,17 @@ class Authenticator:
 
 class ExchangeFailed(Exception):
     """The login failed; ``username`` is who it claimed to be (may be None: unreadable).
-    ``claimed``: the start of an oversized message, for the log (never parsed)."""
+    ``claimed``: the start of an oversized message, for the log (never parsed). ``reason``
+    (for the metrics): "too_large", "malformed" (a first message that does not parse, or a
+    message after the last), "bad_credentials" (the final message fails: a wrong proof,
+    for an unknown user or a wrong password alike)."""
 
-    def __init__(self, username: str | None, claimed: bytes | None = None) -> None:
+    def __init__(self, username: str | None, claimed: bytes | None = None,
+                 reason: str = "malformed") -> None:
         super().__init__(GENERIC_FAILURE)
         self.username = username
         self.claimed = claimed
+        self.reason = "too_large" if claimed is not None else reason
 
 
 class ScramExchange:
@@ -117,5 +122,6 @@ class ScramExchange:
                 self.done = True
                 return answer
         except Exception:  # scramp's ScramException, or whatever a hostile message trips
-            raise ExchangeFailed(self.username) from None
+            raise ExchangeFailed(self.username, reason="bad_credentials" if step == 1
+                                 else "malformed") from None
         raise ExchangeFailed(self.username)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
-from tests.helpers.broker_process import BrokerProcess
+from tests.helpers.broker_process import BrokerProcess, free_port
 from tests.helpers.tls import make_tls_files
 from tslog.client import AclBinding, Admin, Consumer, Producer, TopicPartition
 from tslog.client.errors import (
@@ -48,6 +49,7 @@ def broker(tmp_path_factory, files):
     (base / "users").write_text("".join(f"{u}:{p}\n" for u, p in PASSWORDS.items()))
     process = BrokerProcess(base / "data", ssl_context=files.client_context(), config={
         **files.broker_config(), "sasl_mechanisms": "SCRAM-SHA-512",
+        "metrics_listen": f"127.0.0.1:{free_port()}",
         "sasl_bootstrap_users_file": base / "users", "authorizer_enabled": "true",
         "super_users": "User:admin"})
     process.start()
@@ -162,3 +164,24 @@ def test_the_cli_prints_a_clear_denial(broker, files, tmp_path):
     assert "not authorized" in line.lower() and "TOPIC_AUTHORIZATION_FAILED" in line
     with Admin(broker.bootstrap, security=login(files, "admin")) as admin:
         assert "ta" in admin.list_topics()  # the denied delete changed nothing
+
+
+def metrics_text(broker) -> str:
+    port = broker.env["TSLOG_METRICS_LISTEN"].rsplit(":", 1)[1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return response.read().decode()
+
+
+def test_denials_and_failed_logins_are_counted_with_bounded_labels(broker, files):
+    with Admin(broker.bootstrap, security=login(files, "reader")) as admin:
+        with pytest.raises(TopicAuthorizationFailedError):
+            admin.delete_topic("ta")
+    wrong = Security(protocol="SASL_SSL", ssl_cafile=files.ca, sasl_mechanism="SCRAM-SHA-512",
+                     sasl_username="someone-" + "z" * 40, sasl_password="wrong")
+    with pytest.raises(Exception, match="unknown user or wrong password"):
+        Admin(broker.bootstrap, security=wrong).close()
+    text = metrics_text(broker)
+    assert 'tslog_denied_requests_total{principal="User:reader",api="delete_topics"}' in text
+    assert ('tslog_failed_logins_total{mechanism="SCRAM-SHA-512",reason="bad_credentials"}'
+            in text)
+    assert "z" * 40 not in text  # a claimed name is never a label
