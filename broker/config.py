@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 from .groups import ASSIGNORS, CoordinatorConfig
 from .listen_checks import kafka_listener_problems, parse_host_port, protected_mode_problems
+from .security.principal_mapping import MappingRulesError, mapper
 from .storage.config import ConfigError, LogConfig
 
 ENV_PREFIX = "TSLOG_"
@@ -125,6 +126,8 @@ class BrokerConfig:
     tls_key_file: str | None = None  # PEM private key of tls_cert_file
     tls_ca_file: str | None = None  # PEM CAs trusted for client and peer-broker certificates
     tls_client_auth: str = "none"  # client certificates: "none", "requested" or "required"
+    # Certificate subject -> principal name (Kafka's ssl.principal.mapping.rules)
+    tls_principal_mapping_rules: str = "DEFAULT"
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -280,6 +283,10 @@ def _tls_problems(config: BrokerConfig) -> list[str]:
     problems = []
     if bool(config.tls_cert_file) != bool(config.tls_key_file):
         problems.append("tls_cert_file and tls_key_file go together: set both or neither")
+    try:
+        mapper(config.tls_principal_mapping_rules)
+    except MappingRulesError as exc:
+        problems.append(f"tls_principal_mapping_rules: {exc}")
     if config.tls_client_auth not in ("none", "requested", "required"):
         problems.append("tls_client_auth must be none, requested or required, got "
                         f"{config.tls_client_auth!r}")

@@ -24,6 +24,7 @@ import ssl
 from typing import Any
 
 from . import ANONYMOUS
+from .principal_mapping import mapper
 
 log = logging.getLogger("tslog.broker.security")
 
@@ -181,12 +182,20 @@ def subject_dn(subject: tuple) -> str:
     return ",".join(rdns)
 
 
-def certificate_principal(transport: Any, peer: str) -> str:
-    """``User:<subject DN>`` when the handshake gave a verified client certificate, else
-    ``ANONYMOUS`` (plain TCP, or TLS without a client certificate). Logs the authentication."""
+def certificate_principal(transport: Any, peer: str, rules: str = "DEFAULT") -> str | None:
+    """``User:<name>`` when the handshake gave a verified client certificate, the name being
+    its subject DN mapped by ``rules`` (``tls_principal_mapping_rules``), else ``ANONYMOUS``
+    (plain TCP, or TLS without a client certificate). None, logged: no rule maps the
+    subject, and the connection is to be refused. Logs the authentication."""
     cert = transport.get_extra_info("peercert")
     if not cert or not cert.get("subject"):
         return ANONYMOUS
-    principal = "User:" + subject_dn(cert["subject"])
+    subject = subject_dn(cert["subject"])
+    name = mapper(rules).name(subject)
+    if name is None:
+        log.warning("%s: certificate subject %s matches no tls_principal_mapping_rules rule; "
+                    "refusing the connection", peer, subject)
+        return None
+    principal = "User:" + name
     log.info("%s authenticated as %s", peer, principal)
     return principal

@@ -117,6 +117,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self.max_in_flight = config.max_in_flight_requests
         self.max_unsent = config.max_unsent_response_bytes
         self.idle_s = config.connections_max_idle_ms / 1000
+        self._rules = config.tls_principal_mapping_rules
         self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
                                     record_views=True, allocate=unzeroed_buffer,
                                     scratch_bytes=RECEIVE_SCRATCH_BYTES)
@@ -166,7 +167,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.principal = certificate_principal(transport, self.peer)  # mutual TLS
+        self.principal = certificate_principal(transport, self.peer, self._rules)  # mTLS
+        if self.principal is None:  # no tls_principal_mapping_rules rule (logged): refused
+            return self.abort()
         refusal = self.registry.admit(self)
         if refusal is not None:
             self.refuse(refusal)

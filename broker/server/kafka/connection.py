@@ -81,6 +81,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.advertised = ADVERTISED if advertised is None else advertised
         self.max_in_flight = config.max_in_flight_requests
         self.idle_s = config.connections_max_idle_ms / 1000
+        self._config = config
         self.receiver = FrameReceiver(config.max_frame_bytes)
         self.peer = "?"
         self.host = "?"
@@ -110,7 +111,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.host = peer[0] if isinstance(peer, tuple) else str(peer)
-        self.principal = certificate_principal(transport, self.peer)
+        self.principal = certificate_principal(transport, self.peer,
+                                               self._config.tls_principal_mapping_rules)
+        if self.principal is None:  # no tls_principal_mapping_rules rule (logged): refused
+            self._closing = True
+            transport.abort()
+            return
         refusal = self.registry.admit(self)
         if refusal is not None:  # Kafka has no answer for "too many connections": close
             self._closing = True
