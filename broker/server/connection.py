@@ -451,10 +451,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._idle_handle = self._loop.call_later(delay, self._check_idle)
 
     def _close_bad(self, reason: str) -> None:
-        """Peer broke the protocol: one log line, answered requests flushed, then close."""
+        """Peer broke the protocol: one log line, answered requests flushed, then close;
+        before login, abort (a TLS close would read and decrypt the rest of its flood)."""
         log.warning("%s: closing connection: %s", self.peer, reason)
         self._write_ready()
         self._close()
+        if not self.authenticated:
+            self._transport.abort()
 
     def _close_foreign(self, reason: str) -> None:
         """Another protocol's client (Kafka's): say so once a minute per host, then close."""

@@ -324,9 +324,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._idle_handle = self._loop.call_later(delay, self._check_idle)
 
     def _close_bad(self, reason: str) -> None:
+        """One log line, answers due written, then close; before login, abort (a TLS close
+        would read and decrypt the rest of a flood)."""
         log.warning("%s: closing Kafka connection: %s", self.peer, reason)
         self._write_due()
         self._close()
+        if not self.authenticated and self._transport is not None:
+            self._transport.abort()
 
     def _close(self) -> None:
         if self._closing:
