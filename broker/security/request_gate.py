@@ -26,7 +26,7 @@ from tslog.protocol.errors import ErrorCode
 
 from ..metrics import security_metrics
 from . import ANONYMOUS
-from .acl import CLUSTER_NAME, Authorizer
+from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
 
 __all__ = ["ANONYMOUS", "RULES", "RequestGate", "decide"]
 
@@ -340,13 +340,35 @@ async def _merged_later(awaitable, merge: Callable[[dict], dict]) -> dict:
     return merge(await awaitable)
 
 
+class _FromHost:
+    """The authorizer as the rules see it for one connection: every check is made for the
+    address the connection comes from (ACLs may name a host), read from its ``peer``."""
+
+    __slots__ = ("authz", "connection")
+
+    def __init__(self, authz: Authorizer, connection) -> None:
+        self.authz = authz
+        self.connection = connection
+
+    def _host(self) -> str:
+        if not self.authz.hosts_named:  # no ACL names a host: it cannot change an answer
+            return ANY_HOST
+        return self.connection.peer.rsplit(":", 1)[0]
+
+    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
+        return self.authz.authorize(principal, operation, resource_type, name, self._host())
+
+    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
+        return self.authz.authorize_any(principal, operation, resource_type, self._host())
+
+
 class _Gated:
     """One api key's handler behind the gate, for one connection."""
 
     __slots__ = ("authz", "api_key", "handler", "connection")
 
     def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
-        self.authz = authz
+        self.authz = _FromHost(authz, connection)
         self.api_key = api_key
         self.handler = handler
         self.connection = connection
