@@ -2,9 +2,10 @@
 DeleteAcls (31), Kafka's api keys.
 
 Kafka's fields in snake case (a binding's ``host`` is optional: absent means ``*``, any host;
-in a filter, absent or null matches every host) and with Kafka's enum values spelled as words: resource types ``topic``,
-``group``, ``cluster``; pattern types ``literal``, ``prefixed``; operations as Kafka names
-them (``Read``, ``DescribeConfigs``, ...); permissions ``allow``, ``deny``. In a filter
+in a filter, absent or null matches every host) and with Kafka's enum values spelled as
+words: resource types ``topic``, ``group``, ``cluster``; pattern types ``literal``,
+``prefixed``; operations as Kafka names them (``Read``, ``DescribeConfigs``, ...); permissions
+``allow``, ``deny``. In a filter
 (DescribeAcls, DeleteAcls) ``"any"`` matches every value of a field and a null name or
 principal every name; pattern type ``"match"`` selects every binding that applies to the
 named resource (literal, ``*`` and prefixes), as Kafka's MATCH. ``messages.py`` merges these

@@ -13,7 +13,8 @@ connection slot is free at once, not when a TLS peer answers the close). Before 
 request may be at most ``sasl_server_max_receive_size`` bytes (a bigger one's length prefix
 closes the connection before its body is read), and a failed login is answered only after
 ``connection_failed_authentication_delay_ms`` (a timer: the event loop serves others
-meanwhile). Only a bounded prefix of a claimed user name is ever logged. The broker logs ``<peer>: authentication failed for user <name> (<mechanism>)`` on failure and
+meanwhile). Only a bounded prefix of a claimed user name is ever logged. The broker logs
+``<peer>: authentication failed for user <name> (<mechanism>)`` on failure and
 ``<peer> authenticated as User:<name>`` on success, never a password or a proof. A broker
 without ``sasl_mechanisms`` answers SaslHandshake UNSUPPORTED_SASL_MECHANISM with no
 mechanisms, and its connections are authenticated from the start.

@@ -1,9 +1,10 @@
 """Certificate subjects mapped to principals (Kafka's ``ssl.principal.mapping.rules``), on a
 real mutual-TLS broker with trustme certificates (issue 38, "what Kafka users look for").
 
-Goal: the documented example: a rule written as for Kafka turns ``CN=alice,OU=eng,O=acme`` into ``User:alice``, which
-``super_users`` and ACLs then name; a subject no rule maps is refused with a log line; rules
-that do not parse stop the broker at start with one line naming the setting.
+Goal: the documented example: a rule written as for Kafka turns ``CN=alice,OU=eng,O=acme``
+into ``User:alice``, which ``super_users`` and ACLs then name; a subject no rule maps is
+refused with a log line; rules that do not parse stop the broker at start with one line
+naming the setting.
 """
 
 from __future__ import annotations
