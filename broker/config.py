@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 from .groups import ASSIGNORS, CoordinatorConfig
 from .listen_checks import kafka_listener_problems, parse_host_port, protected_mode_problems
+from .security.principal_mapping import MappingRulesError, mapper
 from .storage.config import ConfigError, LogConfig
 
 ENV_PREFIX = "TSLOG_"
@@ -66,6 +67,10 @@ class BrokerConfig:
     # quarter of max_connections rides out a reconnect storm, yet a flood of idle
     # handshakes leaves three quarters to the clients that log in.
     max_unauthenticated_connections: int = 250
+    # ... and per client IP (issue 38): one address's idle logins leave the rest to others.
+    max_unauthenticated_connections_per_address: int = 100
+    # New connections that must log in, per second per client IP (a token bucket).
+    max_connection_rate_per_address: int = 100
     # Protected mode (Redis'): with no client authentication (no sasl_mechanisms, and
     # tls_client_auth not "required"), a listen address other than loopback refuses to start
     # unless this is true: anyone reaching the port could read, write and delete every topic.
@@ -113,6 +118,10 @@ class BrokerConfig:
     # Authentication (docs/security.md): "SCRAM-SHA-256,SCRAM-SHA-512"; "" = no SASL
     sasl_mechanisms: str = ""
     sasl_authentication_timeout_ms: int = 10_000  # not logged in by then: closed
+    # Largest request before login (Kafka's sasl.server.max.receive.size): bytes, not CPU.
+    sasl_server_max_receive_size: int = 512 * 1024
+    # A failed login is answered this much later (Kafka's same-named setting).
+    connection_failed_authentication_delay_ms: int = 100
     sasl_bootstrap_users_file: str | None = None  # NAME:PASSWORD lines, created at start
     inter_broker_sasl_username: str | None = None  # this broker's SCRAM login to its peers
     inter_broker_sasl_password_file: str | None = None  # ... and the file of its password
@@ -122,6 +131,8 @@ class BrokerConfig:
     tls_key_file: str | None = None  # PEM private key of tls_cert_file
     tls_ca_file: str | None = None  # PEM CAs trusted for client and peer-broker certificates
     tls_client_auth: str = "none"  # client certificates: "none", "requested" or "required"
+    # Certificate subject -> principal name (Kafka's ssl.principal.mapping.rules)
+    tls_principal_mapping_rules: str = "DEFAULT"
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
@@ -206,7 +217,7 @@ _POSITIVE = {
     "log_checkpoint_interval_ms", "num_partitions", "broker_session_timeout_ms",
     "replica_fetch_wait_max_ms", "max_unsent_response_bytes", "max_total_unsent_response_bytes",
     "group_session_timeout_ms", "group_heartbeat_interval_ms", "group_rebalance_timeout_ms",
-    "group_max_size", "sasl_authentication_timeout_ms",
+    "group_max_size", "sasl_authentication_timeout_ms", "sasl_server_max_receive_size",
 }
 
 
@@ -249,7 +260,8 @@ def _value_problems(config: BrokerConfig) -> list[str]:
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
     for name in ("max_connections_per_address", "max_connections_per_principal",
-                 "max_unauthenticated_connections"):
+                 "max_unauthenticated_connections", "max_connection_rate_per_address",
+                 "max_unauthenticated_connections_per_address"):
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
     for name in ("storage_open_files_max", "storage_index_maps_max"):
@@ -266,6 +278,8 @@ def _sasl_problems(config: BrokerConfig) -> list[str]:
     problems = [f"sasl_mechanisms: unknown mechanism {name!r} (SCRAM-SHA-256, SCRAM-SHA-512)"
                 for name in config.sasl_mechanism_list
                 if name not in ("SCRAM-SHA-256", "SCRAM-SHA-512")]
+    if config.connection_failed_authentication_delay_ms < 0:
+        problems.append("connection_failed_authentication_delay_ms must be >= 0 (0 = none)")
     if (config.sasl_mechanism_list and config.inter_broker_sasl_username is not None
             and config.inter_broker_sasl_password_file is None):
         problems.append("inter_broker_sasl_username needs inter_broker_sasl_password_file")
@@ -277,6 +291,10 @@ def _tls_problems(config: BrokerConfig) -> list[str]:
     problems = []
     if bool(config.tls_cert_file) != bool(config.tls_key_file):
         problems.append("tls_cert_file and tls_key_file go together: set both or neither")
+    try:
+        mapper(config.tls_principal_mapping_rules)
+    except MappingRulesError as exc:
+        problems.append(f"tls_principal_mapping_rules: {exc}")
     if config.tls_client_auth not in ("none", "requested", "required"):
         problems.append("tls_client_auth must be none, requested or required, got "
                         f"{config.tls_client_auth!r}")

@@ -36,15 +36,45 @@ def protected_mode_problems(config) -> list[str]:
     """Redis' protected mode: an open broker reachable beyond this host needs a yes.
 
     The authentication settings belong to the TLS and SCRAM parts; read with defaults so
-    this check stands on its own."""
-    if config.allow_anonymous or client_authentication(config):
+    this check stands on its own. The metrics endpoint has its own authentication (its web
+    config), checked here when it has none at all, and by ``metrics_protected_mode_problem``
+    once the web config is read."""
+    if config.allow_anonymous:
         return []
     problems = []
-    for name in ("listen", "kafka_listen"):
-        address = getattr(config, name, None)
-        if address is not None:
-            problems += _open_listener_problem(name, address)
+    if not client_authentication(config):
+        for name in ("listen", "kafka_listen"):
+            address = getattr(config, name, None)
+            if address is not None:
+                problems += _open_listener_problem(name, address)
+    if getattr(config, "metrics_web_config_file", None) is None:
+        problems += _open_metrics_problem(config, "no metrics_web_config_file")
     return problems
+
+
+def metrics_protected_mode_problem(config, authenticates: bool) -> list[str]:
+    """Protected mode for /metrics once its web config is read: ``authenticates`` says
+    whether it asks for basic auth or a client certificate (TLS alone lets anyone read)."""
+    if config.allow_anonymous or authenticates:
+        return []
+    return _open_metrics_problem(config, f"{config.metrics_web_config_file} asks for neither "
+                                         "basic_auth_users nor a client certificate")
+
+
+def _open_metrics_problem(config, why: str) -> list[str]:
+    address = getattr(config, "metrics_listen", None)
+    try:
+        host, port = parse_host_port(address) if address is not None else ("127.0.0.1", 0)
+    except ValueError:
+        return []  # reported above
+    if is_loopback(host):
+        return []
+    return [f"protected mode: metrics_listen = {address} serves /metrics to other hosts "
+            f"without authentication ({why}), so anyone who can reach port {port} could read "
+            f"topic and group names, rates and lags; set metrics_web_config_file with "
+            f"basic_auth_users or RequireAndVerifyClientCert (docs/security.md), listen on "
+            f"127.0.0.1, or set allow_anonymous = true (--allow-anonymous, "
+            f"TSLOG_ALLOW_ANONYMOUS=true)"]
 
 
 def _open_listener_problem(name: str, address: str) -> list[str]:

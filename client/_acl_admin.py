@@ -19,7 +19,8 @@ from .errors import error_for
 def _binding_entry(binding: AclBinding) -> dict:
     return {"resource_type": binding.resource_type, "resource_name": binding.resource_name,
             "pattern_type": binding.pattern_type, "principal": binding.principal,
-            "operation": binding.operation, "permission_type": binding.permission}
+            "operation": binding.operation, "permission_type": binding.permission,
+            "host": binding.host}
 
 
 def _filter_entry(acl_filter: AclBindingFilter) -> dict:
@@ -29,12 +30,13 @@ def _filter_entry(acl_filter: AclBindingFilter) -> dict:
             "resource_name": acl_filter.resource_name,
             "pattern_type": word(acl_filter.pattern_type),
             "principal": acl_filter.principal, "operation": word(acl_filter.operation),
-            "permission_type": word(acl_filter.permission)}
+            "permission_type": word(acl_filter.permission), "host": acl_filter.host}
 
 
 def _binding(entry: dict) -> AclBinding:
     return AclBinding(entry["principal"], entry["resource_type"], entry["resource_name"],
-                      entry["operation"], entry["permission_type"], entry["pattern_type"])
+                      entry["operation"], entry["permission_type"], entry["pattern_type"],
+                      entry.get("host", "*"))
 
 
 class AclAdmin:
@@ -54,7 +56,8 @@ class AclAdmin:
         body = await self._cluster.request(None, ApiKey.DESCRIBE_ACLS, _filter_entry(acl_filter))
         return [AclBinding(acl["principal"], resource["resource_type"],
                            resource["resource_name"], acl["operation"],
-                           acl["permission_type"], resource["pattern_type"])
+                           acl["permission_type"], resource["pattern_type"],
+                           acl.get("host", "*"))
                 for resource in body["resources"] for acl in resource["acls"]]
 
     async def delete(self, filters: list[AclBindingFilter]) -> list[AclBinding]:

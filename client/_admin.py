@@ -27,7 +27,7 @@ from ._types import (
     TopicDescription,
     TopicPartition,
 )
-from .errors import UnknownTopicOrPartitionError, error_for
+from .errors import TslogError, error_for, refused
 from ._user_admin import ScramCredentialInfo, UserAdmin
 from .security import Security
 
@@ -95,7 +95,7 @@ class AsyncAdmin:
             if code == ErrorCode.TOPIC_ALREADY_EXISTS and exist_ok:
                 return False
             if code:
-                raise error_for(code)(topic["error_message"])
+                raise _failure(code, topic["error_message"], f"create topic {name!r}")
         await self._cluster.refresh_metadata()
         return True
 
@@ -121,7 +121,8 @@ class AsyncAdmin:
         if not validate_only:
             await self._cluster.refresh_metadata()
         if failed:
-            raise error_for(failed[0]["error_code"])(failed[0]["error_message"])
+            raise _failure(failed[0]["error_code"], failed[0]["error_message"],
+                           f"create partitions of topic {failed[0]['topic']!r}")
 
     async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         body = await self._cluster.request(self._controller(), ApiKey.DELETE_TOPICS, {
@@ -129,7 +130,7 @@ class AsyncAdmin:
             "timeout_ms": timeout_ms if timeout_ms is not None else self.request_timeout_ms})
         for topic in body["topics"]:
             if topic["error_code"]:
-                raise error_for(topic["error_code"])(f"delete {topic['topic']}")
+                raise refused(topic["error_code"], f"delete topic {topic['topic']!r}")
         await self._cluster.refresh_metadata()
 
     async def list_topics(self) -> list[str]:
@@ -142,9 +143,9 @@ class AsyncAdmin:
         partitions = self._cluster.topics.get(name)
         code = self._cluster.topic_errors.get(name)
         if code:
-            raise error_for(code)(f"describe {name}")
+            raise refused(code, f"describe topic {name!r}")
         if partitions is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            raise await self._cluster.missing_topic(name)
         return TopicDescription(name, [partitions[p] for p in sorted(partitions)])
 
     async def brokers(self) -> dict[int, tuple[str, int]]:
@@ -160,7 +161,8 @@ class AsyncAdmin:
             "resources": [{"type": resource_type, "name": str(name)}]})
         (resource,) = body["resources"]
         if resource["error_code"]:
-            raise error_for(resource["error_code"])(resource["error_message"])
+            raise _failure(resource["error_code"], resource["error_message"],
+                           f"describe configs of {resource_type} {str(name)!r}")
         return {c["name"]: ConfigEntry(c["name"], c["value"], c["source"])
                 for c in resource["configs"]}
 
@@ -172,7 +174,8 @@ class AsyncAdmin:
             "validate_only": validate_only})
         for resource in body["resources"]:
             if resource["error_code"]:
-                raise error_for(resource["error_code"])(resource["error_message"])
+                raise _failure(resource["error_code"], resource["error_message"],
+                               f"alter configs of topic {name!r}")
 
     # --------------------------------------------------------------------------- offsets
 
@@ -253,3 +256,9 @@ class AsyncAdmin:
         """{name: [ScramCredentialInfo(mechanism, iterations)]} of ``names`` (None: every
         user); ResourceNotFoundError for a named user without credentials."""
         return await self._users.describe_users(None if names is None else list(names))
+
+
+def _failure(code: int, message: str | None, what: str) -> TslogError:
+    """A refused admin request's error: the broker's message if it gave one, else the
+    code's (``refused``), always after what was asked, so a denial names its object."""
+    return error_for(code)(f"{what}: {message}") if message else refused(code, what)

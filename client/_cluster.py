@@ -18,6 +18,7 @@ import logging
 import random
 import time
 
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._connection import Connection
@@ -28,6 +29,7 @@ from .errors import (
     TslogError,
     UnknownTopicOrPartitionError,
     error_for,
+    refused,
 )
 from .security import Security
 
@@ -143,14 +145,25 @@ class Cluster:
 
         Raises:
             UnknownTopicOrPartitionError: the broker does not know the topic.
+            TopicAuthorizationFailedError: this client may not see it (``missing_topic``).
         """
         partitions = self.partitions_for(topic)
         if partitions is None or self.metadata_stale():
             await self.refresh_metadata()
             partitions = self.partitions_for(topic)
         if partitions is None:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+            raise await self.missing_topic(topic)
         return partitions
+
+    async def missing_topic(self, topic: str) -> TslogError:
+        """Why ``topic`` is not in the metadata: a full listing leaves out the topics this
+        client may not describe, so asked by name the broker says TOPIC_AUTHORIZATION_FAILED
+        for those (existing or not), and "does not exist" stays for the rest."""
+        body = await self.request(None, ApiKey.METADATA, {"topics": [topic]})
+        code = next((t["error_code"] for t in body["topics"] if t["topic"] == topic), 0)
+        if code and code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return refused(code, f"topic {topic!r}")
+        return UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
 
     # ---------------------------------------------------------------------- connections
 

@@ -377,6 +377,8 @@ class AsyncConsumer(RebalancingMixin):
             fetcher.ensure_loops()
             if fetcher.errors:
                 raise fetcher.errors.popleft()
+            if self._membership is not None:
+                self._membership.raise_error()
             records = drain(fetcher)
             if records or (self._membership is not None and self._membership.plan()):
                 return records

@@ -27,7 +27,7 @@ from tslog.protocol.records import RecordColumns, decode_columns
 
 from ._offsets import group_by_topic
 from ._types import ColumnBatch, ConsumerRecord, TopicPartition
-from .errors import CorruptMessageError, TslogError, error_for
+from .errors import CorruptMessageError, TslogError, refused
 
 _FETCH = ApiKey.FETCH  # read per request (see ApiKey)
 
@@ -320,7 +320,7 @@ class Fetcher:
                     self.reset_needed.add(tp)
                     continue
                 if code:
-                    error = error_for(code)(f"fetch {tp.topic}-{tp.partition}")
+                    error = refused(code, f"fetch {tp.topic}-{tp.partition}")
                     if error.retriable:
                         refresh |= error.invalid_metadata
                         self._backoff({tp: state}, refresh=False)

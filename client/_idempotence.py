@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import logging
 
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._types import TopicPartition
-from .errors import error_for
+from .errors import TslogError, error_for, refused
 
 log = logging.getLogger("tslog.client._producer")
 
@@ -61,10 +62,17 @@ class Idempotence:
         return self.producer_id >= 0
 
     async def init(self, cluster) -> None:
-        """Get a producer id from any broker (retrying retriable failures)."""
-        body = await cluster.request(None, ApiKey.INIT_PRODUCER_ID, {})
+        """Get a producer id from any broker (retrying retriable failures). A principal
+        without the right to one (Kafka >= 2.8: Write on any topic, or ClusterAction) gets
+        ClusterAuthorizationFailedError, which fails the waiting sends at once (the sender)."""
+        try:
+            body = await cluster.request(None, ApiKey.INIT_PRODUCER_ID, {})
+        except TslogError as exc:  # a top-level refusal is raised by the connection
+            if exc.retriable:
+                raise
+            raise _explained(exc.error_code) from None
         if body["error_code"]:
-            raise error_for(body["error_code"])("InitProducerId refused")
+            raise _explained(body["error_code"])
         self.producer_id, self.producer_epoch = body["producer_id"], body["producer_epoch"]
         self.sequences.clear()
         self.confirmed.clear()
@@ -130,6 +138,18 @@ class Idempotence:
         self.producer_id = -1
         self.sequences.clear()
         self.confirmed.clear()
+
+
+def _explained(code: int) -> TslogError:
+    """InitProducerId's refusal, saying what was refused and, for a denial, what right the
+    principal lacks."""
+    if error_for(code).retriable:
+        return error_for(code)("InitProducerId refused")
+    error = refused(code, "idempotent producer id (InitProducerId)")
+    if error.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        error = type(error)(f"{error}: the principal needs Write on a topic (Kafka's "
+                            "IdempotentWrite), or ClusterAction on the cluster")
+    return error
 
 
 def require_acks_all(acks: int) -> None:

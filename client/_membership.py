@@ -23,7 +23,7 @@ from ._cluster import Cluster
 from ._group_coordinator import MOVED, GroupCoordinators
 from ._offsets import group_by_topic
 from ._types import TopicPartition
-from .errors import TslogError, error_for
+from .errors import TslogError, error_for, refused
 
 log = logging.getLogger("tslog.client.groups")
 
@@ -80,6 +80,10 @@ def commit_codes(answer: dict) -> list[int]:
     return [p["error_code"] for t in answer["topics"] for p in t["partitions"]]
 
 
+# Denials of a heartbeat: the group (Read), or a subscribed topic (Describe).
+DENIED = frozenset({ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+
+
 class GroupMembership:
     """Owner: the consumer's event loop. ``start`` it once a loop runs; ``leave`` to stop."""
 
@@ -123,6 +127,11 @@ class GroupMembership:
         if now >= self._last_poll + self._max_poll_s:
             self._wake.set()  # the heartbeat task waits for this poll
         self._last_poll = now
+        self.raise_error()
+
+    def raise_error(self) -> None:
+        """Raise (once) the fatal error the heartbeat task met, e.g. a denial of a subscribed
+        topic: a poll waiting for its first assignment raises it as soon as it arrives."""
         if self.error is not None:
             error, self.error = self.error, None
             raise error
@@ -226,6 +235,9 @@ class GroupMembership:
                     return
                 if exc.error_code in MOVED:  # ask FindCoordinator again on the next try
                     self._coordinators.forget(self.group_id)
+                if exc.error_code in DENIED:  # name what was denied, not just the code
+                    raise refused(exc.error_code, f"group {self.group_id!r} subscribed to "
+                                  f"{', '.join(map(repr, topics))}") from None
                 raise
             self._sent_topics = topics
             self.member_id = answer["member_id"]

@@ -106,8 +106,17 @@ class SenderMixin:
             try:
                 await self._idempotence.init(self._cluster)
             except TslogError as exc:
-                log.debug("InitProducerId failed: %r", exc)
-                await asyncio.sleep(self._cluster.backoff_s(0))
+                if exc.retriable:
+                    log.debug("InitProducerId failed: %r", exc)
+                    await asyncio.sleep(self._cluster.backoff_s(0))
+                    return
+                # A denial (or another lasting refusal): every waiting send fails with it
+                # now, not at its delivery timeout; a later send asks again, once a second
+                # at most (an ACL may have been added meanwhile).
+                log.warning("producer id refused: %s", exc)
+                with self._accumulator.lock:
+                    self._accumulator.abort_all(exc)
+                await asyncio.sleep(self._cluster.retry_backoff_max_ms / 1000)
             finally:
                 self._wake()
 

@@ -132,7 +132,8 @@ class AclBinding(NamedTuple):
     """One ACL (docs/security.md): ``principal`` ("User:alice", "User:*") is allowed or
     denied ``operation`` on resources of ``resource_type`` ("topic", "group", "cluster")
     named ``resource_name`` ("*" = all) literally or, with ``pattern_type`` "prefixed", by
-    prefix. The cluster resource is named "kafka-cluster"."""
+    prefix, when connected from ``host`` (an IP address, or "*": any). The cluster resource
+    is named "kafka-cluster"."""
 
     principal: str
     resource_type: str
@@ -140,6 +141,7 @@ class AclBinding(NamedTuple):
     operation: str
     permission: str = "allow"
     pattern_type: str = "literal"
+    host: str = "*"
 
 
 class AclBindingFilter(NamedTuple):
@@ -152,3 +154,4 @@ class AclBindingFilter(NamedTuple):
     operation: str | None = None
     permission: str | None = None
     pattern_type: str | None = None
+    host: str | None = None

@@ -47,6 +47,9 @@ def _change_options(parser: argparse.ArgumentParser) -> None:
                         help="User:<name> (or User:* for everyone) to deny; repeatable")
     parser.add_argument("--operation", action="append", default=[], choices=OPERATIONS,
                         help="the operation allowed or denied; repeatable")
+    parser.add_argument("--host", default=None, metavar="ADDRESS",
+                        help="only for clients connecting from this IP address (Kafka's "
+                             "--allow-host/--deny-host); default: any host")
     _resource_options(parser, required=True)
 
 
@@ -90,7 +93,8 @@ def _add(args) -> None:
         raise UsageError("acls add needs --allow-principal or --deny-principal, and "
                          "--operation")
     pattern = "prefixed" if args.prefixed else "literal"
-    bindings = [AclBinding(principal, kind, name, operation, permission, pattern)
+    bindings = [AclBinding(principal, kind, name, operation, permission, pattern,
+                           args.host or "*")
                 for principal, permission in _principals(args) for operation in args.operation]
     with Admin(args.bootstrap, security=args.security) as admin:
         admin.create_acls(bindings)
@@ -103,7 +107,8 @@ def _remove(args) -> None:
     pattern = "prefixed" if args.prefixed else "literal"
     operations = args.operation or [None]
     principals = _principals(args) or [(None, None)]
-    filters = [AclBindingFilter(principal, kind, name, operation, permission, pattern)
+    filters = [AclBindingFilter(principal, kind, name, operation, permission, pattern,
+                                args.host)
                for principal, permission in principals for operation in operations]
     with Admin(args.bootstrap, security=args.security) as admin:
         removed = admin.delete_acls(filters)
@@ -124,6 +129,8 @@ def _list(args) -> None:
 
 
 def _line(b: AclBinding) -> str:
-    """``User:alice allow Read topic a (prefixed)``"""
+    """``User:alice allow Read topic a (prefixed)``, then `` from 10.0.0.7`` for a binding
+    that names a host."""
+    where = "" if b.host == "*" else f" from {b.host}"
     return (f"{b.principal} {b.permission} {b.operation} {b.resource_type} "
-            f"{b.resource_name} ({b.pattern_type})")
+            f"{b.resource_name} ({b.pattern_type}){where}")

@@ -132,6 +132,15 @@ def error_for(code: int) -> type[TslogError]:
     return _BY_CODE.get(code, UnknownServerError)
 
 
+def refused(code: int, what: str) -> TslogError:
+    """The error for ``code``, its message naming what was refused, why, and the code, so a
+    denial reads as one: ``delete topic 'ta': not authorized to access this topic
+    (TOPIC_AUTHORIZATION_FAILED)``."""
+    cls = error_for(code)
+    reason = cls.error_code.message.rstrip(".")
+    return cls(f"{what}: {reason[:1].lower()}{reason[1:]} ({cls.error_code.name})")
+
+
 def raise_for(code: int, message: str | None = None) -> None:
     """Raise the exception for ``code`` unless it is NONE (0)."""
     if code:
@@ -140,5 +149,5 @@ def raise_for(code: int, message: str | None = None) -> None:
 
 __all__ = (["TslogError", "ClientClosedError", "BufferFullError", "DeliveryTimeoutError",
             "FlushTimeoutError",
-            "InvalidResponseError", "TlsError", "error_for", "raise_for"]
+            "InvalidResponseError", "TlsError", "error_for", "raise_for", "refused"]
            + sorted(cls.__name__ for cls in _BY_CODE.values()))

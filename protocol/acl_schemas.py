@@ -1,10 +1,11 @@
 """Request and response schemas of the ACL APIs: DescribeAcls (29), CreateAcls (30),
 DeleteAcls (31), Kafka's api keys.
 
-Kafka's fields in snake case, without the ``host`` of a binding (tslog's ACLs do not name
-client hosts) and with Kafka's enum values spelled as words: resource types ``topic``,
-``group``, ``cluster``; pattern types ``literal``, ``prefixed``; operations as Kafka names
-them (``Read``, ``DescribeConfigs``, ...); permissions ``allow``, ``deny``. In a filter
+Kafka's fields in snake case (a binding's ``host`` is optional: absent means ``*``, any host;
+in a filter, absent or null matches every host) and with Kafka's enum values spelled as
+words: resource types ``topic``, ``group``, ``cluster``; pattern types ``literal``,
+``prefixed``; operations as Kafka names them (``Read``, ``DescribeConfigs``, ...); permissions
+``allow``, ``deny``. In a filter
 (DescribeAcls, DeleteAcls) ``"any"`` matches every value of a field and a null name or
 principal every name; pattern type ``"match"`` selects every binding that applies to the
 named resource (literal, ``*`` and prefixes), as Kafka's MATCH. ``messages.py`` merges these
@@ -32,7 +33,8 @@ _BINDING = Struct({
     "principal": STR,
     "operation": Choice(*OPERATIONS),
     "permission_type": Choice(*PERMISSIONS),
-})
+    "host": STR,
+}, optional=frozenset({"host"}))
 
 _FILTER = Struct({
     "resource_type": Choice("any", *RESOURCE_TYPES),
@@ -41,7 +43,8 @@ _FILTER = Struct({
     "principal": NULLABLE_STR,
     "operation": Choice("any", *OPERATIONS),
     "permission_type": Choice("any", *PERMISSIONS),
-})
+    "host": NULLABLE_STR,
+}, optional=frozenset({"host"}))
 
 ACL_REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
     (DESCRIBE_ACLS, 0): _FILTER,
@@ -56,7 +59,8 @@ ACL_RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
         "resources": ListOf(Struct({
             "resource_type": STR, "resource_name": STR, "pattern_type": STR,
             "acls": ListOf(Struct({"principal": STR, "operation": STR,
-                                   "permission_type": STR})),
+                                   "permission_type": STR, "host": STR},
+                                  optional=frozenset({"host"}))),
         })),
     }),
     (CREATE_ACLS, 0): Struct({

@@ -17,6 +17,7 @@ _KAFKA_MAX_API_KEY = 100  # Kafka's keys run from 0 to the 70s
 _KAFKA_MAX_VERSION = 30
 # What clients send first: ApiVersions (every modern client), Metadata (old clients, or a
 # client told its broker version), the SASL handshake (a client configured for SASL).
+_CLIENT_ID_SHOWN = 64  # bytes of a foreign client's id quoted in the broker's log
 _KAFKA_API_NAMES = {18: "ApiVersions", 3: "Metadata", 17: "SaslHandshake", 36: "SaslAuthenticate"}
 
 
@@ -32,6 +33,8 @@ def describe_kafka_request(body) -> str | None:
         return None
     name = _KAFKA_API_NAMES.get(api_key, f"api key {api_key}")
     start = _KAFKA_HEADER.size
+    shown = min(client_id_length, _CLIENT_ID_SHOWN)  # logged: a bounded prefix only
     client = ("" if client_id_length <= 0 else
-              f" (client id {bytes(body[start:start + client_id_length]).decode('utf-8', 'replace')!r})")
+              f" (client id {bytes(body[start:start + shown]).decode('utf-8', 'replace')!r}"
+              f"{'...' if shown < client_id_length else ''})")
     return f"Kafka's {name} v{version} request{client}"

@@ -51,6 +51,16 @@ def _type_name(value) -> str:
     return "nil" if value is None else type(value).__name__
 
 
+SHOWN_CHARS = 64
+
+
+def _shown(value) -> str:
+    """A value a peer sent, for an error message (logged, and sent back): its repr cut to
+    ``SHOWN_CHARS`` characters, so a megabyte of it never reaches a log line or the wire."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} chars)"
+
+
 class Schema:
     """Base of all schema nodes; ``check`` raises SchemaError or returns None."""
 
@@ -91,7 +101,7 @@ class Choice(Schema):
         ):
             raise SchemaError(f"expected {self.kind.__name__}, got {_type_name(value)}")
         if value not in self.values:
-            raise SchemaError(f"{value!r} is not one of {sorted(self.values)}")
+            raise SchemaError(f"{_shown(value)} is not one of {sorted(self.values)}")
 
 
 class Str(Schema):
@@ -162,7 +172,7 @@ class MapOf(Schema):
         check = self.value.check
         for key, item in value.items():
             if type(key) is not str:
-                raise SchemaError(f"map key {key!r} is not a str")
+                raise SchemaError(f"map key {_shown(key)} is not a str")
             try:
                 check(item)
             except SchemaError as exc:
@@ -209,7 +219,7 @@ class Struct(Schema):
         for key, item in value.items():
             schema = fields.get(key) if type(key) is str else None
             if schema is None:
-                raise SchemaError(f"unknown key {key!r}")
+                raise SchemaError(f"unknown key {_shown(key)}")
             try:
                 schema.check(item)
             except SchemaError as exc:

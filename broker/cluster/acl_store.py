@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 
-from ..security.acl import AclBinding, Authorizer
+from ..security.acl import ANY_HOST, AclBinding, Authorizer
 from .etcd import Etcd, EtcdError, PrefixFollower, WatchEvent
 
 log = logging.getLogger("tslog.broker.security")
@@ -25,7 +25,10 @@ MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 
 
 def _encode(binding: AclBinding) -> bytes:
-    return json.dumps(list(binding)).encode()
+    """The binding as a JSON array; without its host when that is "*", so bindings stored
+    before ACLs had hosts keep their keys (``binding_key_suffix``) and decode the same."""
+    fields = list(binding) if binding.host != ANY_HOST else list(binding)[:-1]
+    return json.dumps(fields).encode()
 
 
 def binding_key_suffix(binding: AclBinding) -> str:

@@ -87,10 +87,19 @@ GROUP_COMMITS = LoopCounter(
     "tslog_consumer_group_commits_total",
     "OffsetCommit requests whose offsets were stored, per group (refused ones are in "
     "tslog_request_errors_total).", ("group",))
+FAILED_LOGINS = LoopCounter(
+    "tslog_failed_logins_total",
+    "SASL logins that failed, per mechanism and reason (security_metrics.py: bounded sets; "
+    "never the claimed user name).", ("mechanism", "reason"))
+DENIED_REQUESTS = LoopCounter(
+    "tslog_denied_requests_total",
+    "Requests the authorizer denied in whole or in part, per principal and API (principals "
+    "past the first 100 seen are counted as \"other\").", ("principal", "api"))
 LOOP_FAMILIES = (
     REQUESTS, REQUEST_ERRORS, REQUEST_DURATION, PRODUCED_RECORDS, PRODUCED_BYTES,
     FETCHED_RECORDS, FETCHED_BYTES, END_TO_END_LATENCY, TIME_LOOKUP_DURATION,
-    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS, GROUP_COMMITS)
+    TIME_LOOKUP_SCANNED_BYTES, REFUSED_REQUESTS, GROUP_COMMITS, FAILED_LOGINS,
+    DENIED_REQUESTS)
 
 RECOVERY_DURATION = Gauge(
     "tslog_recovery_duration_seconds",
@@ -105,7 +114,8 @@ OPEN_CONNECTIONS = Gauge("tslog_open_connections", "Client connections open now.
 REFUSAL_REASONS = ("bad_frame", "oversize_frame", "unknown_api", "unsupported_version",
                    "invalid_request", "too_many_connections", "idle_timeout",
                    "connections_per_address", "connections_per_principal",
-                   "unauthenticated_connections")
+                   "unauthenticated_connections", "unauthenticated_connections_per_address",
+                   "connection_rate_per_address")
 REFUSED = {reason: REFUSED_REQUESTS.labels(reason) for reason in REFUSAL_REASONS}
 
 

@@ -57,6 +57,12 @@ class WebConfig:
     tls: ssl.SSLContext | None = None
     users: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
+    @property
+    def authenticates(self) -> bool:
+        """Whether a scraper must prove who it is: basic auth, or a verified certificate."""
+        return bool(self.users) or (self.tls is not None
+                                    and self.tls.verify_mode == ssl.CERT_REQUIRED)
+
     def check(self, username: str, password: str) -> bool:
         """True if the password matches the user's bcrypt hash (bcrypt's constant-time
         check). An unknown user costs a check against the first hash too, so the time

@@ -1,8 +1,10 @@
 """ACLs and their evaluation, as Kafka's StandardAuthorizer decides (pure: no I/O).
 
-A binding says: this principal (or ``User:*``, everyone) is allowed or denied this operation
-on resources of one type (topic, group, cluster) named literally (``*`` = every one of the
-type) or by prefix. A check asks: may ``principal`` do ``operation`` on this one resource?
+A binding says: this principal (or ``User:*``, everyone), connecting from this host (an IP
+address, or ``*``: any), is allowed or denied this operation on resources of one type (topic,
+group, cluster) named literally (``*`` = every one of the type) or by prefix. A check asks:
+may ``principal``, connected from ``host``, do ``operation`` on this one resource? A binding
+naming a host applies only to connections from that address (Kafka's ACL host).
 
 The rules, in order (Kafka's):
 1. A super user (``super_users``) may do everything.
@@ -23,6 +25,7 @@ remembered until the ACLs change (a client asks about the same topics again and 
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
@@ -32,6 +35,7 @@ from . import ANONYMOUS
 
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_RESOURCE = "*"
+ANY_HOST = "*"
 CLUSTER_NAME = "kafka-cluster"  # the one cluster resource's name, as Kafka names it
 
 _DECIDED_MAX = 100_000  # remembered answers; forgotten all at once beyond this
@@ -54,6 +58,10 @@ class AclBinding(NamedTuple):
     resource_name: str
     operation: str
     permission: str
+    host: str = ANY_HOST  # the client's IP address, or "*" (any)
+
+    def applies_from(self, host: str) -> bool:
+        return self.host == ANY_HOST or self.host == host
 
     def resource_matches(self, name: str) -> bool:
         if self.pattern_type == "prefixed":
@@ -79,7 +87,16 @@ def binding_problem(binding: AclBinding) -> str | None:
         return f"the cluster resource is named {CLUSTER_NAME!r}"
     if binding.pattern_type == "prefixed" and binding.resource_name == WILDCARD_RESOURCE:
         return "a prefixed pattern cannot be '*' (use a literal '*' for every resource)"
+    if binding.host != ANY_HOST and not _is_address(binding.host):
+        return f"host {binding.host!r} is not an IP address or '*'"
     return None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        return str(ipaddress.ip_address(host)) == host  # canonical form: matches peers'
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -94,9 +111,12 @@ class AclFilter:
     resource_name: str | None = None
     operation: str | None = None
     permission: str | None = None
+    host: str | None = None
 
     def matches(self, binding: AclBinding) -> bool:
         if self.principal is not None and binding.principal != self.principal:
+            return False
+        if self.host is not None and binding.host != self.host:
             return False
         if self.resource_type is not None and binding.resource_type != self.resource_type:
             return False
@@ -161,23 +181,30 @@ class Authorizer:
         for entry in index.values():
             entry.prefix_lengths = tuple(sorted({len(p) for p in entry.prefixed}))
         self.bindings, self._index = bindings, index
-        self._decided: dict[tuple[str, str, str, str], bool] = {}
+        # Whether any binding names a host: if none does, the host never changes an answer,
+        # and answers are remembered without it (fewer entries: one per principal, not per
+        # connection address).
+        self.hosts_named = any(b.host != ANY_HOST for b in bindings)
+        self._decided: dict[tuple[str, str, str, str, str], bool] = {}
 
     def authorize(self, principal: str, operation: str, resource_type: str,
-                  name: str) -> bool:
+                  name: str, host: str = ANY_HOST) -> bool:
         """May ``principal`` do ``operation`` on the resource? (The rules in the docstring.)
         Answers are remembered until the ACLs change: a client asks about the same few
         topics request after request, and a remembered answer is one dict lookup."""
-        key = (principal, operation, resource_type, name)
+        if not self.hosts_named:
+            host = ANY_HOST
+        key = (principal, operation, resource_type, name, host)
         decided = self._decided.get(key)
         if decided is None:
-            decided = self._decide(principal, operation, resource_type, name)
+            decided = self._decide(principal, operation, resource_type, name, host)
             if len(self._decided) >= _DECIDED_MAX:
                 self._decided.clear()
             self._decided[key] = decided
         return decided
 
-    def _decide(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
+    def _decide(self, principal: str, operation: str, resource_type: str, name: str,
+                host: str) -> bool:
         if principal in self.super_users:
             return True
         matching = self._index[resource_type].matching(name)
@@ -188,6 +215,8 @@ class Authorizer:
         for binding in matching:
             if binding.principal != principal and binding.principal != WILDCARD_PRINCIPAL:
                 continue
+            if not binding.applies_from(host):
+                continue
             if binding.permission == "deny":
                 if binding.operation == operation or binding.operation == "All":
                     return False
@@ -195,7 +224,8 @@ class Authorizer:
                 allowed = True
         return allowed
 
-    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
+    def authorize_any(self, principal: str, operation: str, resource_type: str,
+                      host: str = ANY_HOST) -> bool:
         """May ``principal`` do ``operation`` on at least one resource of the type? (Kafka's
         ``authorizeByResourceType``, for InitProducerId's "Write on any topic".) True when an
         allow binding exists that no deny binding of the principal covers entirely."""
@@ -203,7 +233,8 @@ class Authorizer:
             return True
         entry = self._index[resource_type]
         every = [b for table in (entry.literal, entry.prefixed) for bs in table.values()
-                 for b in bs if b.principal in (principal, WILDCARD_PRINCIPAL)]
+                 for b in bs if b.principal in (principal, WILDCARD_PRINCIPAL)
+                 and b.applies_from(host)]
         if not entry.literal and not entry.prefixed:
             return self.allow_if_no_acl
         granted_by = _GRANTED_BY[operation]

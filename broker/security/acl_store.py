@@ -1,7 +1,8 @@
 """Where a single broker keeps its ACLs, and the service every ACL change goes through.
 
 Single node: ``DATA_DIR/__meta/acls.json``, ``{"version": 1, "acls": [[principal,
-resource_type, pattern_type, resource_name, operation, permission], ...]}``, replaced
+resource_type, pattern_type, resource_name, operation, permission(, host)], ...]}`` (the
+host only when a binding names one), replaced
 atomically (temp file, fsync, rename) like the group offsets' files, so a crash leaves the
 old set or the new one. A cluster keeps them in etcd instead
 (``cluster.acl_store.EtcdAclStore``, the same ``add``/``remove``).
@@ -23,7 +24,7 @@ from tslog.protocol.errors import ErrorCode
 
 from ..metadata import META_DIR
 from ..storage.files import write_atomically
-from .acl import AclBinding, AclFilter, Authorizer, binding_problem
+from .acl import ANY_HOST, AclBinding, AclFilter, Authorizer, binding_problem
 
 log = logging.getLogger("tslog.broker.security")
 
@@ -61,7 +62,7 @@ class LocalAclStore:
     def _write(self, bindings: frozenset[AclBinding]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, json.dumps(
-            {"version": 1, "acls": sorted(list(b) for b in bindings)}, indent=1).encode())
+            {"version": 1, "acls": sorted(_row(b) for b in bindings)}, indent=1).encode())
 
     async def _replace(self, bindings: frozenset[AclBinding]) -> None:
         await asyncio.to_thread(self._write, bindings)
@@ -119,3 +120,8 @@ class AclService:
     async def close(self) -> None:
         if self.store is not None:
             await self.store.close()
+
+
+def _row(binding: AclBinding) -> list[str]:
+    """A binding as stored: its host only when it names one (older files have none)."""
+    return list(binding) if binding.host != ANY_HOST else list(binding)[:-1]

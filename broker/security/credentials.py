@@ -40,11 +40,14 @@ from tslog.protocol.sasl import MECHANISMS, hash_name
 
 from ..metadata import META_DIR
 from ..storage.files import write_atomically
+from .decoy import DECOY_ITERATIONS, SECRET_BYTES, new_secret
 
 log = logging.getLogger("tslog.broker.security")
 
 CREDENTIALS_FILE = "scram_credentials.json"
-BOOTSTRAP_ITERATIONS = 8192
+DECOY_SECRET_FILE = "scram_decoy_secret"  # the decoy salts' secret (``decoy.py``)
+SECRET_MODE = 0o600  # files holding credentials or secrets: the broker's user only
+BOOTSTRAP_ITERATIONS = DECOY_ITERATIONS
 
 Users = dict[str, dict[str, "ScramCredential"]]
 
@@ -119,6 +122,9 @@ class CredentialStore(abc.ABC):
     def __init__(self) -> None:
         self.users: Users = {}
         self._changing = asyncio.Lock()
+        # The decoy salts' secret: this process's until the store loads its persistent one
+        # (``LocalCredentialStore.load_decoy_secret``, the etcd store's ``start``).
+        self.decoy_secret = new_secret()
 
     def lookup(self, name: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(name, {}).get(mechanism)
@@ -186,8 +192,23 @@ class LocalCredentialStore(CredentialStore):
         super().__init__()
         self.path = Path(data_dir) / META_DIR / CREDENTIALS_FILE
         if self.path.exists():
+            _private(self.path)
             data = json.loads(self.path.read_text())
             self.users = {name: _decode_user(value) for name, value in data.items()}
+
+    def load_decoy_secret(self) -> None:
+        """Read the decoy salts' secret from the data directory, made there (mode 0600) on
+        first use: unknown names keep their salts across restarts. Blocking file I/O: call
+        it before serving (``Broker.open`` runs in a worker thread)."""
+        path = self.path.with_name(DECOY_SECRET_FILE)
+        if path.exists():
+            _private(path)
+            secret = path.read_bytes()
+            if len(secret) == SECRET_BYTES:
+                self.decoy_secret = secret
+                return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, self.decoy_secret, mode=SECRET_MODE)
 
     async def _store(self, users: Users, names: set[str]) -> None:
         data = json.dumps({name: _encode_user(value) for name, value in users.items()},
@@ -196,4 +217,11 @@ class LocalCredentialStore(CredentialStore):
 
     def _write(self, data: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path, data)
+        write_atomically(self.path, data, mode=SECRET_MODE)
+
+
+def _private(path: Path) -> None:
+    """A credentials file readable by others (written by an older version): 0600 now."""
+    if path.stat().st_mode & 0o077:
+        path.chmod(SECRET_MODE)
+        log.warning("%s was readable by other users; its mode is 0600 now", path)

@@ -5,6 +5,10 @@ salt, keys, iterations), so creating, rotating or deleting a user is one etcd wr
 broker loads the prefix at start and follows it with a watch (``follow_prefix``, which
 re-reads the whole prefix after a broken watch), so its map is the cluster's within the
 watch's delay; the broker that wrote a change applies it to its own map at once.
+
+The decoy salts' secret (``decoy.py``) is ``/<cluster>/scram_decoy_secret``, written once by
+whichever broker starts first (a transaction: only if absent), so every broker gives an
+unknown name the same salt.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import logging
 
 from ..cluster.etcd import Etcd, PrefixFollower, WatchEvent
 from .credentials import CredentialStore, ScramCredential, _decode_user, _encode_user
+from .decoy import new_secret
 
 log = logging.getLogger("tslog.broker.security")
 
@@ -25,6 +30,16 @@ class EtcdCredentialStore(PrefixFollower, CredentialStore):
         super().__init__()
         self.etcd = etcd
         self.prefix = cluster_prefix + "scram_credentials/"
+        self.decoy_key = cluster_prefix + "scram_decoy_secret"
+
+    async def start(self) -> None:
+        """Load and follow the users, and take the cluster's decoy secret (made if none)."""
+        await super().start()
+        etcd, key = self.etcd, self.decoy_key
+        await etcd.txn([etcd.absent(key)], [etcd.put(key, new_secret())])
+        stored = await etcd.get(key)
+        if stored is not None:
+            self.decoy_secret = stored.value
 
     async def _resync(self) -> int:
         revision, kvs = await self.etcd.get_prefix(self.prefix)

@@ -24,8 +24,9 @@ from typing import Any, Callable
 
 from tslog.protocol.errors import ErrorCode
 
+from ..metrics import security_metrics
 from . import ANONYMOUS
-from .acl import CLUSTER_NAME, Authorizer
+from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
 
 __all__ = ["ANONYMOUS", "RULES", "RequestGate", "decide"]
 
@@ -38,12 +39,14 @@ class Partial:
     """Run the handler on ``body`` (None: do not run it, start from ``empty``), then
     ``merge`` the denied entries into its response."""
 
-    __slots__ = ("body", "merge", "empty")
+    __slots__ = ("body", "merge", "empty", "denied")
 
-    def __init__(self, body: dict | None, merge: Callable[[dict], dict], empty: dict) -> None:
+    def __init__(self, body: dict | None, merge: Callable[[dict], dict], empty: dict,
+                 denied: bool = True) -> None:
         self.body = body
         self.merge = merge
         self.empty = empty
+        self.denied = denied  # False: a listing that only hides (not counted as a denial)
 
 
 Rule = Callable[[Authorizer, str, dict], Any]
@@ -165,7 +168,8 @@ def _metadata(authz: Authorizer, principal: str, body: dict):
     def describable(name: str) -> bool:
         return authz.authorize(principal, "Describe", "topic", name)
     if body["topics"] is None:  # every topic: hide the ones not describable
-        return Partial(body, _keeping("topics", lambda t: t["topic"], describable), {})
+        return Partial(body, _keeping("topics", lambda t: t["topic"], describable), {},
+                       denied=False)
     kept, denied = _split(body["topics"], lambda name: name, describable)
     if not denied:
         return None
@@ -235,7 +239,7 @@ def _offset_fetch(authz: Authorizer, principal: str, body: dict):
     if body["topics"] is None:  # every committed offset: hide topics not describable
         return Partial(body, _keeping("topics", lambda t: t["topic"], lambda name:
                                       authz.authorize(principal, "Describe", "topic", name)),
-                       {})
+                       {}, denied=False)
     return _fetch_offset_topics(authz, principal, body)
 
 
@@ -248,7 +252,8 @@ def _list_groups(authz: Authorizer, principal: str, body: dict):
     if authz.authorize(principal, "Describe", "cluster", CLUSTER_NAME):
         return None
     return Partial(body, _keeping("groups", lambda g: g["group_id"], lambda name:
-                                  authz.authorize(principal, "Describe", "group", name)), {})
+                                  authz.authorize(principal, "Describe", "group", name)), {},
+                   denied=False)
 
 
 _delete_groups = _named("Delete", "group", "groups", "results",
@@ -319,6 +324,8 @@ def decide(authz: Authorizer, api_key: int, principal: str, body: dict,
     verdict = RULES[api_key](authz, principal, body)
     if verdict is None:
         return handler(body)
+    if type(verdict) is dict or verdict.denied:
+        security_metrics.denied(principal, api_key)
     if type(verdict) is dict:
         return verdict
     if verdict.body is None:
@@ -333,13 +340,35 @@ async def _merged_later(awaitable, merge: Callable[[dict], dict]) -> dict:
     return merge(await awaitable)
 
 
+class _FromHost:
+    """The authorizer as the rules see it for one connection: every check is made for the
+    address the connection comes from (ACLs may name a host), read from its ``peer``."""
+
+    __slots__ = ("authz", "connection")
+
+    def __init__(self, authz: Authorizer, connection) -> None:
+        self.authz = authz
+        self.connection = connection
+
+    def _host(self) -> str:
+        if not self.authz.hosts_named:  # no ACL names a host: it cannot change an answer
+            return ANY_HOST
+        return self.connection.peer.rsplit(":", 1)[0]
+
+    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
+        return self.authz.authorize(principal, operation, resource_type, name, self._host())
+
+    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
+        return self.authz.authorize_any(principal, operation, resource_type, self._host())
+
+
 class _Gated:
     """One api key's handler behind the gate, for one connection."""
 
     __slots__ = ("authz", "api_key", "handler", "connection")
 
     def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
-        self.authz = authz
+        self.authz = _FromHost(authz, connection)
         self.api_key = api_key
         self.handler = handler
         self.connection = connection

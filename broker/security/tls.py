@@ -24,12 +24,16 @@ import ssl
 from typing import Any
 
 from . import ANONYMOUS
+from .principal_mapping import mapper
 
 log = logging.getLogger("tslog.broker.security")
 
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
                "required": ssl.CERT_REQUIRED}
 HANDSHAKE_TIMEOUT_S = 10.0  # a client that connects and never finishes the handshake
+# How long a TLS close waits for the client's close_notify before aborting (asyncio's
+# default is 30 s): a client that never answers must not hold its socket that long.
+SHUTDOWN_TIMEOUT_S = 2.0
 
 # OpenSSL's long attribute names (``getpeercert``) -> RFC 2253/4514 short names.
 _SHORT_NAMES = {
@@ -87,6 +91,15 @@ def _fill_server(context: ssl.SSLContext, config: Any) -> None:
     _load_cert_chain(context, config.tls_cert_file, config.tls_key_file)
     if config.tls_ca_file:
         _load_ca(context, config.tls_ca_file)
+
+
+def server_timeouts(server_ssl: ssl.SSLContext | None) -> dict:
+    """``create_server``'s TLS timeouts (none for plain TCP): the handshake's, and the
+    close's, so that a client that never answers our close frees its socket soon."""
+    if server_ssl is None:
+        return {}
+    return {"ssl_handshake_timeout": HANDSHAKE_TIMEOUT_S,
+            "ssl_shutdown_timeout": SHUTDOWN_TIMEOUT_S}
 
 
 def server_context(config: Any) -> ssl.SSLContext | None:
@@ -169,12 +182,20 @@ def subject_dn(subject: tuple) -> str:
     return ",".join(rdns)
 
 
-def certificate_principal(transport: Any, peer: str) -> str:
-    """``User:<subject DN>`` when the handshake gave a verified client certificate, else
-    ``ANONYMOUS`` (plain TCP, or TLS without a client certificate). Logs the authentication."""
+def certificate_principal(transport: Any, peer: str, rules: str = "DEFAULT") -> str | None:
+    """``User:<name>`` when the handshake gave a verified client certificate, the name being
+    its subject DN mapped by ``rules`` (``tls_principal_mapping_rules``), else ``ANONYMOUS``
+    (plain TCP, or TLS without a client certificate). None, logged: no rule maps the
+    subject, and the connection is to be refused. Logs the authentication."""
     cert = transport.get_extra_info("peercert")
     if not cert or not cert.get("subject"):
         return ANONYMOUS
-    principal = "User:" + subject_dn(cert["subject"])
+    subject = subject_dn(cert["subject"])
+    name = mapper(rules).name(subject)
+    if name is None:
+        log.warning("%s: certificate subject %s matches no tls_principal_mapping_rules rule; "
+                    "refusing the connection", peer, subject)
+        return None
+    principal = "User:" + name
     log.info("%s authenticated as %s", peer, principal)
     return principal

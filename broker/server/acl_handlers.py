@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from tslog.protocol.errors import ErrorCode
 
-from ..security.acl import AclBinding, AclFilter
+from ..security.acl import ANY_HOST, AclBinding, AclFilter
 from .services import AclApis
 
 
 def _binding(entry: dict) -> AclBinding:
     return AclBinding(entry["principal"], entry["resource_type"], entry["pattern_type"],
-                      entry["resource_name"], entry["operation"], entry["permission_type"])
+                      entry["resource_name"], entry["operation"], entry["permission_type"],
+                      entry.get("host", ANY_HOST))
 
 
 def _filter(entry: dict) -> AclFilter:
@@ -26,13 +27,15 @@ def _filter(entry: dict) -> AclFilter:
         return None if value == "any" else value
     return AclFilter(principal=entry["principal"], resource_type=field("resource_type"),
                      pattern_type=field("pattern_type"), resource_name=entry["resource_name"],
-                     operation=field("operation"), permission=field("permission_type"))
+                     operation=field("operation"), permission=field("permission_type"),
+                     host=entry.get("host"))
 
 
 def binding_entry(binding: AclBinding) -> dict:
     return {"resource_type": binding.resource_type, "resource_name": binding.resource_name,
             "pattern_type": binding.pattern_type, "principal": binding.principal,
-            "operation": binding.operation, "permission_type": binding.permission}
+            "operation": binding.operation, "permission_type": binding.permission,
+            "host": binding.host}
 
 
 def handle_describe_acls(services: AclApis, body: dict) -> dict:
@@ -40,7 +43,7 @@ def handle_describe_acls(services: AclApis, body: dict) -> dict:
     for b in services.acls.describe(_filter(body)):
         resources.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
             {"principal": b.principal, "operation": b.operation,
-             "permission_type": b.permission})
+             "permission_type": b.permission, "host": b.host})
     return {"error_code": 0, "error_message": None, "resources": [
         {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": acls}
         for (kind, name, pattern), acls in sorted(resources.items())]}

@@ -60,7 +60,7 @@ from ..config import BrokerConfig
 from ..metrics.definitions import REFUSED, api_metrics
 from ..metrics.observe import finish_request
 from ..security.request_gate import RequestGate
-from .connection_registry import MAX_PENDING_REFUSALS, REFUSAL_WAIT_S, ConnectionRegistry, Refusal
+from .connection_registry import REFUSAL_WAIT_S, ConnectionRegistry, Refusal
 from ..security.sasl_session import SASL_APIS, SaslSession
 from ..security.tls import certificate_principal
 from .dispatch import Dispatch
@@ -69,6 +69,7 @@ from .idle_poll import IdlePoller
 log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
+_PRE_LOGIN = " (sasl_server_max_receive_size: not logged in yet)"
 _FETCH = ApiKey.FETCH  # read per request (see ApiKey)
 # The receive scratch of each connection: 1000-record Produce requests (~116 KB) arrive about
 # two per read; with 64 KiB each took two reads (measured: 20 % more broker CPU). Not zeroed
@@ -116,6 +117,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self.max_in_flight = config.max_in_flight_requests
         self.max_unsent = config.max_unsent_response_bytes
         self.idle_s = config.connections_max_idle_ms / 1000
+        self._rules = config.tls_principal_mapping_rules
         self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
                                     record_views=True, allocate=unzeroed_buffer,
                                     scratch_bytes=RECEIVE_SCRATCH_BYTES)
@@ -165,7 +167,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.principal = certificate_principal(transport, self.peer)  # mutual TLS
+        self.principal = certificate_principal(transport, self.peer, self._rules)  # mTLS
+        if self.principal is None:  # no tls_principal_mapping_rules rule (logged): refused
+            return self.abort()
         refusal = self.registry.admit(self)
         if refusal is not None:
             self.refuse(refusal)
@@ -175,7 +179,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=min(_WRITE_HIGH_BYTES, self.max_unsent // 2))
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
-        self._sasl.start(self._loop)
+        self._sasl.start(self._loop, self._receiver)
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing:
@@ -210,10 +214,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             log.warning("%s: disconnected inside a frame; dropped %d bytes of it", self.peer,
                         unfinished)
         self._cancel_running()
-        if self._refusal_handle is not None:
-            self._refusal_handle.cancel()
-            self._refusal_handle = None
-            registry.pending_refusals -= 1
+        self._end_refusal()
         if not self.closed.done():
             self.closed.set_result(None)
         if registry.waiting:
@@ -257,7 +258,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
                         event = wire.next_event()
                     except FrameTooLargeError as exc:
                         REFUSED["oversize_frame"].inc()
-                        self._close_bad(str(exc))
+                        self._close_bad(f"{exc}{'' if self.authenticated else _PRE_LOGIN}")
                         return
                     except ForeignProtocolError as exc:
                         REFUSED["bad_frame"].inc()
@@ -397,16 +398,23 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """Over a connection limit (``connection_registry``): answer the client's next
         request with TOO_MANY_CONNECTIONS, naming the limit, and close; close unanswered if
         none comes within ``REFUSAL_WAIT_S`` (the socket is not held longer), or at once
-        when ``MAX_PENDING_REFUSALS`` refused connections are already waiting (a flood)."""
+        when too many refused connections are already waiting (a flood: the registry's
+        ``hold_refusal`` logs that close)."""
         if self._closing or self._refusal is not None:
             return
-        registry = self.registry
-        if registry.pending_refusals >= MAX_PENDING_REFUSALS:
+        if not self.registry.hold_refusal(self):
             self.abort()
             return
         self._refusal = refusal
-        registry.pending_refusals += 1
         self._refusal_handle = self._loop.call_later(REFUSAL_WAIT_S, self._close)
+
+    def _end_refusal(self) -> None:
+        """The refusal is over (answered, timed out, or the connection closed): its place
+        among the waiting refusals is free at once, not when a TLS peer answers our close."""
+        if self._refusal_handle is not None:
+            self._refusal_handle.cancel()
+            self._refusal_handle = None
+            self.registry.refusal_done(self)
 
     def refusal_response(self, api_key: int) -> dict | None:
         """The answer a handler gives instead of its own once the connection was refused
@@ -443,10 +451,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._idle_handle = self._loop.call_later(delay, self._check_idle)
 
     def _close_bad(self, reason: str) -> None:
-        """Peer broke the protocol: one log line, answered requests flushed, then close."""
+        """Peer broke the protocol: one log line, answered requests flushed, then close;
+        before login, abort (a TLS close would read and decrypt the rest of its flood)."""
         log.warning("%s: closing connection: %s", self.peer, reason)
         self._write_ready()
         self._close()
+        if not self.authenticated:
+            self._transport.abort()
 
     def _close_foreign(self, reason: str) -> None:
         """Another protocol's client (Kafka's): say so once a minute per host, then close."""
@@ -466,8 +477,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if self._closing:
             return
         self._closing = True
+        self.registry.release(self)  # its slot is free now, however long a TLS close takes
         self._wire.drop_unread()
         self._cancel_running()
+        self._end_refusal()
         self._transport.close()
 
     def begin_shutdown(self) -> None:

@@ -12,9 +12,14 @@ connections from one address kept a normal consumer out, silently):
   tells clients apart;
 - ``max_unauthenticated_connections``: connections that have not authenticated yet, which
   exist only while SASL is on (``authenticated`` ends it); a flood of half-open handshakes
-  cannot crowd out the clients that did log in.
+  cannot crowd out the clients that did log in;
+- ``max_unauthenticated_connections_per_address``: the same per client IP address, so one
+  address's idle handshakes cannot take the broker-wide ones from the others (issue 38: 300
+  idle TLS connections from one address locked every other client out);
+- ``max_connection_rate_per_address``: new connections that must log in, per second per
+  address (``security/connection_rate.py``).
 
-0 turns any of the last three off. Each connection's counts are kept in its own ``_Entry``,
+0 turns any of the last five off. Each connection's counts are kept in its own ``_Entry``,
 so a release takes back exactly what was added, whatever changed in between (a principal set
 twice, authentication after a refusal): the counters never leak.
 
@@ -35,6 +40,7 @@ from tslog.protocol.errors import ErrorCode
 
 from ..metrics.definitions import OPEN_CONNECTIONS, REFUSED
 from ..security import ANONYMOUS
+from ..security.connection_rate import ConnectionRate
 from .foreign_clients import ForeignClientNotes
 
 if TYPE_CHECKING:
@@ -44,8 +50,10 @@ log = logging.getLogger("tslog.broker.connection")
 
 # Refused connections waiting for their client's first request (to answer it with the
 # reason) hold a socket each, for at most ``REFUSAL_WAIT_S``; beyond this many at once (a
-# flood), further ones are closed at once, unanswered.
+# flood), further ones are closed at once, unanswered, with a log line. Per address too, so
+# one flooding address cannot use up the answers every other client's refusal is owed.
 MAX_PENDING_REFUSALS = 256
+MAX_PENDING_REFUSALS_PER_ADDRESS = 16
 REFUSAL_WAIT_S = 1.0
 
 
@@ -59,10 +67,16 @@ class Refusal(NamedTuple):
     @property
     def message(self) -> str:
         """The one line the client (and the broker's log) gets."""
+        if self.limit == "max_connection_rate_per_address":
+            return (f"too many new connections from {self.who}: {self.limit} = {self.cap} "
+                    f"per second reached; connect less often, or ask the operator to raise "
+                    f"{self.limit}")
         subject = {"max_connections": "connections to this broker",
                    "max_connections_per_address": f"connections from {self.who}",
                    "max_connections_per_principal": f"connections of {self.who}",
                    "max_unauthenticated_connections": "connections not yet authenticated",
+                   "max_unauthenticated_connections_per_address":
+                       f"connections not yet authenticated from {self.who}",
                    }[self.limit]
         return (f"too many {subject}: {self.limit} = {self.cap} reached; close idle "
                 f"connections, or ask the operator to raise {self.limit}")
@@ -92,6 +106,8 @@ _METRIC_REASON = {
     "max_connections_per_address": "connections_per_address",
     "max_connections_per_principal": "connections_per_principal",
     "max_unauthenticated_connections": "unauthenticated_connections",
+    "max_unauthenticated_connections_per_address": "unauthenticated_connections_per_address",
+    "max_connection_rate_per_address": "connection_rate_per_address",
 }
 
 
@@ -122,17 +138,22 @@ class ConnectionRegistry:
 
     def __init__(self, max_connections: int, max_unsent_bytes: int = 1 << 62, *,
                  max_per_address: int = 0, max_per_principal: int = 0,
-                 max_unauthenticated: int = 0) -> None:
+                 max_unauthenticated: int = 0, max_unauthenticated_per_address: int = 0,
+                 max_rate_per_address: int = 0) -> None:
         self.max_connections = max_connections
         self.max_per_address = max_per_address
         self.max_per_principal = max_per_principal
         self.max_unauthenticated = max_unauthenticated
+        self.max_unauthenticated_per_address = max_unauthenticated_per_address
+        self.rate = ConnectionRate(max_rate_per_address)
         self.connections: dict[BrokerConnection, _Entry] = {}
         self.by_address: collections.Counter[str] = collections.Counter()
         self.by_principal: collections.Counter[str] = collections.Counter()
         self.unauthenticated = 0
+        self.unauthenticated_by_address: collections.Counter[str] = collections.Counter()
         self.refused = 0
         self.pending_refusals = 0  # refused connections waiting to answer (``REFUSAL_WAIT_S``)
+        self.pending_by_address: collections.Counter[str] = collections.Counter()
         self.max_unsent_bytes = max_unsent_bytes
         self.unsent_bytes = 0  # every connection's held + buffered response bytes
         self.waiting: set[BrokerConnection] = set()  # held back by the broker-wide cap
@@ -145,7 +166,10 @@ class ConnectionRegistry:
         return cls(config.max_connections, config.max_total_unsent_response_bytes,
                    max_per_address=config.max_connections_per_address,
                    max_per_principal=config.max_connections_per_principal,
-                   max_unauthenticated=config.max_unauthenticated_connections)
+                   max_unauthenticated=config.max_unauthenticated_connections,
+                   max_unauthenticated_per_address=(
+                       config.max_unauthenticated_connections_per_address),
+                   max_rate_per_address=config.max_connection_rate_per_address)
 
     # -- the limits ------------------------------------------------------------------------
 
@@ -158,9 +182,10 @@ class ConnectionRegistry:
             refusal = Refusal("max_connections", self.max_connections, "")
         elif 0 < self.max_per_address <= self.by_address[address]:
             refusal = Refusal("max_connections_per_address", self.max_per_address, address)
-        elif not connection.authenticated and 0 < self.max_unauthenticated <= self.unauthenticated:
-            refusal = Refusal("max_unauthenticated_connections", self.max_unauthenticated, "")
-        elif principal != ANONYMOUS and 0 < self.max_per_principal <= self.by_principal[principal]:
+        elif not connection.authenticated:
+            refusal = self._unauthenticated_refusal(address)
+        if (refusal is None and principal != ANONYMOUS
+                and 0 < self.max_per_principal <= self.by_principal[principal]):
             refusal = Refusal("max_connections_per_principal", self.max_per_principal, principal)
         if refusal is not None:
             self._count_refusal(connection, refusal)
@@ -171,10 +196,23 @@ class ConnectionRegistry:
         if not connection.authenticated:
             entry.unauthenticated = True
             self.unauthenticated += 1
+            self.unauthenticated_by_address[address] += 1
         if principal != ANONYMOUS:
             entry.principal = principal
             self.by_principal[principal] += 1
         OPEN_CONNECTIONS.inc()
+        return None
+
+    def _unauthenticated_refusal(self, address: str) -> Refusal | None:
+        """The limits on connections that must still log in: the broker-wide and
+        per-address counts, then the rate (a connection the counts let in takes a token)."""
+        if 0 < self.max_unauthenticated <= self.unauthenticated:
+            return Refusal("max_unauthenticated_connections", self.max_unauthenticated, "")
+        cap = self.max_unauthenticated_per_address
+        if 0 < cap <= self.unauthenticated_by_address[address]:
+            return Refusal("max_unauthenticated_connections_per_address", cap, address)
+        if not self.rate.allow(address, time.monotonic()):
+            return Refusal("max_connection_rate_per_address", self.rate.rate, address)
         return None
 
     def principal_set(self, connection: BrokerConnection, principal: str) -> bool:
@@ -206,8 +244,7 @@ class ConnectionRegistry:
         connection.authenticated = True
         entry = self.connections.get(connection)
         if entry is not None and entry.unauthenticated:
-            entry.unauthenticated = False
-            self.unauthenticated -= 1
+            self._uncount_unauthenticated(entry)
 
     def release(self, connection: BrokerConnection) -> None:
         self.waiting.discard(connection)
@@ -218,9 +255,16 @@ class ConnectionRegistry:
         if not self.by_address[entry.address]:
             del self.by_address[entry.address]
         if entry.unauthenticated:
-            self.unauthenticated -= 1
+            self._uncount_unauthenticated(entry)
         self._uncount_principal(entry)
         OPEN_CONNECTIONS.dec()
+
+    def _uncount_unauthenticated(self, entry: _Entry) -> None:
+        entry.unauthenticated = False
+        self.unauthenticated -= 1
+        self.unauthenticated_by_address[entry.address] -= 1
+        if not self.unauthenticated_by_address[entry.address]:
+            del self.unauthenticated_by_address[entry.address]
 
     def _uncount_principal(self, entry: _Entry) -> None:
         if entry.principal is not None:
@@ -239,6 +283,34 @@ class ConnectionRegistry:
             log.warning("%s: connection refused: %s", connection.peer, refusal.message)
         else:
             log.debug("%s: connection refused: %s", connection.peer, refusal.message)
+
+    def hold_refusal(self, connection: BrokerConnection) -> bool:
+        """A refused connection may wait ``REFUSAL_WAIT_S`` for a request to answer with
+        the reason: True, counted (``refusal_done`` takes it back). False in a flood, over
+        ``MAX_PENDING_REFUSALS`` or ``MAX_PENDING_REFUSALS_PER_ADDRESS``: the caller closes
+        it at once, and the close is logged here (once a minute per address), never silent."""
+        address = _host(connection.peer)
+        if (self.pending_refusals < MAX_PENDING_REFUSALS
+                and self.pending_by_address[address] < MAX_PENDING_REFUSALS_PER_ADDRESS):
+            self.pending_refusals += 1
+            self.pending_by_address[address] += 1
+            return True
+        text = (f"{connection.peer}: closing a refused connection unanswered: "
+                f"{self.pending_by_address[address]} refusals from {address} "
+                f"({self.pending_refusals} in all) are waiting to be answered")
+        if self.refusal_notes.first_in_a_while(f"{address} unanswered", time.monotonic()):
+            log.warning("%s", text)
+        else:
+            log.debug("%s", text)
+        return False
+
+    def refusal_done(self, connection: BrokerConnection) -> None:
+        """A refusal counted by ``hold_refusal`` was answered, timed out or closed."""
+        address = _host(connection.peer)
+        self.pending_refusals -= 1
+        self.pending_by_address[address] -= 1
+        if not self.pending_by_address[address]:
+            del self.pending_by_address[address]
 
     # -- unsent bytes ----------------------------------------------------------------------
 

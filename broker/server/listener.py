@@ -36,6 +36,7 @@ from tslog.protocol.messages import compile_schemas
 
 from ..cluster.errors import DuplicateBrokerError
 from ..config import BrokerConfig, ConfigError, parse_host_port
+from ..listen_checks import metrics_protected_mode_problem
 from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
@@ -206,7 +207,7 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
             lambda: KafkaConnection(make_services, config, registry, broker.authenticator),
             host, port,
             reuse_address=True, backlog=1024, ssl=server_ssl,
-            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
+            **tls.server_timeouts(server_ssl))
     except OSError as exc:
         raise ListenError("--kafka-listen", host, port, exc) from None
     bound_port = server.sockets[0].getsockname()[1]
@@ -217,13 +218,17 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
 
 
 def _web_config(config: BrokerConfig) -> WebConfig | None:
-    """The /metrics web config, read and checked; raises ConfigError naming the file."""
+    """The /metrics web config, read and checked; raises ConfigError naming the file (or
+    protected mode's refusal of one that lets anyone on other hosts read)."""
     if config.metrics_web_config_file is None:
         return None
     try:
-        return load_web_config(config.metrics_web_config_file)
+        web = load_web_config(config.metrics_web_config_file)
     except WebConfigError as exc:
         raise ConfigError(str(exc)) from None
+    for problem in metrics_protected_mode_problem(config, web.authenticates):
+        raise ConfigError(f"invalid broker configuration: {problem}")
+    return web
 
 
 async def _first(*awaitables: Awaitable) -> None:
@@ -277,7 +282,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
             lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate,
                                      authenticator),
             host, port, reuse_address=True, backlog=1024, ssl=server_ssl,
-            ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if server_ssl is not None else None)
+            **tls.server_timeouts(server_ssl))
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None
     reloads = _reload_on_sighup(loop, broker, config, server_ssl, metrics)

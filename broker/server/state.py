@@ -129,7 +129,11 @@ class Broker:
         self.authenticator = Authenticator(
             config.sasl_mechanism_list,
             None if config.clustered else LocalCredentialStore(Path(config.data_dir)),
-            config.sasl_authentication_timeout_ms)
+            config.sasl_authentication_timeout_ms,
+            max_receive_bytes=config.sasl_server_max_receive_size,
+            failed_delay_ms=config.connection_failed_authentication_delay_ms)
+        if config.sasl_mechanism_list and not config.clustered:
+            self.authenticator.store.load_decoy_secret()
         self.dispatch: Dispatch = bind_handlers(
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),

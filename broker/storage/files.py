@@ -98,11 +98,21 @@ def remove_retired(directory: Path) -> None:
     shutil.rmtree(directory)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a crash leaves either the old or the new content."""
+def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves either the old or the new content.
+    ``mode`` (e.g. 0o600 for a file holding credentials): the file's permissions from the
+    moment it is created, whatever the umask, so a secret is never readable by others."""
     temp = path.with_name(path.name + TEMP_SUFFIX)
     try:
-        with open(temp, "wb") as handle:
+        if mode is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)  # a leftover could have wider permissions
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask took away
+            handle = os.fdopen(fd, "wb")
+        else:
+            handle = open(temp, "wb")
+        with handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

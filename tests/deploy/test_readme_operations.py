@@ -65,6 +65,8 @@ def sample_setting(key: str, default: object) -> tuple[str, object]:
         return "60000", 60000
     if key == "sasl_mechanisms":  # one of a fixed set
         return "SCRAM-SHA-256", "SCRAM-SHA-256"
+    if key == "tls_principal_mapping_rules":  # Kafka's rule syntax
+        return "RULE:^CN=(.*)$/$1/", "RULE:^CN=(.*)$/$1/"
     if isinstance(default, bool):
         return ("false", False) if default else ("true", True)
     if isinstance(default, int):

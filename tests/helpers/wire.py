@@ -26,8 +26,19 @@ class Wire:
     """One connection: ``request`` sends and waits for the matching response."""
 
     def __init__(self, host: str, port: int, timeout_s: float = 10.0,
-                 client_id: str = "wire-test") -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+                 client_id: str = "wire-test", *, ssl_context=None,
+                 source: str | None = None) -> None:
+        """``ssl_context``: speak TLS (the handshake is done here); ``source``: the local
+        address to connect from (another loopback address plays another host)."""
+        sock = socket.create_connection((host, port), timeout=timeout_s,
+                                        source_address=(source, 0) if source else None)
+        if ssl_context is not None:
+            try:
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
         # Small requests go out at once (a pipelined benchmark or a test's partial frame
         # must not wait for Nagle's algorithm).
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

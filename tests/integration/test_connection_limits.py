@@ -15,9 +15,11 @@ import subprocess
 import sys
 import time
 
+import bcrypt
 import pytest
 
 from tests.helpers.broker_process import BrokerProcess, free_port
+from tests.helpers.tls import make_tls_files
 from tests.helpers.wire import Wire
 from tslog.client import Admin, Consumer, Producer, TopicPartition
 from tslog.client.blocking import BrokerSocket
@@ -143,3 +145,50 @@ def test_allow_anonymous_starts_it_on_every_address(tmp_path):
         process.start()  # probes 127.0.0.1, one of every address
     finally:
         process.cleanup()
+
+
+def start_exit(tmp_path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tslog.broker", "--data-dir", str(tmp_path / "data"),
+         "--listen", f"127.0.0.1:{free_port()}", *args], capture_output=True, text=True,
+        timeout=60, env={"PATH": "/usr/bin:/bin", **(env or {})})
+
+
+SASL_ON = {"TSLOG_SASL_MECHANISMS": "SCRAM-SHA-512"}  # the client port is not the question
+
+
+def test_protected_mode_refuses_open_metrics_on_other_hosts(tmp_path):
+    result = start_exit(tmp_path, "--metrics-listen", f"0.0.0.0:{free_port()}", env=SASL_ON)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "protected mode: metrics_listen = 0.0.0.0:" in line
+    assert "no metrics_web_config_file" in line and "allow_anonymous = true" in line
+    assert not (tmp_path / "data").exists()  # refused before touching anything
+
+
+def test_protected_mode_refuses_metrics_with_tls_but_no_authentication(tmp_path):
+    certs = make_tls_files(tmp_path / "certs")
+    web = tmp_path / "web.yml"
+    web.write_text(f"tls_server_config:\n  cert_file: {certs.broker_cert}\n"
+                   f"  key_file: {certs.broker_key}\n")
+    result = start_exit(tmp_path, "--metrics-listen", f"0.0.0.0:{free_port()}",
+                        "--metrics-web-config", str(web), env=SASL_ON)
+    assert result.returncode == 2
+    line = result.stderr.strip().splitlines()[-1]  # after the effective-config line
+    assert line.startswith("tslog-broker: invalid broker configuration: protected mode: "
+                           "metrics_listen")
+    assert "asks for neither basic_auth_users nor a client certificate" in line
+
+
+def test_metrics_with_basic_auth_or_allow_anonymous_may_listen_everywhere(tmp_path):
+    web = tmp_path / "web.yml"
+    hashed = bcrypt.hashpw(b"scrape-pw", bcrypt.gensalt(4)).decode()
+    web.write_text(f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    for extra in (["--metrics-web-config", str(web)], ["--allow-anonymous"]):
+        port = free_port()
+        process = BrokerProcess(tmp_path / f"data-{len(extra)}", port=port, args=[
+            "--metrics-listen", f"0.0.0.0:{free_port()}", *extra])
+        try:
+            process.start()
+        finally:
+            process.cleanup()

@@ -47,7 +47,7 @@ def test_the_tls_example_runs_as_written(tmp_path, monkeypatch):
     section = tls_section().replace(DOC_ADDRESS, address)
     make_certs, commands = blocks("sh", section)
     run(make_certs.strip(), tmp_path)
-    (toml,) = blocks("toml", section)
+    toml = blocks("toml", section)[0]  # the broker's settings (the mapping example is later)
     (tmp_path / "broker.toml").write_text(toml)
     (properties,) = blocks("properties", section)
     (tmp_path / "client.properties").write_text(properties)

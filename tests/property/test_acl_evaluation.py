@@ -15,6 +15,7 @@ from tslog.broker.security.acl import (
 
 PRINCIPALS = ["User:alice", "User:bob", WILDCARD_PRINCIPAL]
 NAMES = ["a", "a1", "ab", "b", "b1", "abc", WILDCARD_RESOURCE]
+HOSTS = ["*", "10.0.0.1", "10.0.0.2"]
 GRANTS = {"Describe": {"Read", "Write", "Delete", "Alter"}, "DescribeConfigs": {"AlterConfigs"}}
 
 bindings = st.builds(
@@ -25,11 +26,13 @@ bindings = st.builds(
     resource_name=st.sampled_from(NAMES),
     operation=st.sampled_from(OPERATIONS),
     permission=st.sampled_from(["allow", "deny"]),
+    host=st.sampled_from(HOSTS),
 ).filter(lambda b: not (b.pattern_type == "prefixed" and b.resource_name == "*"))
 
 
-def oracle(acls, supers, allow_if_none, principal, operation, kind, name) -> bool:
-    """Kafka's rules, read literally over every binding."""
+def oracle(acls, supers, allow_if_none, principal, operation, kind, name, host) -> bool:
+    """Kafka's rules, read literally over every binding (a binding naming a host applies to
+    connections from it only; whether any binding names the resource ignores hosts)."""
     if principal in supers:
         return True
 
@@ -43,7 +46,8 @@ def oracle(acls, supers, allow_if_none, principal, operation, kind, name) -> boo
     on_resource = [b for b in acls if covers(b)]
     if not on_resource:
         return allow_if_none
-    mine = [b for b in on_resource if b.principal in (principal, WILDCARD_PRINCIPAL)]
+    mine = [b for b in on_resource if b.principal in (principal, WILDCARD_PRINCIPAL)
+            and b.host in ("*", host)]
     if any(b.permission == "deny" and b.operation in (operation, "All") for b in mine):
         return False
     granting = {operation, "All"} | GRANTS.get(operation, set())
@@ -55,14 +59,15 @@ def oracle(acls, supers, allow_if_none, principal, operation, kind, name) -> boo
        supers=st.sets(st.sampled_from(PRINCIPALS[:2]), max_size=1),
        principal=st.sampled_from(PRINCIPALS[:2] + ["User:carol"]),
        operation=st.sampled_from(OPERATIONS), kind=st.sampled_from(["topic", "group"]),
-       name=st.sampled_from(NAMES[:-1] + ["zz", "abcd"]))
+       name=st.sampled_from(NAMES[:-1] + ["zz", "abcd"]),
+       host=st.sampled_from(HOSTS[1:] + ["10.0.0.3"]))
 def test_indexed_evaluation_matches_the_rules(acls, allow_if_none, supers, principal,
-                                              operation, kind, name):
+                                              operation, kind, name, host):
     authorizer = Authorizer(supers, allow_if_none, acls[:1])
-    authorizer.authorize(principal, operation, kind, name)  # remembered, then the ACLs change
+    authorizer.authorize(principal, operation, kind, name, host)  # remembered, then changed
     authorizer.replace(acls)
-    assert authorizer.authorize(principal, operation, kind, name) == oracle(
-        set(acls), supers, allow_if_none, principal, operation, kind, name)
+    assert authorizer.authorize(principal, operation, kind, name, host) == oracle(
+        set(acls), supers, allow_if_none, principal, operation, kind, name, host)
 
 
 @settings(max_examples=200, deadline=None)

@@ -81,6 +81,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.advertised = ADVERTISED if advertised is None else advertised
         self.max_in_flight = config.max_in_flight_requests
         self.idle_s = config.connections_max_idle_ms / 1000
+        self._config = config
         self.receiver = FrameReceiver(config.max_frame_bytes)
         self.peer = "?"
         self.host = "?"
@@ -110,14 +111,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.host = peer[0] if isinstance(peer, tuple) else str(peer)
-        self.principal = certificate_principal(transport, self.peer)
+        self.principal = certificate_principal(transport, self.peer,
+                                               self._config.tls_principal_mapping_rules)
+        if self.principal is None:  # no tls_principal_mapping_rules rule (logged): refused
+            self._closing = True
+            transport.abort()
+            return
         refusal = self.registry.admit(self)
         if refusal is not None:  # Kafka has no answer for "too many connections": close
             self._closing = True
             transport.abort()
             return
         self.services = self._make_services(self)
-        self._sasl.start(self._loop)
+        self._sasl.start(self._loop, self.receiver)
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
 
@@ -177,7 +183,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     try:
                         frame = receiver.next_frame()
                     except RemoteProtocolError as exc:  # an oversized frame
-                        self._close_bad(str(exc))
+                        self._close_bad(str(exc) if self.authenticated else
+                                        f"{exc} (sasl_server_max_receive_size: not logged in yet)")
                         return
                     if frame is None:
                         break
@@ -317,14 +324,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._idle_handle = self._loop.call_later(delay, self._check_idle)
 
     def _close_bad(self, reason: str) -> None:
+        """One log line, answers due written, then close; before login, abort (a TLS close
+        would read and decrypt the rest of a flood)."""
         log.warning("%s: closing Kafka connection: %s", self.peer, reason)
         self._write_due()
         self._close()
+        if not self.authenticated and self._transport is not None:
+            self._transport.abort()
 
     def _close(self) -> None:
         if self._closing:
             return
         self._closing = True
+        self.registry.release(self)  # its slot is free now, however long a TLS close takes
         self.receiver.drop_frames()
         for task in list(self._tasks):
             task.cancel()

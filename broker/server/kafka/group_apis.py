@@ -72,7 +72,8 @@ def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] 
 
 def _allowed(services: KafkaGroupServices, info, operation: str, kind: str, name: str) -> bool:
     authorizer = services.authorizer
-    return authorizer is None or authorizer.authorize(info.principal, operation, kind, name)
+    return authorizer is None or authorizer.authorize(info.principal, operation, kind, name,
+                                                      info.client_host)
 
 
 def _group_problem(services: KafkaGroupServices, info, operation: str, group_id: str) -> int:

@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 
 from tests.helpers.wire import batch
 from tslog.broker.server.connection import BrokerConnection
-from tslog.broker.server.connection_registry import MAX_PENDING_REFUSALS, ConnectionRegistry
+from tslog.broker.server.connection_registry import (
+    MAX_PENDING_REFUSALS,
+    MAX_PENDING_REFUSALS_PER_ADDRESS,
+    ConnectionRegistry,
+)
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import ApiKey, RequestHeader, encode_request, split_response
@@ -19,8 +23,9 @@ pytestmark = pytest.mark.timeout(30)
 
 
 class FakeTransport(asyncio.Transport):
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         super().__init__()
+        self.host = host
         self.written = bytearray()
         self.closed = False
         self.reading = True
@@ -28,7 +33,7 @@ class FakeTransport(asyncio.Transport):
         self.unsent = 0  # what the "socket" has not taken: set by tests of the unsent caps
 
     def get_extra_info(self, name, default=None):
-        return ("127.0.0.1", 5555) if name == "peername" else default
+        return (self.host, 5555) if name == "peername" else default
 
     def writelines(self, frames) -> None:
         for frame in frames:
@@ -137,11 +142,25 @@ async def test_a_connection_over_the_limit_is_told_why_then_closed(broker):
 async def test_in_a_flood_of_refused_connections_the_excess_is_closed_at_once(broker):
     registry = ConnectionRegistry(1)
     new_connection(broker, registry).connection_made(FakeTransport())
-    waiting = [FakeTransport() for _ in range(MAX_PENDING_REFUSALS + 5)]
+    # From many addresses, a few each: the broker-wide bound.
+    waiting = [FakeTransport(f"10.0.{i // 8}.{i % 8}") for i in range(MAX_PENDING_REFUSALS + 5)]
     for transport in waiting:
         new_connection(broker, registry).connection_made(transport)
     assert registry.pending_refusals == MAX_PENDING_REFUSALS  # each holds a socket <= 1 s
     assert [t.aborted for t in waiting[-6:]] == [False] + [True] * 5
+
+
+async def test_one_flooding_address_cannot_use_up_the_answers_owed_to_others(broker):
+    registry = ConnectionRegistry(1)
+    new_connection(broker, registry).connection_made(FakeTransport())
+    flood = [FakeTransport("127.0.0.3") for _ in range(MAX_PENDING_REFUSALS)]
+    for transport in flood:
+        new_connection(broker, registry).connection_made(transport)
+    assert registry.pending_refusals == MAX_PENDING_REFUSALS_PER_ADDRESS
+    assert sum(t.aborted for t in flood) == MAX_PENDING_REFUSALS - MAX_PENDING_REFUSALS_PER_ADDRESS
+    other = FakeTransport("127.0.0.2")
+    new_connection(broker, registry).connection_made(other)
+    assert not other.aborted  # waits for its request, to be told why
 
 
 async def test_a_refused_connection_that_says_nothing_is_closed_soon(broker, monkeypatch):

@@ -35,3 +35,9 @@ def test_no_tslog_request_is_taken_for_kafka(correlation_id, client_id, topics):
     frame = encode_request(RequestHeader(ApiKey.METADATA, 0, correlation_id, client_id),
                            {"topics": topics})
     assert describe_kafka_request(frame[4:]) is None
+
+
+def test_a_long_client_id_is_quoted_by_a_bounded_prefix():
+    described = describe_kafka_request(kafka_request(18, 3, b"k" * 30_000))
+    assert described.startswith("Kafka's ApiVersions v3 request (client id 'kkk")
+    assert described.endswith("'...)") and len(described) < 150
