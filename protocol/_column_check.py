@@ -59,7 +59,7 @@ def check_columns_scalar(section, header, keys_bytes: int, values_bytes: int) ->
     ``check_columns`` sends it only batches of up to ``SCALAR_MAX_RECORDS`` (a larger count
     costs a ``Struct`` of its own, and numpy wins there anyway)."""
     n = header.record_count
-    layout = _COLUMNS[n] if n <= SCALAR_MAX_RECORDS else _columns_layout(n)
+    layout = _COLUMNS[n] if n < len(_COLUMNS) else _columns_layout(n)
     columns = layout.unpack_from(section, COLUMNS_START)
     create_time = columns[:n]
     if (create_time[0] != header.first_create_time
