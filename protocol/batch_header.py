@@ -107,8 +107,15 @@ class BatchHeader(NamedTuple):
 
 
 def parse_header(buffer, position: int = 0) -> BatchHeader:
-    """Decode the header at ``position`` without checking it (see ``check_header``)."""
-    return BatchHeader._make(HEADER_STRUCT.unpack_from(buffer, position))
+    """Decode the header at ``position`` without checking it (see ``check_header``).
+
+    ``tuple.__new__`` is what ``BatchHeader._make`` calls, without its Python frame: this
+    runs several times per batch on every path.
+    """
+    return _new_tuple(BatchHeader, HEADER_STRUCT.unpack_from(buffer, position))
+
+
+_new_tuple = tuple.__new__
 
 
 def peek_length(buffer, position: int = 0) -> int:
@@ -174,7 +181,8 @@ def check_header(header: BatchHeader, available: int | None = None) -> None:
         raise BatchFormatError(
             f"batch length {header.batch_length} exceeds the {available} bytes present"
         )
-    if header.attributes & ~_KNOWN_ATTRIBUTES or header.compression > COMPRESSION_ZSTD:
+    if (header.attributes & ~_KNOWN_ATTRIBUTES
+            or header.attributes & COMPRESSION_MASK > COMPRESSION_ZSTD):
         raise BatchFormatError(f"unknown batch attributes {header.attributes:#x}")
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise BatchFormatError(
