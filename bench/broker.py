@@ -1,4 +1,4 @@
-"""Broker benchmark over loopback: produce, consume, lookup by time, against Redis Streams;
+"""Broker benchmark over loopback: produce (batches of 1000 and of 1), consume, lookup by time, against Redis Streams;
 the cost of TLS + SASL/SCRAM beside plain TCP; confluent-kafka through the Kafka listener
 beside the native raw path.
 
@@ -44,9 +44,11 @@ from bench.broker_bench.redis_server import Redis, describe_redis  # noqa: E402
 from bench.broker_bench.replication import section_replication  # noqa: E402
 from bench.broker_bench.scrape import section_scrape  # noqa: E402
 from bench.broker_bench.security import section_security  # noqa: E402
+from bench.broker_bench.small_batches import section_small_batches  # noqa: E402
 from tests.helpers.broker_process import free_port  # noqa: E402
 
-SECTIONS = {"produce": section_produce, "fill": section_fill, "consume": section_consume,
+SECTIONS = {"produce": section_produce, "small": section_small_batches, "fill": section_fill,
+            "consume": section_consume,
             "lookups": section_lookups, "scrape": section_scrape,
             "replication": section_replication, "security": section_security,
             "kafka": section_kafka}
@@ -68,10 +70,12 @@ def main(argv=None) -> int:
     runs = max(1, args.runs or (2 if args.quick else 5))
     if args.quick:
         sizes = dict(produce_batches=50, client_records=50_000, partition_records=10**5,
-                     lookups=2_000, xadd_requests=100_000)
+                     lookups=2_000, xadd_requests=100_000, small_batches=2_000,
+                     xadd_unpipelined=20_000)
     else:
         sizes = dict(produce_batches=300, client_records=300_000, partition_records=10**6,
-                     lookups=10_000, xadd_requests=500_000)
+                     lookups=10_000, xadd_requests=500_000, small_batches=20_000,
+                     xadd_unpipelined=100_000)
     if args.large:
         sizes["partition_records"] = 10**7
 

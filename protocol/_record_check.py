@@ -9,9 +9,11 @@ very same function before it builds columns: a batch the broker accepted is a ba
 consumer decodes, by construction rather than by two codes agreeing.
 
 Cost: constant Python work per batch, whatever its record count. The section's own size
-fields and the header's record count place every column; each column is then checked with one
-or two numpy reductions over a ``frombuffer`` view (nothing copied): CreateTimes against the
-header's first/min/max, key and value lengths against the blob sizes. The headers blob, when
+fields and the header's record count place every column; the columns are then checked against
+the header's first/min/max CreateTimes and the blob sizes by ``_column_check.check_columns``:
+a few numpy reductions over ``frombuffer`` views (nothing copied), or, for a batch of at most
+``SCALAR_MAX_RECORDS`` records, where numpy's fixed cost per call would be most of the
+append, one ``struct`` unpack and C-level ``min``/``max``/``sum``. The headers blob, when
 there is one, is unpacked by msgpack's C code and its shape checked with C-level ``map`` and
 set operations. A compressed section is inflated first (it is the only way to see it), with
 ``MAX_UNCOMPRESSED_BYTES`` as the bound whether or not the frame declares its size.
@@ -27,15 +29,14 @@ from itertools import chain
 from operator import itemgetter
 
 import msgpack
-import numpy as np
 import zstandard
 
+from ._column_check import NULL_LENGTH, check_columns
 from ._uniform_headers import all_like_the_first
 from .errors import CorruptRecordsError
 
 SECTION_SIZES = struct.Struct("<III")  # keys_bytes, values_bytes, headers_bytes
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024  # largest records section anyone will inflate
-NULL_LENGTH = struct.pack("<i", -1)
 
 _ENTRY_TYPES = frozenset({type(None), tuple})  # a record's headers: nil or a list of pairs
 _TUPLE = frozenset({tuple})
@@ -115,17 +116,11 @@ def check_section(section: memoryview, header, *,
         entry per record: None or a tuple of (str, bytes) tuples), or None when the batch
         has no headers blob. The decoder builds its columns from these without re-checking.
     """
-    n = header.record_count
     keys_bytes, values_bytes, headers_bytes = section_sizes(section, header)
-    create_time = np.frombuffer(section, "<i8", n, SECTION_SIZES.size)
-    if (create_time[0] != header.first_create_time
-            or create_time.min() != header.min_create_time
-            or create_time.max() != header.max_create_time):
-        raise CorruptRecordsError("create times disagree with the batch header")
-    _check_lengths(section, SECTION_SIZES.size + 8 * n, n, keys_bytes, "key")
-    _check_lengths(section, SECTION_SIZES.size + 12 * n, n, values_bytes, "value")
+    check_columns(section, header, keys_bytes, values_bytes)
     if not headers_bytes:
         return keys_bytes, values_bytes, None
+    n = header.record_count
     fixed = SECTION_SIZES.size + 16 * n
     blob = section[fixed + keys_bytes + values_bytes:]
     if not unpack_headers and _alike_and_checked(blob, n):
@@ -141,23 +136,6 @@ def _alike_and_checked(blob, n: int) -> bool:
         return False
     _unpack_headers(b"\x91" + first, 1)  # a one-entry blob: the first entry, fully checked
     return True
-
-
-def _check_lengths(section, start: int, n: int, blob_bytes: int, what: str) -> None:
-    """Every length is >= -1 and the non-negative ones add up to the blob's size."""
-    if blob_bytes == 0 and section[start:start + 4 * n] == NULL_LENGTH * n:
-        return  # e.g. a batch without keys
-    lengths = np.frombuffer(section, "<i4", n, start)
-    lowest = int(lengths.min())
-    total = int(lengths.sum(dtype=np.int64))  # int64: a sum of hostile int32s cannot wrap
-    if lowest < 0:
-        if lowest < -1:
-            raise CorruptRecordsError(f"negative {what} length other than -1")
-        total += int(np.count_nonzero(lengths < 0))  # a null adds no bytes, not -1
-    if total != blob_bytes:
-        raise CorruptRecordsError(
-            f"{what} lengths add up to {total} bytes, the {what} blob holds {blob_bytes}"
-        )
 
 
 def _unpack_headers(blob, n: int) -> tuple:

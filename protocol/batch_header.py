@@ -107,14 +107,28 @@ class BatchHeader(NamedTuple):
 
 
 def parse_header(buffer, position: int = 0) -> BatchHeader:
-    """Decode the header at ``position`` without checking it (see ``check_header``)."""
-    return BatchHeader._make(HEADER_STRUCT.unpack_from(buffer, position))
+    """Decode the header at ``position`` without checking it (see ``check_header``).
+
+    ``tuple.__new__`` is what ``BatchHeader._make`` calls, without its Python frame: this
+    runs several times per batch on every path.
+    """
+    return _new_tuple(BatchHeader, HEADER_STRUCT.unpack_from(buffer, position))
+
+
+_new_tuple = tuple.__new__
 
 
 def peek_length(buffer, position: int = 0) -> int:
     """Return the batch length field alone: what a scanner needs to hop to the next batch."""
     return _LENGTH.unpack_from(buffer, position + _LENGTH_POSITION)[0]
 
+
+# The header split where the CRC starts: what the leader assigns (base offset, leader epoch)
+# and the CRC itself, then the fields [16, 80) the CRC covers (``stamped_header``).
+_UNCOVERED = struct.Struct("<qiI")  # base_offset, leader_epoch, crc: bytes [0, 16)
+_COVERED = struct.Struct("<iBBHiiqqqqqhhi")  # batch_length to base_sequence: bytes [16, 80)
+_FIRST_COVERED = BatchHeader._fields.index("batch_length")
+_LOG_APPEND_TIME = BatchHeader._fields.index("log_append_time")
 
 _MAX_CREATE_TIME = struct.Struct("<q")
 _MAX_CREATE_TIME_POSITION = struct.calcsize("<qiIiBBHiiqq")  # fields before max_create_time
@@ -167,7 +181,8 @@ def check_header(header: BatchHeader, available: int | None = None) -> None:
         raise BatchFormatError(
             f"batch length {header.batch_length} exceeds the {available} bytes present"
         )
-    if header.attributes & ~_KNOWN_ATTRIBUTES or header.compression > COMPRESSION_ZSTD:
+    if (header.attributes & ~_KNOWN_ATTRIBUTES
+            or header.attributes & COMPRESSION_MASK > COMPRESSION_ZSTD):
         raise BatchFormatError(f"unknown batch attributes {header.attributes:#x}")
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise BatchFormatError(
@@ -223,7 +238,8 @@ def check_records(batch, header: BatchHeader) -> None:
     ``header`` is ``batch``'s own, already checked (``check_header``) and covering exactly
     ``len(batch)`` bytes. A zstd section is inflated (bounded by ``MAX_UNCOMPRESSED_BYTES``),
     then the section is checked column-wise against the header (``_record_check.py``).
-    Constant Python work per batch; the numpy and msgpack work grows with the records.
+    Constant Python work per batch; the C-level work (numpy, or ``struct`` for a batch of a
+    few records, and msgpack) grows with the records.
     """
     section = memoryview(batch).cast("B")[HEADER_SIZE:]
     if header.attributes & COMPRESSION_MASK == COMPRESSION_ZSTD:
@@ -278,21 +294,14 @@ def stamped_header(
 
     The leader writes this header followed by ``batch[HEADER_SIZE:]`` (one ``pwritev``).
     Given the ``records_crc_value`` that validation computed, the records are not read again.
+    Built as the CRC sees it: the covered fields [16, 80) are packed once, the CRC continues
+    over them, and the three uncovered ones go in front (no copy, no patching in place).
     """
-    new = bytearray(
-        HEADER_STRUCT.pack(
-            *header._replace(
-                base_offset=base_offset,
-                leader_epoch=leader_epoch,
-                crc=0,
-                log_append_time=log_append_time,
-            )
-        )
-    )
     if records_crc_value is None:
         records_crc_value = records_crc(memoryview(batch)[: header.batch_length])
-    _CRC.pack_into(new, 12, crc_with_header(new, records_crc_value))
-    return bytes(new)
+    covered = _COVERED.pack(*header[_FIRST_COVERED:_LOG_APPEND_TIME], log_append_time,
+                            *header[_LOG_APPEND_TIME + 1:])
+    return _UNCOVERED.pack(base_offset, leader_epoch, crc32c(covered, records_crc_value)) + covered
 
 
 def pack_header(header: BatchHeader) -> bytes:

@@ -10,6 +10,7 @@ change in how a broker is started or spoken to is made (and tested) once. Run it
 - ``client_rows``: the client rows and the sizes, importable by an older checkout's
   interpreter (``bench/before_after.py``).
 - ``context``: the ``Setup`` every section reads, and the broker under test.
-- ``produce``, ``consume``, ``lookups``, ``scrape``, ``replication``: the sections.
+- ``produce``, ``small_batches``, ``consume``, ``lookups``, ``scrape``, ``replication``:
+  the sections.
 - ``redis_server``: the Redis the figures are compared with.
 """

@@ -37,6 +37,8 @@ class Setup:
     partition_records: int
     lookups: int
     xadd_requests: int
+    small_batches: int  # 1-record batches per run of the small-batch row
+    xadd_unpipelined: int  # XADD commands per run without pipelining
     metrics_port: int  # the broker's /metrics, scraped by the scrape section
     kafka_port: int | None = None  # the broker's Kafka listener (the kafka section)
     window: int = 8

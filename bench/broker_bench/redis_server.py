@@ -78,9 +78,11 @@ class Redis:
         values = [cell.strip('"') for cell in lines[-1].split('","')]
         return float(values[header.index("rps")])
 
-    def xadd_rate(self, clients: int, requests: int) -> float:
+    def xadd_rate(self, clients: int, requests: int, pipeline: int = 100) -> float:
+        """XADD entries/s from ``redis-benchmark`` with ``clients`` connections, each with
+        ``pipeline`` commands outstanding (1: no pipelining)."""
         self.client.delete("s")
-        rate = self.benchmark("-c", str(clients), "-n", str(requests), "-P", "100",
+        rate = self.benchmark("-c", str(clients), "-n", str(requests), "-P", str(pipeline),
                               "XADD", "s", "*", "f", VALUE.decode())
         self.client.delete("s")
         return rate

@@ -20,6 +20,7 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     for title in ("Produce, one producer, one partition",
+                  "Produce 1-record batches (a linger-0 producer)",
                   "Consume from a timestamp to the end",
                   "Lookup by time: ListOffsets round trip",
                   "Produce while Prometheus-speed scraping",
@@ -27,6 +28,7 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
                   "Kafka listener: confluent-kafka against the native raw path"):
         assert title in out, out
     for header in ("| acks", "records/s (min-max)", "tslog/Redis XADD c=1", "target?",
+                   "/ Redis XADD -P 1 c=1",
                    "p50 us", "p99 us (min-max)", "p99.9 us"):
         assert header in out, out
     assert "Redis rows skipped (--no-redis)" in out

@@ -139,6 +139,24 @@ def test_stamping_with_the_validation_crc_equals_stamping_from_scratch():
     validate_batch(reused + bytes(batch[HEADER_SIZE:]))
 
 
+@pytest.mark.parametrize("producer", [(-1, -1, -1), (7, 3, 41)])
+def test_a_stamped_header_is_the_header_with_three_fields_set_and_the_crc_recomputed(producer):
+    """What the leader writes, spelled out: pack the header with base offset, leader epoch
+    and LogAppendTime replaced, then compute the CRC of the whole batch from scratch."""
+    from tslog.protocol.batch_header import stamped_header
+
+    producer_id, producer_epoch, base_sequence = producer
+    batch = make_batch(producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=base_sequence, headers=[None, [("h", b"v")], None])
+    header = parse_header(batch)
+    expected = bytearray(pack_header(header._replace(
+        base_offset=2**40 + 3, leader_epoch=2**31 - 1, log_append_time=1_700_000_000_123)))
+    expected += batch[HEADER_SIZE:]
+    struct.pack_into("<I", expected, 12, compute_crc(expected))
+    stamped = stamped_header(batch, header, 2**40 + 3, 2**31 - 1, 1_700_000_000_123)
+    assert stamped == bytes(expected[:HEADER_SIZE])
+
+
 def test_base_offset_and_leader_epoch_are_outside_the_crc():
     batch = make_batch()
     struct.pack_into("<qi", batch, 0, 123_456, 42)
