@@ -267,6 +267,6 @@ def test_a_frame_over_the_pre_login_cap_only_before_login(broker, files):
         assert wire.request(ApiKey.API_VERSIONS, {})["error_code"] == 0
         refused_within(wire, frame)
     with Admin(broker.bootstrap, security=login(files)) as admin:
-        admin.create_topic("big", exist_ok=True)
+        admin.create_topic("big-after-login", exist_ok=True)
     with Producer(broker.bootstrap, security=login(files), linger_ms=0) as producer:
-        assert producer.send("big", b"v" * (700 << 10)).result(timeout=30).offset == 0
+        assert producer.send("big-after-login", b"v" * (700 << 10)).result(timeout=30).offset == 0

@@ -97,9 +97,11 @@ def test_idempotent_librdkafka_producer_across_a_restart_writes_each_record_once
     thread.join(90)
     assert not thread.is_alive()
     assert done["errors"] == [] and done["unflushed"] == 0, done
-    # The restart fell mid-stream: records were acknowledged before it, and the producer
-    # was still sending when the broker was back.
-    assert 100 <= before and produced < COUNT, (before, produced)
+    # The restart fell mid-stream: records were acknowledged before it and others were not,
+    # so the producer carried unacknowledged records across it. (Not whether it was still
+    # calling produce() when the broker came back: that depends on how long the restart
+    # takes on a loaded machine, not on anything the broker does.)
+    assert 100 <= before < COUNT, (before, produced)
     got = _read_all(broker.bootstrap, topic)
     for partition in range(PARTITIONS):
         assert got[partition] == [b"%d" % i for i in range(partition, COUNT, PARTITIONS)], \
