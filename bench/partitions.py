@@ -15,14 +15,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' broker helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers and bench
 
+from bench.broker_bench.common import print_table, spread  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 from tests.helpers.wire import Wire, batch  # noqa: E402
 from tslog.client import Producer  # noqa: E402
@@ -103,12 +103,6 @@ def produce_rate(broker: BrokerProcess, targets: list[tuple[str, int]]) -> float
         return PRODUCE_RECORDS / (time.perf_counter() - started)
 
 
-def spread(values, digits=1) -> str:
-    form = f"{{:,.{digits}f}}"
-    return (f"{form.format(statistics.median(values))} "
-            f"({form.format(min(values))}-{form.format(max(values))})")
-
-
 def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
     pid = lambda: broker.process.pid  # noqa: E731 (it changes at every restart)
     n = len(placed)
@@ -125,26 +119,16 @@ def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
         crash.append(timed_start(broker, kill=True))
     ratio = [a / o for a, o in zip(all_rate, one_rate)]
     return [
-        ["start after clean shutdown (s)", spread(clean, 2), "<= 10"],
-        ["start after SIGKILL (s)", spread(crash, 2), "<= 20"],
-        ["RSS idle (MiB)", spread(rss, 0), "<= 1024"],
-        ["descriptors at rest per partition", spread(fds, 3), "<= 1.2"],
-        ["one Metadata for every partition (ms)", spread(meta, 1), "<= 100"],
-        ["one ListOffsets by time for every partition (ms)", spread(lookup, 1), "<= 100"],
-        ["produce, one partition (records/s)", spread(one_rate, 0), ""],
-        ["produce round-robin over all (records/s)", spread(all_rate, 0), ""],
-        ["round-robin / one partition", spread(ratio, 2), ">= 0.5"],
+        ["start after clean shutdown (s)", spread(clean, digits=2), "<= 10"],
+        ["start after SIGKILL (s)", spread(crash, digits=2), "<= 20"],
+        ["RSS idle (MiB)", spread(rss), "<= 1024"],
+        ["descriptors at rest per partition", spread(fds, digits=3), "<= 1.2"],
+        ["one Metadata for every partition (ms)", spread(meta, digits=1), "<= 100"],
+        ["one ListOffsets by time for every partition (ms)", spread(lookup, digits=1), "<= 100"],
+        ["produce, one partition (records/s)", spread(one_rate), ""],
+        ["produce round-robin over all (records/s)", spread(all_rate), ""],
+        ["round-robin / one partition", spread(ratio, digits=2), ">= 0.5"],
     ]
-
-
-def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    print(f"\n{title}")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in rows:
-        print("| " + " | ".join(str(c).rjust(w) for c, w in zip(row, widths)) + " |")
-    sys.stdout.flush()
 
 
 def main(argv=None) -> int:
