@@ -46,6 +46,13 @@ def test_three_brokers_built_from_the_repository_dockerfile():
     assert sorted(broker_config(s).node_id for s in BROKERS.values()) == [1, 2, 3]
 
 
+def test_brokers_may_open_a_descriptor_per_partition_and_more():
+    """README: a partition holds one descriptor; the compose file raises nofile as the
+    systemd unit does (LimitNOFILE=1048576)."""
+    for service in BROKERS.values():
+        assert service["ulimits"]["nofile"] == 1048576
+
+
 def test_each_broker_is_reachable_where_it_says_and_keeps_data_on_its_volume():
     published = set()
     for name, service in BROKERS.items():
