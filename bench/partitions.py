@@ -23,12 +23,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers and bench
 
 from bench.broker_bench.common import print_table, spread  # noqa: E402
+from tests.helpers import broker_process  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
 from tests.helpers.wire import Wire, batch  # noqa: E402
 from tslog.client import Producer  # noqa: E402
 from tslog.protocol.messages import ApiKey  # noqa: E402
 
 PRODUCE_RECORDS = 20_000
+# A start is what this measures: give it far longer than the tests' 30 s before giving up.
+broker_process.READY_TIMEOUT_S = broker_process.STOP_TIMEOUT_S = 600.0
 VALUE = b"v" * 100
 
 
