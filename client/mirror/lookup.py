@@ -46,13 +46,19 @@ def read_record(consumer: Consumer, tp: TopicPartition, offset: int):
     raise TimeoutError(f"no record at offset {offset} of {tp.topic}[{tp.partition}]")
 
 
-def source_offset_at(consumer: Consumer, tp: TopicPartition, offset: int) -> int:
+def source_at(consumer: Consumer, tp: TopicPartition, offset: int) -> tuple[int, int, int]:
+    """The reserved headers' (source partition, source offset, source LogAppendTime) of the
+    target record at ``offset``; MirrorLogError if the mirror did not write it."""
     record = read_record(consumer, tp, offset)
     origin = reserved.source_of(record.headers)
     if origin is None:
         raise MirrorLogError(f"{tp.topic}[{tp.partition}] offset {offset} was not written by "
-                             f"the mirror (no {reserved.OFFSET} header)")
-    return origin[1]
+                             f"the mirror (no {reserved.OFFSET}/{reserved.LAT} headers)")
+    return origin
+
+
+def source_offset_at(consumer: Consumer, tp: TopicPartition, offset: int) -> int:
+    return source_at(consumer, tp, offset)[1]
 
 
 def resume_offset(consumer: Consumer, tp: TopicPartition) -> int | None:

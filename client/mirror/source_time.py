@@ -23,17 +23,11 @@ Only if the check fails does the lookup fall back to a binary search over those 
 from __future__ import annotations
 
 from .. import Consumer, OffsetAndTimestamp, TopicPartition
-from . import headers as reserved
-from .lookup import MirrorLogError, read_record
+from .lookup import source_at
 
 
 def _source_lat(consumer: Consumer, tp: TopicPartition, offset: int) -> int:
-    record = read_record(consumer, tp, offset)
-    origin = reserved.source_of(record.headers)
-    if origin is None:
-        raise MirrorLogError(f"{tp.topic}[{tp.partition}] offset {offset} was not written by "
-                             f"the mirror (no {reserved.LAT} header)")
-    return origin[2]
+    return source_at(consumer, tp, offset)[2]
 
 
 def _is_first_at_or_after(consumer, tp, offset: int, start: int, end: int, timestamp: int):
