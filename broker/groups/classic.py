@@ -77,6 +77,7 @@ class _Member:
     rebalance_timeout_ms: int
     protocols: Protocols
     last_seen_ms: int
+    client_host: str = ""
     join_token: object = None  # set while its JoinGroup waits
     sync_token: object = None  # set while its SyncGroup waits
     assignment: bytes = b""
@@ -184,7 +185,7 @@ class ClassicGroups:
     def join(self, group_id: str, member_id: str, client_id: str, session_timeout_ms: int,
              rebalance_timeout_ms: int, protocol_type: str, protocols: Iterable[tuple[str, bytes]],
              require_known_member_id: bool, group_instance_id: str | None, token: object,
-             now_ms: int) -> JoinResponse | _Pending:
+             now_ms: int, client_host: str = "") -> JoinResponse | _Pending:
         """One JoinGroup. ``require_known_member_id`` (JoinGroup v4+): a member without an id
         gets one with MEMBER_ID_REQUIRED and must join again with it.
 
@@ -224,7 +225,7 @@ class ClassicGroups:
         if member is None:
             group.protocol_type = protocol_type
             member = _Member(member_id, client_id, session_timeout_ms, rebalance_timeout_ms,
-                             protocols, now_ms)
+                             protocols, now_ms, client_host)
             group.members[member_id] = member
             self._await_join(member, token)
             self._rebalance(group, now_ms)
@@ -479,10 +480,16 @@ class ClassicGroups:
         return ClassicGroupDescription(
             group.group_id, group.state, group.generation_id, group.protocol_type,
             group.protocol_name, group.leader, tuple(
-                ClassicMemberDescription(m.member_id, m.client_id, m.session_timeout_ms,
-                                         m.last_seen_ms, m.join_token is not None,
-                                         m.sync_token is not None)
+                ClassicMemberDescription(
+                    m.member_id, m.client_id, m.session_timeout_ms, m.last_seen_ms,
+                    m.join_token is not None, m.sync_token is not None, m.client_host,
+                    m.metadata(group.protocol_name) if group.protocol_name else b"",
+                    m.assignment)
                 for m in group.members.values()))
+
+    def forget(self, group_id: str) -> bool:
+        """DeleteGroups: drop a group not in use (``has_members``), so it is listed no more."""
+        return not self.has_members(group_id) and self._groups.pop(group_id, None) is not None
 
     def group_ids(self) -> list[str]:
         return sorted(self._groups)

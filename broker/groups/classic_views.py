@@ -66,6 +66,9 @@ class ClassicMemberDescription:
     last_seen_ms: int
     awaiting_join: bool
     awaiting_sync: bool
+    client_host: str = ""  # the address it joined from (Kafka's DescribeGroups shows it)
+    metadata: bytes = b""  # its subscription in the group's chosen protocol
+    assignment: bytes = b""  # what the leader assigned it in the current generation
 
 
 @dataclass(frozen=True, slots=True)

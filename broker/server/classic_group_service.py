@@ -27,6 +27,7 @@ from tslog.protocol.errors import ErrorCode
 from ..groups.classic import (
     PENDING,
     ClassicConfig,
+    ClassicGroupDescription,
     ClassicGroups,
     JoinResponse,
     SyncResponse,
@@ -59,6 +60,14 @@ class ClassicGroupService:
 
     def has_members(self, group_id: str) -> bool:
         return self.machine.has_members(group_id)
+
+    def describe(self, group_id: str) -> ClassicGroupDescription:
+        """The group's state and members (DEAD if unknown), for DescribeGroups."""
+        return self.machine.describe(group_id)
+
+    def forget(self, group_id: str) -> bool:
+        """Drop a group without members once its offsets are deleted (DeleteGroups)."""
+        return self.machine.forget(group_id)
 
     def listings(self) -> list[tuple[str, str, int]]:
         """(group id, state, member count) of every classic group, for ListGroups."""
@@ -124,7 +133,7 @@ class ClassicGroupService:
     async def join(self, group_id: str, member_id: str, client_id: str, session_timeout_ms: int,
                    rebalance_timeout_ms: int, protocol_type: str,
                    protocols: Iterable[tuple[str, bytes]], require_known_member_id: bool,
-                   group_instance_id: str | None) -> JoinResponse:
+                   group_instance_id: str | None, client_host: str = "") -> JoinResponse:
         """A JoinGroup, answered when the rebalance completes (or at once with an error)."""
         if self.native_busy(group_id):
             return JoinResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
@@ -132,7 +141,7 @@ class ClassicGroupService:
         answer = self.machine.join(group_id, member_id, client_id, session_timeout_ms,
                                    rebalance_timeout_ms, protocol_type, protocols,
                                    require_known_member_id, group_instance_id, token,
-                                   self.clock.now_ms())
+                                   self.clock.now_ms(), client_host)
         try:
             return await self._answer(token, answer)
         except _NotAvailable:

@@ -1,5 +1,6 @@
-"""Kafka's Metadata, CreateTopics, DeleteTopics, DescribeConfigs and InitProducerId, served
-by tslog's native handlers (``handlers.py``, ``replication_handlers.py``).
+"""Kafka's Metadata, CreateTopics, CreatePartitions, DeleteTopics, DescribeConfigs and
+InitProducerId, served by tslog's native handlers (``handlers.py``,
+``replication_handlers.py``).
 
 As in ``data_apis.py``: a Kafka body in, the native body to the native (gated) handler, its
 answer back in Kafka's shape. What only the Kafka side knows is added here: Metadata lists
@@ -124,6 +125,35 @@ def delete_topics(services: KafkaServices, body: dict, version: int, info: Kafka
     return _then(result, finish)
 
 
+def create_partitions(services: KafkaServices, body: dict, version: int,
+                      info: KafkaRequestInfo):
+    """``kafka-topics --alter --partitions N``: the native handler grows each topic (tslog
+    places the new replicas itself, so explicit ``assignments`` are refused, as in
+    CreateTopics)."""
+    entries, refused = [], {}
+    for topic in body["topics"]:
+        if topic["assignments"]:
+            refused[topic["name"]] = "replica assignments are chosen by tslog, not by the client"
+        else:
+            entries.append({"topic": topic["name"], "count": topic["count"]})
+
+    def finish(native: dict) -> dict:
+        results = {r["topic"]: r for r in native.get("topics", ())}
+        out = []
+        for topic in body["topics"]:
+            name = topic["name"]
+            result = results.get(name) or {"error_code": _INVALID_REQUEST,
+                                           "error_message": refused.get(name)}
+            out.append({"name": name, "error_code": int(result["error_code"]),
+                        "error_message": result.get("error_message")})
+        return {"throttle_time_ms": 0, "results": out}
+
+    if not entries:
+        return finish({})
+    return _then(services.native[ApiKey.CREATE_PARTITIONS](
+        {"topics": entries, "validate_only": bool(body["validate_only"])}), finish)
+
+
 # ------------------------------------------------------------------------------- configs
 
 
@@ -205,6 +235,7 @@ ADMIN_ADAPTERS = {
     ApiKey.METADATA: metadata,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.CREATE_PARTITIONS: create_partitions,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
 }

@@ -136,7 +136,7 @@ async def join_group(services: KafkaGroupServices, body: dict, version: int, inf
         group_id, member_id, info.client_id or "", session_ms,
         session_ms if rebalance_ms < 0 else rebalance_ms, body["protocol_type"],
         [(p["name"], p["metadata"]) for p in body["protocols"]], version >= 4,
-        body.get("group_instance_id") if version >= 5 else None)
+        body.get("group_instance_id") if version >= 5 else None, info.client_host)
     if answer.error:
         return _join_error(answer.error, answer.member_id, version)
     return {"error_code": 0, "generation_id": answer.generation_id,
