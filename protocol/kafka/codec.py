@@ -30,7 +30,7 @@ API_NAMES = {
     13: "LeaveGroup", 14: "SyncGroup", 17: "SaslHandshake", 18: "ApiVersions",
     19: "CreateTopics", 20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs",
     36: "SaslAuthenticate", 15: "DescribeGroups", 16: "ListGroups", 37: "CreatePartitions",
-    42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster",
+    42: "DeleteGroups",
 }
 API_KEYS = {name: key for key, name in API_NAMES.items()}
 API_VERSIONS = 18
