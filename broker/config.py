@@ -49,6 +49,9 @@ class BrokerConfig:
     # HOST:PORT speaking Kafka's wire protocol (docs/kafka.md); None = off. Port 0 = any free
     # port (single node only: a cluster publishes it in etcd for the others' Metadata).
     kafka_listen: str | None = None
+    # Kafka's auto.create.topics.enable: a Kafka client's Metadata for a missing topic creates
+    # it (num_partitions). Off, unlike Kafka: a typo would make a topic (docs/kafka.md).
+    auto_create_topics_enable: bool = False
     # Prometheus exporter-toolkit web config (YAML): TLS and basic auth for /metrics
     metrics_web_config_file: str | None = None
     node_id: int = 0  # this broker's id in Metadata

@@ -28,6 +28,7 @@ from .data_apis import _then
 
 _NULL_UUID = uuid.UUID(int=0)
 _INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
+_EXISTS = int(ErrorCode.TOPIC_ALREADY_EXISTS)  # created meanwhile by another client
 # Kafka's DescribeConfigs sources and types (DescribeConfigsResponse.json).
 _SOURCE = {"topic": 1, "broker": 4, "default": 5}  # DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT
 _STRING, _LONG = 2, 5
@@ -41,14 +42,40 @@ def metadata(services: KafkaServices, body: dict, version: int, info: KafkaReque
     topics = body["topics"]
     names = None if topics is None or (version == 0 and not topics) else \
         [t["name"] for t in topics if t.get("name") is not None]
+    missing = _to_create(services, body, version, names)
+    if not missing:
+        return _metadata(services, names, {})
+    created = services.native[ApiKey.CREATE_TOPICS](
+        {"topics": [{"topic": name, "partitions": -1, "replication_factor": -1, "configs": {}}
+                    for name in missing], "timeout_ms": 0})
+    return _then(created, lambda native: _metadata(services, names, {
+        r["topic"]: int(r["error_code"]) for r in native.get("topics", ())
+        if int(r["error_code"]) not in (0, _EXISTS)}))
+
+
+def _to_create(services: KafkaServices, body: dict, version: int, names) -> list[str]:
+    """Kafka's ``auto.create.topics.enable``: the named topics that do not exist, when the
+    broker allows it and the client asks for it (``allow_auto_topic_creation``, v4+; always
+    before v4). Created like ``CreateTopics`` with the defaults (``num_partitions``), through
+    the same gate (ACL Create) and the same validation."""
+    if not services.config.auto_create_topics_enable or not names:
+        return []
+    if version >= 4 and not body.get("allow_auto_topic_creation", True):
+        return []
+    return [name for name in dict.fromkeys(names) if name not in services.topics.topics]
+
+
+def _metadata(services: KafkaServices, names, refused: dict[str, int]) -> dict:
+    """The Metadata answer; ``refused`` carries why an auto-creation failed (an invalid
+    name: INVALID_TOPIC_EXCEPTION, as Kafka answers) in place of UNKNOWN_TOPIC_OR_PARTITION."""
     native = services.native[ApiKey.METADATA]({"topics": names})
     brokers = [{"node_id": node, "host": host, "port": port, "rack": None}
                for node, (host, port) in sorted(services.cluster.kafka_brokers().items())]
     out = []
     for topic in native.get("topics", ()):
         out.append({
-            "error_code": int(topic["error_code"]), "name": topic["topic"],
-            "topic_id": _NULL_UUID, "is_internal": False,
+            "error_code": refused.get(topic["topic"], int(topic["error_code"])),
+            "name": topic["topic"], "topic_id": _NULL_UUID, "is_internal": False,
             "topic_authorized_operations": -2147483648,
             "partitions": [{"error_code": int(p["error_code"]),
                             "partition_index": p["partition"], "leader_id": p["leader"],
