@@ -19,6 +19,20 @@ import pytest
 pytest.importorskip("pyspark")
 
 from tests.helpers.broker_process import BrokerProcess  # noqa: E402
+from tests.helpers.kafka_reference import ReferenceUnavailable, jars  # noqa: E402
+
+# Spark's own Kafka source (fetched by mvn on first use; test_spark_kafka_source.py): jars go
+# on the class path when the session starts, so the one shared session carries them. Why it
+# was not fetched is kept for those tests to report; the other Spark tests do not need it.
+KAFKA_SOURCE: dict[str, str] = {}
+
+
+def _kafka_source_jars() -> str:
+    try:
+        return ",".join(str(jar) for jar in sorted(jars("spark").glob("*.jar")))
+    except ReferenceUnavailable as exc:
+        KAFKA_SOURCE["unavailable"] = str(exc)
+        return ""
 
 @pytest.fixture(scope="session")
 def plan_log(tmp_path_factory) -> Path:
@@ -48,6 +62,7 @@ def spark(plan_log):
                .config("spark.driver.memory", "1g")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.jars", _kafka_source_jars())
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
