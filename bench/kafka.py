@@ -34,7 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.broker_bench.common import lookup_stats, median, print_table, ratio, spread  # noqa: E402,E501
+from bench.broker_bench.common import (  # noqa: E402
+    lookup_stats,
+    median,
+    print_table,
+    ratio,
+    spread,
+)
 from tests.helpers import kafka_reference as ref  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
 

@@ -65,6 +65,7 @@ def jars(side: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another pytest process may be fetching
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)
+            (CACHE / "tools.jsa").unlink(missing_ok=True)  # archived classes of old jars
             run = subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies"],
                                  cwd=ROOT / side, capture_output=True, text=True,
                                  timeout=MVN_TIMEOUT_S)
@@ -74,16 +75,37 @@ def jars(side: str) -> Path:
     return folder
 
 
-def java_command(main_class: str, *args: str, heap: str = "256m") -> list[str]:
-    return ["java", f"-Xmx{heap}", *JVM_FLAGS, "-cp", f"{jars('broker')}/*", main_class,
-            *args]
+def java_command(main_class: str, *args: str, heap: str = "256m",
+                 share: list[str] = ()) -> list[str]:
+    return ["java", f"-Xmx{heap}", *JVM_FLAGS, *share, "-cp", f"{jars('broker')}/*",
+            main_class, *args]
 
 
 def run_tool(main_class: str, *args: str, input: str | None = None,
              timeout_s: float = 180.0) -> subprocess.CompletedProcess:
-    """Run a Kafka tool to its end; stdout and stderr as text."""
-    return subprocess.run(java_command(main_class, *args), input=input, capture_output=True,
-                          text=True, timeout=timeout_s)
+    """Run a Kafka tool to its end; stdout and stderr as text.
+
+    Why a class-data archive: a tool's JVM spends most of its start loading and verifying
+    Kafka's classes, and the tests start a hundred of them. The first tool run dumps the
+    classes it loaded (``-XX:ArchiveClassesAtExit``) and later runs map that archive
+    (``-XX:SharedArchiveFile``): measured here, half the CPU time of a tool's run. A JVM that
+    cannot use it (another Java) runs without it (``-Xshare:auto``); ``-Xlog:cds=off`` keeps
+    its warnings out of what the tool prints.
+    """
+    archive, dumping = CACHE / "tools.jsa", None
+    if archive.exists():
+        share = [f"-XX:SharedArchiveFile={archive}"]
+    else:
+        dumping = CACHE / f".tools-{os.getpid()}-{time.monotonic_ns()}.jsa"
+        share = [f"-XX:ArchiveClassesAtExit={dumping}"]
+    done = subprocess.run(java_command(main_class, *args, share=["-Xlog:cds=off", *share]),
+                          input=input, capture_output=True, text=True, timeout=timeout_s)
+    if dumping is not None and dumping.exists():
+        if done.returncode == 0 and not archive.exists():
+            os.replace(dumping, archive)  # atomic: a concurrent dump's archive is as good
+        else:
+            dumping.unlink(missing_ok=True)
+    return done
 
 
 def start_tool(main_class: str, *args: str, log_path: Path) -> subprocess.Popen:
@@ -125,7 +147,8 @@ class KafkaReference:
             "log.dirs": str(self.base / "data"), "num.partitions": "1",
             "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "1",
             "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
             "group.initial.rebalance.delay.ms": "0",
             **(config or {})}
         self.process: subprocess.Popen | None = None

@@ -1,6 +1,5 @@
-"""Kafka's Metadata, CreateTopics, CreatePartitions, DeleteTopics, DescribeConfigs and
-InitProducerId, served by tslog's native handlers (``handlers.py``,
-``replication_handlers.py``).
+"""Kafka's Metadata, CreateTopics, DeleteTopics, DescribeConfigs and InitProducerId, served
+by tslog's native handlers (``handlers.py``, ``replication_handlers.py``).
 
 As in ``data_apis.py``: a Kafka body in, the native body to the native (gated) handler, its
 answer back in Kafka's shape. What only the Kafka side knows is added here: Metadata lists
@@ -10,7 +9,8 @@ needs ids is advertised), and DescribeConfigs reports Kafka's config sources and
 
 Refused, with INVALID_REQUEST and a message, rather than half-done: CreateTopics with
 ``validate_only`` or explicit replica ``assignments``, and InitProducerId for a
-``transactional_id`` (tslog has no transactions).
+``transactional_id`` (tslog has no transactions). CreatePartitions (``kafka-topics --alter``)
+and Metadata's creation of missing topics (``auto_create_topics_enable``) are here too.
 """
 
 from __future__ import annotations
@@ -137,21 +137,6 @@ def _created(services: KafkaServices, body: dict, native: dict, refused: dict) -
     return {"throttle_time_ms": 0, "topics": out}
 
 
-def delete_topics(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
-    names = body["topic_names"]
-    result = services.native[ApiKey.DELETE_TOPICS]({"topics": list(names),
-                                                    "timeout_ms": max(body["timeout_ms"], 0)})
-
-    def finish(native: dict) -> dict:
-        results = {r["topic"]: int(r["error_code"]) for r in native.get("topics", ())}
-        whole = int(native.get("error_code", _INVALID_REQUEST))
-        return {"throttle_time_ms": 0, "responses": [
-            {"name": name, "error_code": results.get(name, whole), "error_message": None}
-            for name in names]}
-
-    return _then(result, finish)
-
-
 def create_partitions(services: KafkaServices, body: dict, version: int,
                       info: KafkaRequestInfo):
     """``kafka-topics --alter --partitions N``: the native handler grows each topic (tslog
@@ -179,6 +164,21 @@ def create_partitions(services: KafkaServices, body: dict, version: int,
         return finish({})
     return _then(services.native[ApiKey.CREATE_PARTITIONS](
         {"topics": entries, "validate_only": bool(body["validate_only"])}), finish)
+
+
+def delete_topics(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+    names = body["topic_names"]
+    result = services.native[ApiKey.DELETE_TOPICS]({"topics": list(names),
+                                                    "timeout_ms": max(body["timeout_ms"], 0)})
+
+    def finish(native: dict) -> dict:
+        results = {r["topic"]: int(r["error_code"]) for r in native.get("topics", ())}
+        whole = int(native.get("error_code", _INVALID_REQUEST))
+        return {"throttle_time_ms": 0, "responses": [
+            {"name": name, "error_code": results.get(name, whole), "error_message": None}
+            for name in names]}
+
+    return _then(result, finish)
 
 
 # ------------------------------------------------------------------------------- configs
@@ -262,7 +262,7 @@ ADMIN_ADAPTERS = {
     ApiKey.METADATA: metadata,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.CREATE_PARTITIONS: create_partitions,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
+    ApiKey.CREATE_PARTITIONS: create_partitions,  # kafka-topics --alter --partitions
 }
