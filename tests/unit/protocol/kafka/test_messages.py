@@ -90,12 +90,13 @@ def _theirs(cls, value: dict, version: int) -> dict:
     return out
 
 
-RENAMED_BY_KAFKA_PYTHON = {"cluster_authorized_operations", "topic_authorized_operations"}
+RENAMED_BY_KAFKA_PYTHON = {"cluster_authorized_operations", "topic_authorized_operations",
+                           "authorized_operations"}  # the last: DescribeGroups' (the same)
 
 
 def _without_kafka_python_quirks(value):
-    """kafka-python turns Metadata's ``*_authorized_operations`` into sets under other names
-    (and encodes only the default), and reads an ApiVersions response with an error as v0
+    """kafka-python turns Metadata's and DescribeGroups' ``*authorized_operations`` into sets
+    under other names (and encodes only the default), and reads an ApiVersions response with an error as v0
     (Kafka's rule for UNSUPPORTED_VERSION). The oracle compares everything else."""
     if isinstance(value, list):
         return [_without_kafka_python_quirks(v) for v in value]
