@@ -96,8 +96,8 @@ RENAMED_BY_KAFKA_PYTHON = {"cluster_authorized_operations", "topic_authorized_op
 
 def _without_kafka_python_quirks(value):
     """kafka-python turns Metadata's and DescribeGroups' ``*authorized_operations`` into sets
-    under other names (and encodes only the default), and reads an ApiVersions response with an error as v0
-    (Kafka's rule for UNSUPPORTED_VERSION). The oracle compares everything else."""
+    under other names (and encodes only the default), and reads an ApiVersions response with
+    an error as v0 (Kafka's rule for UNSUPPORTED_VERSION). The oracle compares the rest."""
     if isinstance(value, list):
         return [_without_kafka_python_quirks(v) for v in value]
     if not isinstance(value, dict):
