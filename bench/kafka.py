@@ -103,16 +103,24 @@ def confluent_produce(bootstrap: str, topic: str, records: int) -> float:
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
                          "queue.buffering.max.messages": 1_000_000})
+    failed: list = []
+
+    def delivered(error, _message) -> None:
+        if error is not None:
+            failed.append(error)
+
     began = time.perf_counter()
     for _ in range(records):
         while True:
             try:
-                producer.produce(topic, VALUE, partition=0)
+                producer.produce(topic, VALUE, partition=0, on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.001)
-    if producer.flush(300):
-        raise RuntimeError("confluent-kafka: records left unsent")
+    left = producer.flush(300)
+    if left or failed:  # a figure only counts records the broker took
+        raise RuntimeError(f"confluent-kafka to {bootstrap}: {left} unsent, {len(failed)} "
+                           f"failed, first {failed[:1]}")
     return records / (time.perf_counter() - began)
 
 
@@ -121,12 +129,14 @@ def confluent_consume(bootstrap: str, topic: str, records: int) -> float:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused",
                          "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
     consumer.assign([TopicPartition(topic, 0, 0)])
-    read, began = 0, time.perf_counter()
+    read, idle, began = 0, 0, time.perf_counter()
     try:
         while read < records:
-            for message in consumer.consume(min(10_000, records - read), 1.0):
-                if message.error() is None:
-                    read += 1
+            batch = consumer.consume(min(10_000, records - read), 1.0)
+            idle = 0 if batch else idle + 1
+            if idle == 30:  # 30 empty polls in a row: the records are not there
+                raise RuntimeError(f"confluent-kafka from {bootstrap}: {read} of {records}")
+            read += sum(1 for message in batch if message.error() is None)
         return read / (time.perf_counter() - began)
     finally:
         consumer.close()
