@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -260,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--lookups", type=int, default=2000)
     args = parser.parse_args(argv)
+    # SIGTERM ends the run through the finally below, which stops both brokers by pid
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench-kafka-") as scratch:
         kafka, tslog, tslog_kafka, started = start_both(Path(scratch))
         try:
