@@ -152,6 +152,12 @@ class AsyncAdmin:
         await self._cluster.refresh_metadata()
         return dict(self._cluster.brokers)
 
+    async def describe_cluster(self) -> tuple[dict[int, tuple[str, int]], int]:
+        """({node id: (host, port)}, controller node id or -1), from one fresh Metadata
+        (Kafka's ``describeCluster``): the web console's cluster page shows both."""
+        await self._cluster.refresh_metadata()
+        return dict(self._cluster.brokers), self._cluster.controller_id
+
     # --------------------------------------------------------------------------- configs
 
     async def describe_configs(self, name: str, resource_type: str = "topic"

@@ -9,6 +9,7 @@
     tslog acls add|remove|list ...            # see cli_acls.py
     tslog users create|delete|list ...                    # see cli_users.py
     tslog mirror --source A --target B --topics REGEX     # see cli_mirror.py
+    tslog console [--listen 127.0.0.1:8080] [--allow-writes]  # see console/command.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
 or 127.0.0.1:9092), and ``--command-config FILE`` for TLS/SASL (``cli_security``). Errors
@@ -29,6 +30,7 @@ from .cli_common import EXPECTED_ERRORS, UsageError, error_line
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .cli_acls import add_acls_commands
 from .cli_users import add_users_commands
+from .console.command import register as add_console_command
 from .cli_security import add_security_options, security_from
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -95,6 +97,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_acls_commands(commands, common)
     add_users_commands(commands, common)
     cli_mirror.register(commands, common)
+    add_console_command(commands, common)
     return parser
 
 

@@ -180,6 +180,9 @@ class Admin(_Facade):
     def brokers(self):
         return self._run(self._core.brokers())
 
+    def describe_cluster(self):
+        return self._run(self._core.describe_cluster())
+
     def describe_configs(self, name, resource_type="topic"):
         return self._run(self._core.describe_configs(name, resource_type))
 
