@@ -46,7 +46,8 @@ class ConsoleProcess:
         return {"Authorization": f"Basic {token}"}
 
     def get(self, path: str, headers: dict | None = None) -> tuple[int, str]:
-        request = urllib.request.Request(self.url + path, headers=headers or self.headers())
+        request = urllib.request.Request(
+            self.url + path, headers=self.headers() if headers is None else headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, response.read().decode()
