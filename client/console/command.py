@@ -12,6 +12,7 @@ commands do not pay for them.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .auth import Authenticator, hash_password, is_loopback, load_users
@@ -27,9 +28,10 @@ def register(commands, common) -> None:
     """Add ``tslog console`` to the ``tslog`` parser's subcommands."""
     console = commands.add_parser("console", parents=[common],
                                   help="serve the web console (docs/console.md)")
-    console.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
-                         help=f"address to serve on (default {DEFAULT_LISTEN}); beyond "
-                              "loopback it needs --users")
+    console.add_argument("--listen", metavar="HOST:PORT",
+                         default=os.environ.get("TSLOG_CONSOLE_LISTEN", DEFAULT_LISTEN),
+                         help=f"address to serve on (default $TSLOG_CONSOLE_LISTEN or "
+                              f"{DEFAULT_LISTEN}); beyond loopback it needs --users")
     console.add_argument("--allow-writes", action="store_true",
                          help="enable write actions (resetting a group's offsets)")
     console.add_argument("--users", metavar="FILE",
