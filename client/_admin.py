@@ -148,6 +148,14 @@ class AsyncAdmin:
             raise await self._cluster.missing_topic(name)
         return TopicDescription(name, [partitions[p] for p in sorted(partitions)])
 
+    async def describe_topics(self) -> dict[str, TopicDescription]:
+        """{name: TopicDescription} of every topic, from one Metadata (``describe_topic`` per
+        name would ask once each); topics the broker reported an error for are left out."""
+        await self._cluster.refresh_metadata()
+        return {name: TopicDescription(name, [partitions[p] for p in sorted(partitions)])
+                for name, partitions in sorted(self._cluster.topics.items())
+                if not self._cluster.topic_errors.get(name)}
+
     async def brokers(self) -> dict[int, tuple[str, int]]:
         await self._cluster.refresh_metadata()
         return dict(self._cluster.brokers)

@@ -180,6 +180,9 @@ class Admin(_Facade):
     def brokers(self):
         return self._run(self._core.brokers())
 
+    def describe_topics(self):
+        return self._run(self._core.describe_topics())
+
     def describe_cluster(self):
         return self._run(self._core.describe_cluster())
 

@@ -65,8 +65,7 @@ class ClusterView:
 async def cluster_view(admin: AsyncAdmin, metrics_urls: dict[int, str]) -> ClusterView:
     """Brokers, controller, partitions per broker, leaders and unhealthy partitions."""
     brokers, controller = await admin.describe_cluster()
-    names = await admin.list_topics()
-    descriptions = await asyncio.gather(*(admin.describe_topic(name) for name in names))
+    descriptions = (await admin.describe_topics()).values()
     leaders: dict[int, int] = {}
     replicas: dict[int, int] = {}
     under, offline = [], []
@@ -98,18 +97,20 @@ async def bounds(admin: AsyncAdmin, partitions: list) -> dict:
 async def topic_partitions(admin: AsyncAdmin, topic: str) -> list:
     """Per partition: leader, replicas, ISR, offsets, record count, earliest and latest time.
 
-    Earliest time is the LogAppendTime of the first record (a time lookup at 0 lands on it:
-    LAT never decreases); latest is ListOffsets' MAX_TIMESTAMP. Three ListOffsets in all."""
+    The first record (a time lookup at 0 lands on it: LAT never decreases) gives both the log
+    start and the earliest time; latest is ListOffsets' MAX_TIMESTAMP. Three ListOffsets in
+    all, sent together."""
     description = await admin.describe_topic(topic)
     partitions = [TopicPartition(topic, info.partition) for info in description.partitions]
-    offsets, firsts, lasts = await asyncio.gather(
-        bounds(admin, partitions),
+    ends, firsts, lasts = await asyncio.gather(
+        admin.list_offsets({tp: LATEST for tp in partitions}),
         admin.list_offsets({tp: 0 for tp in partitions}),
         admin.list_offsets({tp: MAX_TIMESTAMP for tp in partitions}))
     rows = []
     for info, tp in zip(description.partitions, partitions):
-        start, end = offsets[tp]
         first, last = firsts[tp], lasts[tp]
+        end = ends[tp].offset if ends[tp] is not None else 0
+        start = first.offset if first is not None else end
         empty = end <= start
         rows.append(PartitionRow(topic, info.partition, info.leader, list(info.replicas),
                                  list(info.isr), start, end,

@@ -60,16 +60,22 @@ def boundaries(from_ms: int, to_ms: int, bucket_ms: int) -> list:
 
 
 async def traffic(admin: AsyncAdmin, topic: str, partitions: list, from_ms: int, to_ms: int,
-                  bucket_ms: int, timestamp_type: str = "append") -> Traffic:
-    """Records per bucket per partition over [from, to], bucket edges aligned to UTC."""
+                  bucket_ms: int, timestamp_type: str = "append",
+                  ends: dict | None = None) -> Traffic:
+    """Records per bucket per partition over [from, to], bucket edges aligned to UTC.
+
+    ``ends``: {partition: log end offset} if the caller has them (the topic page does);
+    else one more ListOffsets asks."""
     edges = boundaries(from_ms, to_ms, bucket_ms)
     tps = [TopicPartition(topic, partition) for partition in partitions]
-    ends = await admin.list_offsets({tp: LATEST for tp in tps})
+    if ends is None:
+        latest = await admin.list_offsets({tp: LATEST for tp in tps})
+        ends = {tp.partition: latest[tp].offset if latest[tp] else 0 for tp in tps}
     answers = await asyncio.gather(*(admin.list_offsets({tp: edge for tp in tps}, timestamp_type)
                                      for edge in edges))
     per_partition = {}
     for tp in tps:
-        end = ends[tp].offset if ends[tp] is not None else 0
+        end = ends[tp.partition]
         offsets = [answer[tp].offset if answer[tp] is not None else end for answer in answers]
         per_partition[tp.partition] = [max(0, later - earlier)
                                        for earlier, later in zip(offsets, offsets[1:])]

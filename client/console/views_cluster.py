@@ -16,7 +16,7 @@ from tslog.client.times import parse_time_ms
 
 from .html import Markup, link, page, table, text, when
 from .reads import cluster_view, topic_configs, topic_partitions
-from .traffic import BUCKET_MS, BUCKETS_MAX, traffic
+from .traffic import BUCKET_MS, traffic
 from .charts import bar_chart
 
 DEFAULT_WINDOW = "-1h"
@@ -48,14 +48,18 @@ async def topics_page(request, console) -> HTMLResponse:
     return _html(console, "Topics", table(["topic", "partitions"], rows, "topics"))
 
 
+AUTO_BUCKETS_MAX = 120  # a chart whose bucket was not asked for: an hour by minute, a day by hour
+
+
 def pick_bucket(from_ms: int, to_ms: int, asked: str | None) -> int:
-    """The bucket asked for, or the smallest that keeps the chart within BUCKETS_MAX."""
+    """The bucket asked for, or the smallest that keeps the chart within AUTO_BUCKETS_MAX
+    bars (each bar edge is one ListOffsets request for every partition)."""
     if asked:
         if asked not in BUCKET_MS:
             raise ValueError(f"bucket must be one of {', '.join(BUCKET_MS)}, not {asked!r}")
         return BUCKET_MS[asked]
     for size in BUCKET_MS.values():
-        if (to_ms - from_ms) // size < BUCKETS_MAX:
+        if (to_ms - from_ms) // size < AUTO_BUCKETS_MAX:
             return size
     return BUCKET_MS["hour"]
 
@@ -82,7 +86,7 @@ async def topic_page(request, console) -> HTMLResponse:
     rows = await topic_partitions(console.admin, topic)
     configs = await topic_configs(console.admin, topic)
     chart = await traffic(console.admin, topic, [r.partition for r in rows], from_ms, to_ms,
-                          bucket_ms, time_type)
+                          bucket_ms, time_type, {r.partition: r.end_offset for r in rows})
 
     def find_at(partition=None):
         extra = {} if partition is None else {"partition": partition}

@@ -19,6 +19,7 @@ from .html import Markup, link, page, table, text, when
 from .records import FORMATS, format_positions, parse_positions, positions_at, preview
 
 LIMIT_DEFAULT, LIMIT_MAX = 10, 500
+ROWS_DEFAULT = 200  # a page of a 1,000-partition topic shows 1 record each unless asked
 
 
 def _form(query) -> Markup:
@@ -31,7 +32,7 @@ def _form(query) -> Markup:
         f'time <input name=time value="{value("time")}" placeholder="-15m or ISO-8601"> '
         f'partition <input name=partition size=4 value="{value("partition")}"> '
         f'offset <input name=offset size=8 value="{value("offset")}"> '
-        f'per partition <input name=limit size=4 value="{value("limit") or LIMIT_DEFAULT}"> '
+        f'per partition <input name=limit size=4 value="{value("limit")}"> '
         f'show as <select name=format>{formats}</select> <button>Find</button></form>')
 
 
@@ -62,11 +63,12 @@ async def find_page(request, console) -> HTMLResponse:
     read_only = not console.options.allow_writes
     if not topic:
         return HTMLResponse(page("Find by time", _form(query), read_only=read_only))
-    limit = min(max(int(query.get("limit") or LIMIT_DEFAULT), 1), LIMIT_MAX)
     how = query.get("format") or "text"
     if how not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
     positions = await _positions(console, query, topic)
+    limit = min(max(int(query.get("limit") or
+                        min(LIMIT_DEFAULT, ROWS_DEFAULT // len(positions) or 1)), 1), LIMIT_MAX)
     found = await console.reader.page(console.admin, topic, positions, limit)
     rows = [(p, r.offset, when(r.log_append_time), when(r.create_time),
              Markup(f"<pre>{text(preview(r.key, how))}</pre>"),
