@@ -5,8 +5,8 @@ loopback, and then it must not depend on the cluster being reachable to let an o
 A file of ``name:hash`` lines, one per user, is what the Prometheus exporter and nginx
 operators already keep; the hash is the standard library's PBKDF2-HMAC-SHA256
 (``hashlib.pbkdf2_hmac``, no hand-written crypto) with a random salt, written as
-``pbkdf2_sha256$ITERATIONS$SALT_B64$HASH_B64``. ``tslog console --hash-password`` makes one
-from a password on stdin (never from the command line, which ``ps`` shows).
+``pbkdf2_sha256$ITERATIONS$SALT_B64$HASH_B64``. ``tslog console --hash-password NAME``
+makes NAME's line from a password on stdin (never from the command line, which ``ps`` shows).
 
 HTTP Basic sends the password with every request: put TLS in front of a console that is not
 on loopback (``--tls-cert-file``/``--tls-key-file``, or a reverse proxy).
@@ -60,7 +60,7 @@ def load_users(path: str | Path) -> dict[str, str]:
         parts = encoded.split("$")
         if not name or len(parts) != 4 or parts[0] != _SCHEME or not parts[1].isdigit():
             raise UsersFileError(f"{path} line {number}: expected NAME:{_SCHEME}$ITERATIONS$"
-                                 "SALT$HASH (make one with tslog console --hash-password)")
+                                 "SALT$HASH (make one with tslog console --hash-password NAME)")
         users[name] = encoded
     if not users:
         raise UsersFileError(f"{path} names no user")

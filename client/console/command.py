@@ -2,7 +2,7 @@
 
     tslog console [--bootstrap HOST:PORT] [--listen 127.0.0.1:8080] [--allow-writes]
                   [--users FILE] [--tls-cert-file F --tls-key-file F] [--metrics NODE=URL]
-    tslog console --hash-password < password.txt     # a line for the users file
+    tslog console --hash-password NAME < password.txt   # NAME's line for the users file
 
 Like the broker's protected mode, the console refuses to listen beyond loopback without its
 own authentication (``--users``): it shows every topic's records to whoever reaches it.
@@ -41,8 +41,8 @@ def register(commands, common) -> None:
     console.add_argument("--metrics", action="append", default=[], metavar="NODE=URL",
                          help="a broker's metrics endpoint, linked from the cluster page "
                               "(repeat per broker)")
-    console.add_argument("--hash-password", action="store_true",
-                         help="read a password on stdin, print a users-file hash, exit")
+    console.add_argument("--hash-password", metavar="NAME",
+                         help="read NAME's password on stdin, print its users-file line, exit")
     console.set_defaults(handler=run)
 
 
@@ -68,15 +68,17 @@ def protected_mode_problem(host: str, users_file: str | None) -> str | None:
         return None
     return (f"refusing to serve on {host} without authentication: anyone who can reach it "
             "could read every topic's records; give --users FILE (a line per user from "
-            "`tslog console --hash-password`), or listen on 127.0.0.1")
+            "`tslog console --hash-password NAME`), or listen on 127.0.0.1")
 
 
 def run(args) -> int:
-    if args.hash_password:
+    if args.hash_password is not None:
+        if not args.hash_password or ":" in args.hash_password:
+            raise ConsoleStartError("--hash-password takes a user name without ':'")
         password = sys.stdin.readline().rstrip("\n")
         if not password:
             raise ConsoleStartError("give the password on stdin")
-        print(hash_password(password))
+        print(f"{args.hash_password}:{hash_password(password)}")
         return 0
     host, port = _host_port(args.listen)
     problem = protected_mode_problem(host, args.users)

@@ -59,7 +59,8 @@ def page(title: str, *parts, read_only: bool = True) -> str:
     body = "".join(part if isinstance(part, Markup) else f"<p>{text(part)}</p>"
                    for part in parts)
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-            f"<title>{text(title)} · tslog console</title><link rel=icon href=\"data:,\"><style>{_STYLE}</style></head>"
+            f"<title>{text(title)} · tslog console</title>"
+            f"<link rel=icon href=\"data:,\"><style>{_STYLE}</style></head>"
             f"<body><nav><a href=\"/\">Cluster</a><a href=\"/topics\">Topics</a>"
             f"<a href=\"/find\">Find by time</a><a href=\"/groups\">Consumer groups</a>"
             f"<span style=\"color:#9bd;float:right\">{mode}</span></nav>"

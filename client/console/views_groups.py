@@ -97,7 +97,8 @@ async def reset_confirm_page(request, console) -> HTMLResponse:
         f'<form method=post action="/groups/{text(group_id)}/reset">'
         f'<input type=hidden name=topic value="{text(topic)}">'
         f'<input type=hidden name=offsets value="{text(offsets)}">'
-        f'<input type=hidden name=signature value="{_signature(console, group_id, topic, offsets)}">'
+        f'<input type=hidden name=signature '
+        f'value="{_signature(console, group_id, topic, offsets)}">'
         f'<button id=apply>Apply exactly these offsets</button></form>')
     return _html(console, f"Reset group {group_id} on {topic} to {moment}?",
                  "Nothing has changed yet. Applying commits exactly the new offsets below.",

@@ -134,11 +134,11 @@ def test_beyond_loopback_the_console_needs_a_users_file(cluster_data, tmp_path, 
     assert line.startswith("tslog: error: refusing to serve on 0.0.0.0 without authentication")
     password = "correct horse battery staple"
     hashed = subprocess.run([sys.executable, "-m", "tslog.client.cli", "console",
-                             "--hash-password"], input=password + "\n", text=True,
+                             "--hash-password", "ops"], input=password + "\n", text=True,
                             capture_output=True, timeout=60, check=True).stdout.strip()
     assert password not in hashed
     users = tmp_path / "console-users"
-    users.write_text(f"ops:{hashed}\n")
+    users.write_text(f"{hashed}\n")
     process = ConsoleProcess(bootstrap, tmp_path, "--users", str(users), host="0.0.0.0",
                              auth=("ops", password))
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tslog.client import Admin, TopicPartition
 from tslog.client.times import format_time_ms
 
 pytestmark = [pytest.mark.console, pytest.mark.timeout(240)]
@@ -73,8 +74,14 @@ def test_every_page_loads_without_errors(console, writable_console, cluster_data
     cluster = browser.open("/")
     (broker_row,) = _rows(cluster, "brokers")
     assert broker_row[:3] == ["0", cluster_data.broker.bootstrap, "yes"]
+    with Admin(cluster_data.broker.bootstrap) as admin:
+        admin.alter_consumer_group_offsets(
+            "dashboard", {TopicPartition("events", p): 1 for p in range(3)})
     writer = browser_page(writable_console)
-    writer.open("/groups")  # empty so far in this module's order, still a page
+    for name, path in (("group", "/groups/dashboard"),
+                       ("reset", "/groups/dashboard/reset?topic=events&to=-1h")):
+        page = writer.open(path)
+        _screenshot(page, name)
 
 
 def test_topic_page_shows_offsets_times_and_configs(console, cluster_data, browser_page):
