@@ -51,7 +51,7 @@ class Console:
     form_key: bytes  # signs the reset confirmation form (views_groups)
 
 
-_USER_ERRORS = (TimeFormatError, WindowError, ValueError, KeyError)
+_USER_ERRORS = (TimeFormatError, WindowError, ValueError)  # bad input: 400, one line
 
 
 def build_app(options: Options) -> Starlette:
