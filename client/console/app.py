@@ -60,7 +60,8 @@ def build_app(options: Options) -> Starlette:
         admin = AsyncAdmin(options.bootstrap, security=options.security,
                            client_id="tslog-console")
         reader = RecordReader(options.bootstrap, options.security)
-        await admin.start()
+        # no admin.start(): every page asks for fresh metadata anyway, and a cluster that
+        # is down for a moment must not stop the console (``command.run`` checked at start)
         app.state.console = Console(options, admin, reader, secrets.token_bytes(32))
         try:
             yield

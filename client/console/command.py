@@ -71,6 +71,15 @@ def protected_mode_problem(host: str, users_file: str | None) -> str | None:
             "`tslog console --hash-password NAME`), or listen on 127.0.0.1")
 
 
+def _check_cluster(bootstrap: str, security) -> None:
+    """Fail at start, in one line, when the cluster cannot be reached or refuses the login:
+    a console that starts and then shows only error pages helps nobody find a typo."""
+    from tslog.client import Admin
+
+    with Admin(bootstrap, security=security, request_timeout_ms=10_000, retries=1) as admin:
+        admin.describe_cluster()
+
+
 def run(args) -> int:
     if args.hash_password is not None:
         if not args.hash_password or ":" in args.hash_password:
@@ -91,6 +100,7 @@ def run(args) -> int:
         from .app import Options, build_app
     except ImportError as exc:  # core dependencies; only a broken install lacks them
         raise ConsoleStartError(f"the console needs {exc.name}: pip install starlette uvicorn")
+    _check_cluster(args.bootstrap, args.security)
     options = Options(args.bootstrap, args.security, args.allow_writes,
                       _metrics_urls(args.metrics),
                       Authenticator(load_users(args.users)) if args.users else None)
