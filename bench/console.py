@@ -30,6 +30,7 @@ from tests.helpers.console_process import ConsoleProcess  # noqa: E402
 from tslog.client import Admin, Producer, TopicPartition  # noqa: E402
 
 HOUR_MS = 3_600_000
+GET_TIMEOUT_S = 600.0  # what is measured: a loaded machine may take long, report it anyway
 TOPIC = "traffic"
 
 
@@ -51,13 +52,14 @@ def load(broker: BrokerProcess, partitions: int) -> None:
 
 
 def timed(console: ConsoleProcess, path: str, runs: int) -> list[float]:
-    status, _ = console.get(path)  # warm-up: connections, imports, the first Metadata
+    print(f"GET {path}", file=sys.stderr, flush=True)
+    status, _ = console.get(path, timeout_s=GET_TIMEOUT_S)  # warm-up: connections, Metadata
     if status != 200:
         raise RuntimeError(f"GET {path}: {status}")
     seconds = []
     for _ in range(runs):
         started = time.perf_counter()
-        status, _ = console.get(path)
+        status, _ = console.get(path, timeout_s=GET_TIMEOUT_S)
         seconds.append(time.perf_counter() - started)
         if status != 200:
             raise RuntimeError(f"GET {path}: {status}")

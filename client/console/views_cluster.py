@@ -8,6 +8,7 @@ bucket ``second``, ``minute`` or ``hour`` (default: the smallest that fits the w
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlencode
 
 from starlette.responses import HTMLResponse
@@ -18,6 +19,7 @@ from .html import Markup, link, page, table, text, when
 from .reads import cluster_view, topic_configs, topic_partitions
 from .traffic import BUCKET_MS, traffic
 from .charts import bar_chart
+from .sizes import topic_sizes
 
 DEFAULT_WINDOW = "-1h"
 
@@ -83,8 +85,9 @@ async def topic_page(request, console) -> HTMLResponse:
     time_type = query.get("time_type") or "append"
     from_ms, to_ms = parse_time_ms(start), parse_time_ms(end)
     bucket_ms = pick_bucket(from_ms, to_ms, query.get("bucket"))
-    rows = await topic_partitions(console.admin, topic)
-    configs = await topic_configs(console.admin, topic)
+    rows, configs, sizes = await asyncio.gather(
+        topic_partitions(console.admin, topic), topic_configs(console.admin, topic),
+        topic_sizes(console.options.metrics_urls, topic))
     chart = await traffic(console.admin, topic, [r.partition for r in rows], from_ms, to_ms,
                           bucket_ms, time_type, {r.partition: r.end_offset for r in rows})
 
@@ -95,19 +98,20 @@ async def topic_page(request, console) -> HTMLResponse:
 
     partitions = table(
         ["partition", "leader", "replicas", "ISR", "start offset", "end offset", "records",
-         "earliest", "latest"],
+         "bytes", "earliest", "latest"],
         [(r.partition, r.leader, ",".join(map(str, r.replicas)), ",".join(map(str, r.isr)),
-          r.start_offset, r.end_offset, r.records, when(r.earliest_ms), when(r.latest_ms))
-         for r in rows], "partitions")
+          r.start_offset, r.end_offset, r.records, sizes.get(r.partition),
+          when(r.earliest_ms), when(r.latest_ms)) for r in rows], "partitions")
     per_partition = "".join(
         f"<h3>partition {p}</h3>" + bar_chart(chart.starts_ms, counts, find_at(p),
                                               f"records per bucket, partition {p}")
         for p, counts in sorted(chart.per_partition.items())[:_PARTITION_CHARTS_MAX])
     total = sum(r.records for r in rows)
+    size = (f"{sum(sizes.values())} bytes" if len(sizes) == len(rows)
+            else "bytes: give --metrics NODE=URL per broker")
     return _html(
         console, f"Topic {topic}",
-        f"{len(rows)} partitions, {total} records (log end minus log start; sizes in bytes "
-        "are on each broker's metrics endpoint, tslog_log_size_bytes)",
+        f"{len(rows)} partitions, {total} records (log end minus log start), {size}",
         Markup("<h2>Partitions</h2>"), partitions,
         Markup(f"<h2>Records per {_bucket_name(bucket_ms)} ({time_type} time)</h2>"),
         _window_form(topic, start, end, query.get("bucket") or "", time_type),

@@ -2,14 +2,13 @@
 
 ``/find?topic=T&time=-15m`` (any form ``tslog consume --from-time`` takes, or epoch ms as the
 chart's bars send) resolves the moment per partition through the time index and shows up to
-``limit`` records of each from there. ``partition=P`` narrows it to one partition, and with
+``limit`` records of each from there (default 10, fewer when the topic has more than 20
+partitions: ROWS_DEFAULT rows a page). ``partition=P`` narrows it to one partition, and with
 ``offset=N`` it starts at that offset instead of a moment. "Earlier" and "later" carry the
 exact positions (``at=P:OFFSET,...``), so paging never skips or repeats a record.
 """
 
 from __future__ import annotations
-
-from urllib.parse import urlencode
 
 from starlette.responses import HTMLResponse
 
@@ -88,6 +87,3 @@ async def find_page(request, console) -> HTMLResponse:
         table(["partition", "offset", "LogAppendTime", "CreateTime", "key", "value",
                "headers"], rows, "records"), nav, read_only=read_only))
 
-
-def find_url(topic: str, moment_ms: int) -> str:
-    return "/find?" + urlencode({"topic": topic, "time": moment_ms})

@@ -45,11 +45,12 @@ class ConsoleProcess:
         token = base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()
         return {"Authorization": f"Basic {token}"}
 
-    def get(self, path: str, headers: dict | None = None) -> tuple[int, str]:
+    def get(self, path: str, headers: dict | None = None,
+            timeout_s: float = 30.0) -> tuple[int, str]:
         request = urllib.request.Request(
             self.url + path, headers=self.headers() if headers is None else headers)
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.helpers.broker_process import BrokerProcess
+from tests.helpers.broker_process import BrokerProcess, free_port
 from tests.helpers.console_process import BrowserPage, ConsoleProcess, launch_chromium
 from tslog.client import Admin, Producer
 
@@ -34,6 +34,7 @@ class ClusterData:
     events: list  # RecordMetadata of every record of 'events', in send order
     keys: dict  # (partition, offset) -> key of every record of 'events'
     created: list  # (partition, offset, create_time) of every record of 'created'
+    metrics_url: str  # the broker's /metrics
 
 
 def _produce_events(bootstrap: str) -> tuple[list, dict]:
@@ -69,20 +70,23 @@ def _produce_created(bootstrap: str) -> list:
 
 @pytest.fixture(scope="module")
 def cluster_data(tmp_path_factory):
-    broker = BrokerProcess(tmp_path_factory.mktemp("console") / "broker").start()
+    metrics = f"127.0.0.1:{free_port()}"
+    broker = BrokerProcess(tmp_path_factory.mktemp("console") / "broker",
+                           config={"metrics_listen": metrics}).start()
     try:
         with Admin(broker.bootstrap) as admin:
             admin.create_topic("events", partitions=3)
             admin.create_topic("created", partitions=2)
         yield ClusterData(broker, *_produce_events(broker.bootstrap),
-                          _produce_created(broker.bootstrap))
+                          _produce_created(broker.bootstrap), f"http://{metrics}/metrics")
     finally:
         broker.cleanup()
 
 
 @pytest.fixture(scope="module")
 def console(cluster_data, tmp_path_factory):
-    process = ConsoleProcess(cluster_data.broker.bootstrap, tmp_path_factory.mktemp("logs"))
+    process = ConsoleProcess(cluster_data.broker.bootstrap, tmp_path_factory.mktemp("logs"),
+                             "--metrics", f"0={cluster_data.metrics_url}")
     yield process
     process.stop()
 

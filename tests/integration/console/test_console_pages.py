@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import collections
 import os
+import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tslog.client import Admin, TopicPartition
 from tslog.client.times import format_time_ms
@@ -91,13 +93,26 @@ def test_topic_page_shows_offsets_times_and_configs(console, cluster_data, brows
         by_partition[meta.partition].append(meta)
     rows = _rows(page, "partitions")
     assert [row[0] for row in rows] == ["0", "1", "2"]
+    sizes = _sizes_from_metrics(cluster_data.metrics_url, "events")
     for row in rows:
         metas = by_partition[int(row[0])]
         assert row[4:7] == ["0", str(len(metas)), str(len(metas))]
-        assert row[7] == format_time_ms(min(m.log_append_time for m in metas))
-        assert row[8] == format_time_ms(max(m.log_append_time for m in metas))
+        assert int(row[7]) == sizes[int(row[0])] > 0
+        assert row[8] == format_time_ms(min(m.log_append_time for m in metas))
+        assert row[9] == format_time_ms(max(m.log_append_time for m in metas))
     configs = {row[0]: row[1] for row in _rows(page, "configs")}
     assert "retention.ms" in configs
+
+
+def _sizes_from_metrics(url: str, topic: str) -> dict[int, int]:
+    """The oracle of the bytes column: prometheus_client's own parser on the broker's
+    /metrics."""
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    return {int(sample.labels["partition"]): int(sample.value)
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "tslog_log_size_bytes" and sample.labels["topic"] == topic}
 
 
 def test_find_by_time_shows_exactly_the_records_at_that_moment(console, cluster_data,

@@ -88,3 +88,14 @@ def test_previews():
 def test_tables_escape_what_they_did_not_build():
     html = table(["<h>"], [("<script>alert(1)</script>",), (Markup("<b>ok</b>"),)])
     assert "<script>" not in html and "&lt;script&gt;" in html and "<b>ok</b>" in html
+
+
+def test_sizes_are_read_from_a_metrics_exposition():
+    from tslog.client.console.sizes import parse_sizes
+
+    text = ('# HELP tslog_log_size_bytes Bytes.\n'
+            'tslog_log_size_bytes{partition="0",topic="events"} 4096.0\n'
+            'tslog_log_size_bytes{partition="1",topic="events"} 10\n'
+            'tslog_log_size_bytes{partition="0",topic="other"} 7\n'
+            'tslog_log_segments{partition="0",topic="events"} 1\n')
+    assert parse_sizes(text, "events") == {0: 4096, 1: 10}
