@@ -79,6 +79,7 @@ class ResetPlan:
     group_id: str
     topic: str
     moment: str  # as the user typed it
+    moment_ms: int | None  # what it meant when the plan was made; None for earliest/latest
     rows: list  # of (partition, current offset or None, new offset)
 
     @property
@@ -104,16 +105,17 @@ async def plan_reset(admin: AsyncAdmin, group_id: str, topic: str, moment: str,
     limits = await bounds(admin, tps)
     _, committed = await describe(admin, group_id)
     keyword = moment.strip().lower()
+    moment_ms = None
     if keyword in ("earliest", "latest"):
         targets = {p: limits[TopicPartition(topic, p)][keyword == "latest"] for p in numbers}
     else:
-        targets = await positions_at(admin, topic, numbers, parse_time_ms(moment),
-                                     timestamp_type)
+        moment_ms = parse_time_ms(moment)
+        targets = await positions_at(admin, topic, numbers, moment_ms, timestamp_type)
     rows = []
     for tp in tps:
         low, high = limits[tp]
         rows.append((tp.partition, committed.get(tp), min(max(targets[tp.partition], low), high)))
-    return ResetPlan(group_id, topic, moment, rows)
+    return ResetPlan(group_id, topic, moment, moment_ms, rows)
 
 
 async def apply_reset(admin: AsyncAdmin, group_id: str, offsets: dict) -> None:

@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse
 from tslog.client.aio import TopicPartition
 
 from .groups import apply_reset, describe, lag_rows, now_ms, plan_reset
-from .html import Markup, error_box, link, page, table, text
+from .html import Markup, error_box, link, page, table, text, when
 from .records import format_positions, parse_positions
 
 
@@ -100,8 +100,11 @@ async def reset_confirm_page(request, console) -> HTMLResponse:
         f'<input type=hidden name=signature '
         f'value="{_signature(console, group_id, topic, offsets)}">'
         f'<button id=apply>Apply exactly these offsets</button></form>')
+    rule = (f"its {moment.strip().lower()} offset" if plan.moment_ms is None else
+            f"its first record at or after {when(plan.moment_ms)}, or its log end")
     return _html(console, f"Reset group {group_id} on {topic} to {moment}?",
-                 "Nothing has changed yet. Applying commits exactly the new offsets below.",
+                 f"Each partition goes to {rule}. Nothing has changed yet: applying commits "
+                 "exactly the new offsets below.",
                  table(["partition", "current", "new", ""], rows, "plan"), form)
 
 
