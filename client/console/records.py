@@ -20,11 +20,15 @@ from dataclasses import dataclass
 
 from tslog.client.aio import AsyncAdmin, AsyncConsumer, TopicPartition
 
-from .reads import bounds
+from .reads import LATEST, bounds
 
 PREVIEW_BYTES = 300  # of a key or value shown on a page; the rest is elided
 READ_TIMEOUT_S = 10.0
 FORMATS = ("text", "hex", "json")
+# Per partition per fetch: a page needs a few records, and the client decodes every batch a
+# fetch brings; the broker still sends a first batch larger than this whole, and the reader
+# fetches again for more.
+_PARTITION_FETCH_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,9 @@ async def positions_at(admin: AsyncAdmin, topic: str, partitions: list, moment_m
     tps = [TopicPartition(topic, p) for p in partitions]
     found, ends = await asyncio.gather(
         admin.list_offsets({tp: moment_ms for tp in tps}, timestamp_type),
-        bounds(admin, tps))
-    return {tp.partition: found[tp].offset if found[tp] is not None else ends[tp][1]
-            for tp in tps}
+        admin.list_offsets({tp: LATEST for tp in tps}))
+    return {tp.partition: found[tp].offset if found[tp] is not None else
+            (ends[tp].offset if ends[tp] is not None else 0) for tp in tps}
 
 
 class RecordReader:
@@ -72,7 +76,7 @@ class RecordReader:
 
     def __init__(self, bootstrap: str, security) -> None:
         self._consumer = AsyncConsumer(bootstrap, enable_auto_commit=False, fetch_max_wait_ms=50,
-                                       max_partition_fetch_bytes=64 * 1024,
+                                       max_partition_fetch_bytes=_PARTITION_FETCH_BYTES,
                                        client_id="tslog-console", security=security)
         self._lock = asyncio.Lock()
         self._started = False
