@@ -118,8 +118,10 @@ class RecordReader:
         self._consumer.assign([])
 
 
-def preview(data: bytes | None, how: str) -> str:
-    """Key, value or header bytes as text, hex or indented JSON, cut at PREVIEW_BYTES."""
+def preview(data: bytes | None, how: str, mark: bool = True) -> str:
+    """Key, value or header bytes as text, hex or indented JSON, cut at PREVIEW_BYTES.
+    ``mark``: say "(not JSON)" when JSON was asked and the bytes are not (values; keys and
+    headers are often plain strings, and the note would only be noise there)."""
     if data is None:
         return "null"
     cut = data[:PREVIEW_BYTES]
@@ -130,5 +132,5 @@ def preview(data: bytes | None, how: str) -> str:
         try:
             return json.dumps(json.loads(data), indent=1, ensure_ascii=False)
         except ValueError:
-            return cut.decode("utf-8", "replace") + "  (not JSON)"
+            return cut.decode("utf-8", "replace") + ("  (not JSON)" if mark else "")
     return cut.decode("utf-8", "replace") + more

@@ -53,7 +53,8 @@ async def _positions(console, query, topic: str) -> dict:
 
 
 def _headers(headers, how: str) -> str:
-    return "; ".join(f"{name}={preview(value, how)}" for name, value in headers) or "-"
+    return "; ".join(f"{name}={preview(value, how, mark=False)}"
+                     for name, value in headers) or "-"
 
 
 async def find_page(request, console) -> HTMLResponse:
@@ -70,7 +71,7 @@ async def find_page(request, console) -> HTMLResponse:
                         min(LIMIT_DEFAULT, ROWS_DEFAULT // len(positions) or 1)), 1), LIMIT_MAX)
     found = await console.reader.page(console.admin, topic, positions, limit)
     rows = [(p, r.offset, when(r.log_append_time), when(r.create_time),
-             Markup(f"<pre>{text(preview(r.key, how))}</pre>"),
+             Markup(f"<pre>{text(preview(r.key, how, mark=False))}</pre>"),
              Markup(f"<pre>{text(preview(r.value, how))}</pre>"), _headers(r.headers, how))
             for p in sorted(found.records) for r in found.records[p]]
     starts = ", ".join(f"{p}@{o}" for p, o in sorted(found.positions.items()))
