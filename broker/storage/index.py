@@ -191,14 +191,16 @@ class MmapIndex:
             os.close(fd)
         self._room = stop // self.ENTRY.size
 
-    def seal(self) -> None:
-        """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
+    def seal(self, sync: bool = True) -> None:
+        """Trim the file to its entries and map it read-only (segment rolled or log closing).
+        ``sync`` False: the caller makes the trim durable (a broker's shutdown, at once)."""
         owed = self.seal_unsynced()
         if owed is not None:
             fd, length = owed
             try:
                 os.ftruncate(fd, length)
-                os.fsync(fd)  # a sealed index is trusted at the next open: make it durable once
+                if sync:  # a sealed index is trusted at the next open: make it durable once
+                    os.fsync(fd)
             finally:
                 os.close(fd)
 
@@ -239,9 +241,9 @@ class MmapIndex:
         finally:
             os.close(fd)
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> None:
         if self._writable and self._file_map is not None:
-            self.seal()
+            self.seal(sync)
         self.close_handles()
 
     def close_handles(self) -> None:

@@ -68,11 +68,11 @@ def read_checkpoint(directory: Path) -> tuple[int, int] | None:
         return None
 
 
-def write_checkpoint(directory: Path, recovery_point: int, last_log_append_time: int) -> None:
+def write_checkpoint(directory: Path, recovery_point: int, last_log_append_time: int,
+                     sync: bool = True) -> None:
     files.write_atomically(
         directory / files.RECOVERY_POINT_FILE,
-        f"{recovery_point} {last_log_append_time}\n".encode(),
-    )
+        f"{recovery_point} {last_log_append_time}\n".encode(), sync=sync)
 
 
 def clean_marker(directory: Path) -> Path:

@@ -436,9 +436,9 @@ class Segment(LoadMixin):
         for index in self.indexes:
             index.sync()
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> None:
         for index in self.indexes:
-            index.close()
+            index.close(sync)
         self.close_handles()
 
     def close_handles(self) -> None:
