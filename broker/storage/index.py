@@ -86,27 +86,38 @@ class MmapIndex:
     KEY_FORMAT: str  # memoryview.cast format of the search key
     DTYPE: np.dtype
 
-    def __init__(self, path: Path, spare: bool = False) -> None:
+    def __init__(self, path: Path, spare: bool = False,
+                 capacity_bytes: int | None = None) -> None:
         """``spare``: the file is a next segment's, made ahead (``segment_roll.SpareFiles``):
-        preallocated zeros, no entry yet, mapped writable at once."""
+        preallocated zeros, no entry yet, mapped writable at once. ``capacity_bytes``: an
+        active segment's index, sized as ``make_writable`` sizes it and mapped writable
+        through the one descriptor opened here (a broker's start opens thousands)."""
         self.path = path
+        self._file_map: FileMap | None = None
+        self._map: memoryview | None = None  # the map's bytes
+        self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
+        self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
+        self.on_open = None  # called with no argument when a released index maps its file again
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             length = os.fstat(fd).st_size
             existing = data_extent(fd, length) // self.ENTRY.size
+            self.entries = 0 if spare else existing
+            self._torn = not spare and length % self.ENTRY.size != 0
+            self._capacity = length // self.ENTRY.size
+            self._room = existing  # entries that may be written through the map (module doc)
+            self._writable = spare
+            if capacity_bytes is not None:
+                self._writable = True
+                self._capacity = self._whole_entries(capacity_bytes, self.entries)
+                self._room = min(self._room, self._capacity)
+                length = self._capacity * self.ENTRY.size
+                os.ftruncate(fd, length)
+            if length > 0:
+                self._file_map = FileMap(fd, length, self._writable)
+                self._map = self._file_map.buffer
         finally:
             os.close(fd)
-        self.entries = 0 if spare else existing
-        self._torn = not spare and length % self.ENTRY.size != 0
-        self._capacity = length // self.ENTRY.size
-        self._room = existing  # entries that may be written through the map (module doc)
-        self._file_map: FileMap | None = None
-        self._map: memoryview | None = None  # the map's bytes
-        self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
-        self._writable = spare
-        self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
-        self.on_open = None  # called with no argument when a released index maps its file again
-        self._map_file(length)
 
     def _open_fd(self) -> int:
         """A descriptor of the file for one call; the caller closes it."""

@@ -62,7 +62,7 @@ def read_checkpoint(directory: Path) -> tuple[int, int] | None:
     """Return (recovery point, last LAT), or None when missing or unreadable."""
     path = directory / files.RECOVERY_POINT_FILE
     try:
-        offset_text, time_text = path.read_text().split()
+        offset_text, time_text = files.read_small(path).split()
         return int(offset_text), int(time_text)
     except (OSError, ValueError):
         return None
@@ -154,7 +154,9 @@ def load_segments(
     recovered: list[Segment] = []
     last_time = NO_TIMESTAMP
     for position, base in enumerate(bases):
-        segment = Segment(directory, base, index_interval_bytes)
+        last = position == len(bases) - 1  # opened active at once, not mapped twice
+        segment = Segment(directory, base, index_interval_bytes,
+                          index_capacity_bytes=index_capacity_bytes if last else None)
         if segments and base != segments[-1].next_offset:
             report.notes.append(
                 f"segment {base} does not follow offset {segments[-1].next_offset}: "

@@ -89,7 +89,7 @@ class ReplicaLog:
 
     def _read_high_watermark(self) -> int:
         try:
-            return int((self.directory / HIGH_WATERMARK_FILE).read_text())
+            return int(files.read_small(self.directory / HIGH_WATERMARK_FILE))
         except (OSError, ValueError):
             return 0
 
