@@ -323,7 +323,11 @@ class MmapIndex:
         return self.entry(self.entries - 1) if self.entries else None
 
     def count_keys_below(self, key: int) -> int:
-        """How many entries have a search key < ``key`` (bisect_left, in C over the map)."""
+        """How many entries have a search key < ``key`` (bisect_left, in C over the map).
+        Every lookup by time calls it: once the key column is cached, it is one C call."""
+        column = self._columns.get(0)
+        if column is not None:
+            return bisect.bisect_left(column, key, 0, self.entries)
         return self._bisect(key, slot=0, right=False)
 
     def count_keys_at_or_below(self, key: int) -> int:
