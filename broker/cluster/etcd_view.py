@@ -294,6 +294,7 @@ class EtcdClusterView:
             self.departed.add(node_id)
         else:
             self.departed.discard(node_id)
+            self.dead_peers.registered(node_id)
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:

@@ -17,7 +17,9 @@ default). A broker whose process died closes its sockets, and its port then refu
 connections, which a live but paused or cut-off broker never does (its kernel keeps the
 listening socket, or the packets are lost). So a follower whose leader's port refuses a
 connection reports it here; the broker confirms with probes of its own, checks in etcd that
-the registration at that address is still the same lease, and revokes that lease. The
+the registration at that address is still the same lease, and revokes that lease. A
+registration younger than a few seconds is left alone: a starting broker registers a moment
+before its listener is bound. The
 registration (and a controller key) goes with it and the controller's usual failover runs
 at once. Anything short of a refused connection (timeouts, resets of a live peer) is left
 to the lease.
@@ -37,6 +39,9 @@ log = logging.getLogger("tslog.broker.cluster")
 PROBES = 3  # consecutive refused connections that confirm a dead process
 PROBE_GAP_S = 0.05
 PROBE_TIMEOUT_S = 1.0
+# A broker registers a moment before its listener is bound: a registration this young is
+# left to its lease, or a starting broker's refused port would end its brand-new session.
+YOUNG_REGISTRATION_S = 2.0
 
 
 def lease_margin_s(ttl_s: float) -> float:
@@ -86,11 +91,17 @@ class DeadPeers:
     def __init__(self, view) -> None:
         self.view = view
         self._checking: set[int] = set()
+        self._registered_at: dict[int, float] = {}  # monotonic time we saw each register
         self.revoked = 0  # sessions ended here (tests and logs)
+
+    def registered(self, node_id: int) -> None:
+        """Our watch saw broker ``node_id`` (re)register."""
+        self._registered_at[node_id] = time.monotonic()
 
     def report(self, node_id: int, address: tuple[str, int]) -> None:
         """A connection to broker ``node_id`` at ``address`` was refused."""
-        if node_id == self.view.node_id or node_id in self._checking:
+        young = time.monotonic() - self._registered_at.get(node_id, 0.0) < YOUNG_REGISTRATION_S
+        if node_id == self.view.node_id or node_id in self._checking or young:
             return
         self._checking.add(node_id)
         self.view.spawn(self._check(node_id, tuple(address)))

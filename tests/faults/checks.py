@@ -8,7 +8,8 @@ host for the whole schedule and keeps every acknowledgement (offset, LogAppendTi
 - every acknowledged record is present exactly once, at its acknowledged offset, with its
   acknowledged LAT (the leader's log is the ISR's: the HW only passes what every in-sync
   replica holds; at the end the replicas' files are compared byte for byte as well);
-- no offset read below the HW before holds another record now;
+- no offset read below the HW before holds another record now; no record is there twice;
+  no produce refused by a leader in doubt was written;
 - LAT never decreases along the partition;
 - a time lookup (ListOffsets) for every LAT, one ms before and after it, before the first
   and after the last, equals a brute-force scan of what was read.
@@ -21,7 +22,12 @@ import threading
 import time
 
 from tslog.client import Producer
+from tslog.protocol.errors import ErrorCode
 from tslog.protocol.records import iter_records, split_batches
+
+
+class LeaderMoved(Exception):
+    """The broker read from no longer leads (a failover still settling): ask again."""
 
 
 class Writer(threading.Thread):
@@ -64,6 +70,8 @@ def read_partition(wire, topic: str) -> list[tuple[int, bytes, int]]:
     offset = 0
     while True:
         answer = wire.fetch(topic, 0, offset, max_bytes=4 << 20)
+        if answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            raise LeaderMoved(f"fetch at {offset}")
         assert answer["error_code"] == 0, f"fetch at {offset}: {answer['error_code']}"
         records = bytes(answer["records"])
         if not records:
@@ -79,6 +87,7 @@ class Ledger:
     def __init__(self, topic: str) -> None:
         self.topic = topic
         self.seen: dict[int, tuple[bytes, int]] = {}
+        self.refused: set[bytes] = set()  # values a produce was refused for: never written
         self.checks = 0
 
     def check(self, wire, acknowledged: dict) -> int:
@@ -97,6 +106,7 @@ class Ledger:
         self.seen.update(by_offset)
         values = [v for _, v, _ in log]
         assert len(set(values)) == len(values), "a record is in the log twice"
+        assert not self.refused & set(values), "a refused produce was written"
         for value, meta in acknowledged.items():
             assert by_offset.get(meta.offset, (None,))[0] == value, \
                 f"acknowledged {value!r} at {meta.offset} but the log has {by_offset.get(meta.offset)}"
@@ -118,6 +128,8 @@ class Ledger:
         for target in sorted(targets):
             index = bisect.bisect_left(lats, target)
             answer = wire.list_offset(self.topic, 0, target)
+            if answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                raise LeaderMoved(f"lookup of {target}")
             assert answer["error_code"] == 0
             if index < len(lats):
                 assert answer["offset"] == index, \

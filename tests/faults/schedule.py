@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 
-from tests.faults.checks import Ledger, Writer
+from tests.faults.checks import LeaderMoved, Ledger, Writer
 from tests.faults.cluster import FaultCluster, wait_until
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
@@ -62,6 +62,7 @@ class Schedule:
         self.ledger = Ledger(topic)
         self.notes: list[str] = []
         self.refused_after_lease = 0  # produces a possibly deposed leader refused
+        self.probes = 0
 
     def leader(self):
         return wait_until(lambda: (p := self.cluster.describe(self.topic)).leader >= 0 and p,
@@ -78,11 +79,20 @@ class Schedule:
             before = self.leader()
             note = getattr(self, f"fault_{fault}")(before)
             self.cluster.net.heal()
-            self.recover()
-            count = self.ledger.check(self.cluster.wire(self.leader().leader),
-                                      writer.acknowledged())
+            count = self.check(writer.acknowledged())
             self.notes.append(f"{fault}: {note}; {count} records checked")
             print(self.notes[-1], flush=True)
+
+    def check(self, acknowledged: dict) -> int:
+        """Recover, then run the ledger's checks against the leader (again if it moves)."""
+        for _ in range(10):
+            self.recover()
+            try:
+                with self.cluster.wire(self.leader().leader) as wire:
+                    return self.ledger.check(wire, acknowledged)
+            except LeaderMoved:
+                continue
+        raise AssertionError("the leader kept moving after the fault was healed")
 
     def recover(self) -> None:
         """Every broker running and resumed, a leader, a full ISR."""
@@ -96,9 +106,14 @@ class Schedule:
                    and len(p.isr) == len(cluster.brokers), RECOVERY_S, "a full ISR")
 
     def probe_acks1(self, node: int) -> int:
-        """A Produce acks=1 straight to broker ``node``: its error code (0 = acknowledged)."""
+        """A Produce acks=1 straight to broker ``node``: its error code (0 = acknowledged).
+        A refused value is recorded: it must never appear in the log."""
+        self.probes += 1
+        value = b"probe-%d" % self.probes
         with self.cluster.wire(node) as wire:
-            answer = wire.produce(self.topic, 0, build_batch([b"probe"]), acks=1)
+            answer = wire.produce(self.topic, 0, build_batch([value]), acks=1)
+        if answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            self.ledger.refused.add(value)
         return answer["error_code"]
 
     # -- the faults --------------------------------------------------------------------------
@@ -123,6 +138,7 @@ class Schedule:
             wire.close()
         assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER, \
             f"a leader paused past its lease answered a queued acks=1 produce with {code}"
+        self.ledger.refused.add(b"queued-while-paused")
         self.refused_after_lease += 1
         return f"paused {node} past its lease, {after.leader} leads, queued acks=1 refused"
 
