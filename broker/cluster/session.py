@@ -17,12 +17,11 @@ default). A broker whose process died closes its sockets, and its port then refu
 connections, which a live but paused or cut-off broker never does (its kernel keeps the
 listening socket, or the packets are lost). So a follower whose leader's port refuses a
 connection reports it here; the broker confirms with probes of its own, checks in etcd that
-the registration at that address is still the same lease, and revokes that lease. A
-registration younger than a few seconds is left alone: a starting broker registers a moment
-before its listener is bound. The
+the registration at that address is still the same lease, and revokes that lease. The
 registration (and a controller key) goes with it and the controller's usual failover runs
 at once. Anything short of a refused connection (timeouts, resets of a live peer) is left
-to the lease.
+to the lease, and so is a registration younger than two seconds: a starting broker
+registers a moment before its listener is bound.
 """
 
 from __future__ import annotations
