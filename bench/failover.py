@@ -52,6 +52,7 @@ from tslog.protocol.records import build_batch  # noqa: E402
 
 TOPIC = "failover"
 DEFAULT_SESSION_S = 10.0
+STUCK_S = 30.0  # the producer's wait is reported as inf past this after the new leader's ack
 
 
 def full_isr(cluster: FaultCluster):
@@ -86,9 +87,10 @@ def first_ack_elsewhere(cluster: FaultCluster, leader: int, started: float) -> f
 def next_ack_after(cluster: FaultCluster, leader: int, fault) -> tuple[float, float]:
     """Apply ``fault``; return (seconds until another broker acknowledged a raw produce,
     the producer's longest wait for an acknowledgement from the fault until it had one
-    after the new leader's)."""
-    with Producer(cluster.bootstrap, acks="all", enable_idempotence=True, linger_ms=0,
-                  request_timeout_ms=2000) as producer:
+    after the new leader's, or ``inf`` if it had none within ``STUCK_S`` of it). Heals."""
+    producer = Producer(cluster.bootstrap, acks="all", enable_idempotence=True, linger_ms=0,
+                        request_timeout_ms=2000)
+    try:
         producer.send(TOPIC, b"warm").get(60)
         started = last = time.monotonic()
         fault()
@@ -98,13 +100,19 @@ def next_ack_after(cluster: FaultCluster, leader: int, fault) -> tuple[float, fl
         prober.start()
         longest = 0.0
         while not raw or last < started + raw[0]:
+            if raw and time.monotonic() > started + raw[0] + STUCK_S:
+                longest = float("inf")
+                break
             try:
-                producer.send(TOPIC, b"probe").get(120)
-            except Exception:  # noqa: BLE001 - a delivery failure: send the next one
+                producer.send(TOPIC, b"probe").get(5)
+            except Exception:  # noqa: BLE001 - failed or still waiting: send the next one
                 continue
             now = time.monotonic()
             longest, last = max(longest, now - last), now
         prober.join()
+    finally:
+        heal(cluster)  # before the close, which waits for what is still unacknowledged
+        producer.close()
     return raw[0], longest
 
 
@@ -127,7 +135,6 @@ def measure(cluster: FaultCluster, kind: str, runs: int) -> list[tuple[float, fl
             "cut_etcd": lambda: cluster.net.cut(cluster.name(leader), "etcd"),
         }
         times.append(next_ack_after(cluster, leader, faults[kind]))
-        heal(cluster)
     return times
 
 
