@@ -21,7 +21,7 @@ import bisect
 import threading
 import time
 
-from tslog.client import Producer
+from tslog.client import Consumer, Producer, TopicPartition
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.records import iter_records, split_batches
 
@@ -62,6 +62,47 @@ class Writer(threading.Thread):
         self.join(30)
         self.producer.flush(120_000)
         self.producer.close()
+
+
+class GroupReader(threading.Thread):
+    """A consumer-group member that reads the topic for the whole schedule and, after each
+    poll, commits the offset past the last record it processed (failures retried on the
+    next poll: the coordinator moves with the controller)."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.group = bootstrap, topic, group
+        self.consumer = Consumer(bootstrap, group_id=group, auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+        self.processed: set[int] = set()
+        self.commits = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        self.consumer.subscribe([self.topic])
+        while not self.stopping.is_set():
+            try:
+                records = self.consumer.poll(200)
+                self.processed.update(r.offset for r in records)
+                if records:
+                    self.consumer.commit({TopicPartition(self.topic, 0): records[-1].offset + 1})
+                    self.commits += 1
+            except Exception:  # noqa: BLE001 - a fault: poll and commit again
+                time.sleep(0.2)
+
+    def finish(self) -> None:
+        self.stopping.set()
+        self.join(60)
+        self.consumer.close()
+
+    def check(self) -> int:
+        """The group's committed offset is one past a record a member processed (or none
+        was committed); returns it."""
+        with Consumer(self.bootstrap, group_id=self.group, enable_auto_commit=False) as reader:
+            committed = reader.committed(TopicPartition(self.topic, 0))
+        assert committed is None or committed - 1 in self.processed, \
+            f"committed offset {committed} is not one past a processed record"
+        return committed
 
 
 def read_partition(wire, topic: str) -> list[tuple[int, bytes, int]]:

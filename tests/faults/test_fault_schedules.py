@@ -4,7 +4,9 @@ Each schedule runs an idempotent acks=all producer from the clients' host while 
 the partition's leader or etcd (``schedule.py``), and checks after every fault that nothing
 acknowledged was lost, duplicated or moved, no offset read below the high watermark changed,
 LogAppendTime never decreased and every time lookup equals a brute-force oracle
-(``checks.py``). At the end the replicas' segment and index files are compared byte for byte.
+(``checks.py``). A consumer-group member reads and commits throughout; at the end the
+group's committed offset must be one past a record it processed, and the replicas' segment
+and index files are compared byte for byte.
 
 CI runs two fixed seeds with a 4 s session (partition faults wait out a lease), which
 between them apply every kind of fault once; ``TSLOG_FAULT_SEEDS`` (comma-separated: each
@@ -20,7 +22,7 @@ import os
 import pytest
 
 from tests.faults import net
-from tests.faults.checks import Writer
+from tests.faults.checks import GroupReader, Writer
 from tests.faults.cluster import FaultCluster
 from tests.faults.schedule import KINDS, TOPIC_CONFIG, Schedule, plan
 from tests.helpers.replication import assert_replica_files_identical
@@ -56,7 +58,9 @@ def test_schedule_keeps_every_acknowledged_record(cluster, seed, kinds):
     schedule = Schedule(cluster, "events", SESSION_MS / 1000, ETCD_OUTAGE_S)
     schedule.recover()
     writer = Writer(cluster.bootstrap, "events")
+    reader = GroupReader(cluster.bootstrap, "events", "readers")
     writer.start()
+    reader.start()
     try:
         schedule.run(faults, writer)
     except BaseException:
@@ -64,12 +68,14 @@ def test_schedule_keeps_every_acknowledged_record(cluster, seed, kinds):
         raise
     finally:
         writer.finish()
+        reader.finish()
     acknowledged = writer.acknowledged()
     with Producer(cluster.bootstrap, acks="all") as producer:  # every ISR member has all
         producer.send("events", b"last").get(60)
     schedule.check(acknowledged)
     leader = schedule.leader().leader
     assert len(acknowledged) > 0 and schedule.ledger.checks == len(faults) + 1
+    assert reader.commits > 0 and reader.check() is not None
     for broker in cluster.brokers:
         broker.terminate()
     assert_replica_files_identical(cluster.brokers[leader],
