@@ -69,6 +69,9 @@ class LeaderFetcher:
         login: makes the SCRAM login of a new connection (``inter_broker_sasl_*``); None
             without SASL.
         peer_ssl: the TLS context to dial leaders with (None: plain TCP).
+        on_refused: called with (leader id, address) when the leader's port refuses a
+            connection: its process is likely gone, which the view confirms and acts on
+            long before the leader's lease would expire.
 
     The manager that owns it passes these rather than itself, so this module needs nothing
     of the manager (the two imported each other before).
@@ -78,8 +81,10 @@ class LeaderFetcher:
                  address_of: Callable[[int], tuple[str, int] | None],
                  is_current: Callable[[Partition], bool], fetch_wait_max_ms: int,
                  login: Callable[[], ScramLogin] | None = None, *,
-                 peer_ssl: ssl.SSLContext | None = None) -> None:
+                 peer_ssl: ssl.SSLContext | None = None,
+                 on_refused: Callable[[int, tuple[str, int]], None] | None = None) -> None:
         self.leader_id = leader_id
+        self.on_refused = on_refused
         self.peer_ssl = peer_ssl
         self.node_id = node_id
         self.address_of = address_of
@@ -119,6 +124,7 @@ class LeaderFetcher:
 
     async def _run(self) -> None:
         while self.partitions:
+            address = None
             try:
                 address = self.address_of(self.leader_id)
                 if address is None:
@@ -138,6 +144,9 @@ class LeaderFetcher:
                 raise
             except Exception as exc:  # noqa: BLE001 - a leader gone or garbled: retry
                 log.info("fetching from broker %d: %r; retrying", self.leader_id, exc)
+                if isinstance(exc, ConnectionRefusedError) and address is not None \
+                        and self.on_refused is not None:
+                    self.on_refused(self.leader_id, address)
                 if self.channel is not None:
                     self.channel.close()
                 await asyncio.sleep(RETRY_BACKOFF_S)
