@@ -4,6 +4,7 @@ KEY=VALUE options, and counted nouns ("1 partition", "2 partitions")."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import re
 import socket
@@ -64,6 +65,14 @@ def _connect_failure(error: BaseException) -> str:
     return str(cause) if cause is not None else "no answer"
 
 
+def installed_version() -> str:
+    """The installed distribution's version, for every entry point's ``--version``."""
+    try:
+        return importlib.metadata.version("tslog")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def show_reachability() -> None:
     """Print the client's "broker unreachable" / "reachable again" warnings on stderr: a
     command that keeps reading (a tailing ``consume``) must not sit silent while its broker
@@ -80,5 +89,5 @@ def show_reachability() -> None:
 # keeps its traceback).
 EXPECTED_ERRORS = (CommandError, TslogError, TimeFormatError, OSError, ValueError)
 
-__all__ = ["CommandError", "UsageError", "EXPECTED_ERRORS", "error_line", "key_values", "plural",
+__all__ = ["CommandError", "UsageError", "EXPECTED_ERRORS", "error_line", "installed_version", "key_values", "plural",
            "show_reachability"]

@@ -31,7 +31,7 @@ import threading
 import tomllib
 
 from ._cluster import parse_bootstrap
-from .cli_common import EXPECTED_ERRORS, UsageError, error_line, plural
+from .cli_common import EXPECTED_ERRORS, UsageError, error_line, installed_version, plural
 from .security import Security
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h)$")
@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     """``tslog-mirror``: the same as ``tslog mirror``."""
     parser = argparse.ArgumentParser(prog="tslog-mirror", description="copy topics to another "
                                      "cluster, record for record, until SIGTERM")
+    parser.add_argument("--version", action="version",
+                        version=f"tslog-mirror {installed_version()}",
+                        help="print the installed tslog version and exit")
     add_mirror_options(parser)
     args = parser.parse_args(argv)
     try:
