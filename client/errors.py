@@ -123,6 +123,24 @@ class TlsError(ConnectionLostError):
     invalid_metadata = False
 
 
+class SecurityRequiredError(ConnectionLostError):
+    """A broker closed a plain connection before answering its first request: the sign of
+    a TLS listener or one that requires a SASL login. ``address`` is "host:port", so a
+    program (the CLI) can say in its own words what to configure."""
+
+    def __init__(self, message: str | None = None, address: str = "") -> None:
+        super().__init__(message)
+        self.address = address
+
+
+class WrongProtocolError(ConnectionLostError):
+    """The address answered in Kafka's wire protocol: a broker's Kafka listener, not tslog's
+    own port. Not retriable: every attempt gets the same answer."""
+
+    retriable = False
+    invalid_metadata = False
+
+
 class InvalidResponseError(TslogError):
     """A broker answered with bytes that do not match the protocol (a broker bug)."""
 
@@ -149,5 +167,6 @@ def raise_for(code: int, message: str | None = None) -> None:
 
 __all__ = (["TslogError", "ClientClosedError", "BufferFullError", "DeliveryTimeoutError",
             "FlushTimeoutError",
-            "InvalidResponseError", "TlsError", "error_for", "raise_for", "refused"]
+            "InvalidResponseError", "SecurityRequiredError", "TlsError",
+            "WrongProtocolError", "error_for", "raise_for", "refused"]
            + sorted(cls.__name__ for cls in _BY_CODE.values()))

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.broker_process import BrokerProcess, free_port
+from tests.helpers.tls import make_tls_files
+
 BIN = Path(sys.executable).parent
 
 
@@ -26,3 +29,60 @@ def test_every_entry_point_prints_its_version(program):
     assert result.returncode == 0, result.stderr
     name, version = result.stdout.decode().split()
     assert name == program and version[0].isdigit()
+
+
+def one_error(result) -> str:
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tslog: error: "), result.stderr
+    return lines[0]
+
+
+def test_plain_tslog_on_a_tls_port_names_command_config_not_python(tmp_path):
+    tls = make_tls_files(tmp_path / "tls")
+    broker = BrokerProcess(tmp_path / "data", config=tls.broker_config(),
+                           ssl_context=tls.client_context()).start()
+    try:
+        line = one_error(run("tslog", "--bootstrap", broker.bootstrap, "topics", "list"))
+        assert "--command-config FILE" in line and "$TSLOG_COMMAND_CONFIG" in line
+        assert "Security(" not in line and "security.protocol=SSL" in line
+        # and the file it names works: the same command, the file from the variable
+        config = tmp_path / "client.properties"
+        config.write_text(f"security.protocol=SSL\nssl.ca.location={tls.ca}\n")
+        listed = run("tslog", "--bootstrap", broker.bootstrap, "topics", "list",
+                     env={"TSLOG_COMMAND_CONFIG": str(config)})
+        assert listed.returncode == 0, listed.stderr
+    finally:
+        broker.cleanup()
+
+
+def test_plain_tslog_on_a_sasl_port_names_command_config(tmp_path):
+    users = tmp_path / "users"
+    users.write_text("admin:not-on-the-command-line\n")
+    broker = BrokerProcess(tmp_path / "data", config={
+        "sasl_mechanisms": "SCRAM-SHA-256", "sasl_bootstrap_users_file": str(users)})
+    broker.launch()
+    try:
+        line = ""
+        for _ in range(50):  # until it listens: a refused connect is another error
+            line = one_error(run("tslog", "--bootstrap", broker.bootstrap, "topics", "list"))
+            if "closed the connection" in line:
+                break
+        assert "--command-config FILE" in line and "SASL" in line
+        assert "not-on-the-command-line" not in line
+    finally:
+        broker.cleanup()
+
+
+def test_tslog_on_the_kafka_port_says_it_is_a_kafka_listener(tmp_path):
+    kafka_port = free_port()
+    broker = BrokerProcess(tmp_path / "data",
+                           args=["--kafka-listen", f"127.0.0.1:{kafka_port}"]).start()
+    try:
+        line = one_error(run("tslog", "--bootstrap", f"127.0.0.1:{kafka_port}",
+                             "topics", "list"))
+        assert "Kafka listener" in line and "msgpack" not in line
+        assert "listen address" in line
+        assert broker.running  # and it serves on
+    finally:
+        broker.cleanup()
