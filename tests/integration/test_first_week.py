@@ -5,6 +5,7 @@ console scripts of this venv."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +87,38 @@ def test_tslog_on_the_kafka_port_says_it_is_a_kafka_listener(tmp_path):
         assert broker.running  # and it serves on
     finally:
         broker.cleanup()
+
+
+def test_a_config_file_with_type_and_range_errors_reports_every_one(tmp_path):
+    config = tmp_path / "broker.toml"
+    config.write_text('max_connections = "many"\nmax_frame_bytes = true\nnode_id = -1\n'
+                      'request_timeout_ms = 0\n[log]\n"retention.ms" = "x"\n'
+                      '"segment.bytes" = -1\n')
+    result = run("tslog-broker", "--data-dir", str(tmp_path / "data"), "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    message = result.stderr.decode()
+    for key in ("max_connections", "max_frame_bytes", "node_id", "request_timeout_ms",
+                "retention.ms", "segment.bytes"):
+        assert key in message, (key, message)
+    assert "Traceback" not in message and not (tmp_path / "data").exists()
+
+
+def test_the_start_up_config_line_shows_what_the_operator_set(tmp_path):
+    broker = BrokerProcess(tmp_path / "data", config={"num_partitions": 4,
+                                                      "log_retention_ms": 3600000})
+    broker.start()
+    try:
+        [line] = [line for line in broker.log_text().splitlines() if "effective config" in line]
+        shown = json.loads(line[line.index("{"):])
+        # the flags the fixture passes (data dir, listen), the two settings, nothing else
+        assert shown == {"data_dir": str(tmp_path / "data"), "listen": broker.bootstrap,
+                         "num_partitions": 4, "log": {"retention.ms": 3600000}}
+        assert len(line) < 500
+    finally:
+        broker.cleanup()
+    debug = BrokerProcess(tmp_path / "data", args=["--log-level", "DEBUG"]).start()
+    try:
+        assert "effective config, every setting" in debug.log_text()
+        assert '"max_frame_bytes": 16777216' in debug.log_text()
+    finally:
+        debug.cleanup()
