@@ -33,8 +33,10 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=_list)
 
     describe = actions.add_parser("describe", parents=[common],
-                                  help="partitions (leader, replicas, ISR, epoch) and configs")
-    describe.add_argument("topic", help="the topic's name")
+                                  help="partitions (leader, replicas, ISR, epoch, offsets, "
+                                       "records) and configs")
+    describe.add_argument("topic", nargs="?", default=None,
+                          help="the topic's name (default: every topic)")
     describe.set_defaults(handler=_describe)
 
     alter = actions.add_parser("alter-config", parents=[common],
@@ -76,20 +78,50 @@ def _delete(args) -> None:
 
 
 def _describe(args) -> None:
-    with Admin(args.bootstrap, security=args.security) as admin, _named_if_missing(args.topic):
-        description = admin.describe_topic(args.topic)
-        configs = admin.describe_configs(args.topic)
-    print(f"topic {description.name}: {plural(len(description.partitions), 'partition')}")
-    print(f"{'partition':>9} {'leader':>6} {'epoch':>5}  replicas  isr")
-    for info in description.partitions:
+    """One topic, or with no name every topic (as kafka-topics --describe), one after the
+    other. Each partition's records are its end offset minus its start offset (Redis's
+    XLEN): what a consumer can read there now, after retention and deleted records."""
+    with Admin(args.bootstrap, security=args.security) as admin:
+        names = [args.topic] if args.topic is not None else sorted(admin.list_topics())
+        for number, name in enumerate(names):
+            if number:
+                print()
+            with _named_if_missing(name):
+                _describe_one(admin, name)
+
+
+def _describe_one(admin, name: str) -> None:
+    description = admin.describe_topic(name)
+    configs = admin.describe_configs(name)
+    partitions = [(name, info.partition) for info in description.partitions]
+    starts = admin.list_offsets({tp: -2 for tp in partitions})
+    ends = admin.list_offsets({tp: -1 for tp in partitions})
+    print(f"topic {description.name}: {plural(len(description.partitions), 'partition')}, "
+          f"{plural(sum(_count(starts, ends, tp) for tp in partitions), 'record')}")
+    print(f"{'partition':>9} {'leader':>6} {'epoch':>5}  replicas  isr       "
+          f"{'start':>10} {'end':>10} {'records':>10}")
+    for info, tp in zip(description.partitions, partitions):
         replicas = ",".join(map(str, info.replicas))
         isr = ",".join(map(str, info.isr))
-        print(f"{info.partition:>9} {info.leader:>6} {info.leader_epoch:>5}  {replicas:<8}  {isr}")
+        start, end = _offset(starts, tp), _offset(ends, tp)
+        print(f"{info.partition:>9} {info.leader:>6} {info.leader_epoch:>5}  {replicas:<8}  "
+              f"{isr:<8}  {start:>10} {end:>10} {_count(starts, ends, tp):>10}")
     print("configs (* set on this topic, others are the broker's defaults):")
-    for name in sorted(configs):
-        entry = configs[name]
+    for key in sorted(configs):
+        entry = configs[key]
         mark = "*" if entry.source == "topic" else " "
         print(f"  {mark} {entry.name}={entry.value}")
+
+
+def _offset(found: dict, tp) -> int | str:
+    """An offset ListOffsets gave, "-" where the partition did not answer (no leader)."""
+    entry = found.get(tp)
+    return entry.offset if entry is not None else "-"
+
+
+def _count(starts: dict, ends: dict, tp) -> int:
+    start, end = _offset(starts, tp), _offset(ends, tp)
+    return end - start if isinstance(start, int) and isinstance(end, int) else 0
 
 
 def _alter_config(args) -> None:

@@ -81,6 +81,13 @@ InvalidRequestError: type[TslogError] = _BY_CODE[ErrorCode.INVALID_REQUEST]
 TooManyConnectionsError: type[TslogError] = _BY_CODE[ErrorCode.TOO_MANY_CONNECTIONS]
 
 
+# What a too-large request's error adds: the setting to raise, and the broker's limit on a
+# request, which must allow it too (the broker closes the connection on a larger frame).
+REQUEST_SIZE_HINT = (": raise the producer's max_request_size (Kafka's max.request.size; the "
+                     "CLI's --producer-property max.request.size=N), with the broker's "
+                     "max_frame_bytes at least as large")
+
+
 class ClientClosedError(TslogError):
     """The producer, consumer or admin was closed; nothing more can be sent through it."""
 

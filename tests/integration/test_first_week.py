@@ -6,7 +6,9 @@ console scripts of this venv."""
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,8 @@ import pytest
 
 from tests.helpers.broker_process import BrokerProcess, free_port
 from tests.helpers.tls import make_tls_files
+from tslog.client import Admin, Producer
+from tslog.client.errors import MessageTooLargeError
 
 BIN = Path(sys.executable).parent
 
@@ -122,3 +126,38 @@ def test_the_start_up_config_line_shows_what_the_operator_set(tmp_path):
         assert '"max_frame_bytes": 16777216' in debug.log_text()
     finally:
         debug.cleanup()
+
+
+def test_a_large_record_names_the_setting_and_the_cli_takes_producer_properties(broker,
+                                                                               tmp_path):
+    """A record over the producer's request size names max.request.size and how the CLI
+    sets it; --producer-property raises it, --consumer-property sets consumer settings."""
+    b = ("--bootstrap", broker.bootstrap)
+    assert run("tslog", *b, "topics", "create", "big", "--config",
+               "max.message.bytes=12000000").returncode == 0
+    line = b"a" * 10_000_000 + b"\n"
+    error = one_error(run("tslog", *b, "produce", "big", stdin=line))
+    assert "10000000 bytes" in error and "max_request_size 8388608" in error
+    assert "--producer-property max.request.size=N" in error
+    sent = run("tslog", *b, "produce", "big", "--producer-property",
+               "max.request.size=12500000", stdin=line)
+    assert sent.returncode == 0, sent.stderr
+    read = run("tslog", *b, "consume", "big", "--to-time", "now", "--format-string",
+               "%o %S\\n", "--consumer-property", "fetch.max.bytes=20000000")
+    assert read.stdout == b"0 10000000\n", read.stderr
+    typo = run("tslog", *b, "produce", "big", "--producer-property", "max.reqest.size=1",
+               stdin=b"x\n")
+    assert typo.returncode == 2 and b"max.request.size" in typo.stderr  # the known keys
+
+
+def test_the_python_producer_names_the_sizes_and_max_message_bytes(broker, caplog):
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("limited")
+    with Producer(broker.bootstrap) as producer:  # idempotent by default (acks=all)
+        with caplog.at_level(logging.WARNING, logger="tslog"):
+            with pytest.raises(MessageTooLargeError) as refused:
+                producer.send("limited", b"v" * 2_000_000).get(30)
+    message = str(refused.value)
+    assert re.search(r"a batch of 20000\d\d bytes of records to limited-0", message), message
+    assert "max.message.bytes" in message
+    assert not [r for r in caplog.records if "producer id" in r.getMessage()]
