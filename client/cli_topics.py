@@ -1,4 +1,4 @@
-"""``tslog topics create|list|describe|alter-config|delete``."""
+"""``tslog topics create|list|describe|alter-config|delete-records|delete``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import contextlib
 from . import Admin, cli_partitions
 from .cli_common import UsageError, key_values, plural
 from .errors import UnknownTopicOrPartitionError
+from .times import parse_time_ms
 
 
 def register(commands, common: argparse.ArgumentParser) -> None:
@@ -47,6 +48,19 @@ def register(commands, common: argparse.ArgumentParser) -> None:
     alter.add_argument("--delete-config", action="append", default=[], metavar="KEY",
                        help="return a config to its default (repeatable)")
     alter.set_defaults(handler=_alter_config)
+
+    trim = actions.add_parser("delete-records", parents=[common],
+                              help="delete a topic's oldest records (kafka-delete-records)")
+    trim.add_argument("topic", help="the topic's name")
+    before = trim.add_mutually_exclusive_group(required=True)
+    before.add_argument("--before-offset", type=int, metavar="N",
+                        help="delete every record before offset N (-1: all committed ones)")
+    before.add_argument("--before-time", metavar="TIME",
+                        help="delete every record appended before TIME, found through the "
+                             "time index: ISO-8601, epoch ms, relative (-1d)")
+    trim.add_argument("--partition", type=int, default=None,
+                      help="only this partition (default: every partition)")
+    trim.set_defaults(handler=_delete_records)
 
     delete = actions.add_parser("delete", parents=[common], help="delete a topic")
     delete.add_argument("topic", help="the topic's name")
@@ -111,6 +125,31 @@ def _describe_one(admin, name: str) -> None:
         entry = configs[key]
         mark = "*" if entry.source == "topic" else " "
         print(f"  {mark} {entry.name}={entry.value}")
+
+
+def _delete_records(args) -> None:
+    """Move each partition's log start to the offset (or the first record at or after the
+    time: every record before it goes; none that late means every record goes)."""
+    with Admin(args.bootstrap, security=args.security) as admin, _named_if_missing(args.topic):
+        numbers = [info.partition for info in admin.describe_topic(args.topic).partitions]
+        if args.partition is not None:
+            if args.partition not in numbers:
+                raise UsageError(f"topic {args.topic} has no partition {args.partition}")
+            numbers = [args.partition]
+        partitions = [(args.topic, number) for number in numbers]
+        starts = admin.list_offsets({tp: -2 for tp in partitions})
+        if args.before_time is not None:
+            moment = parse_time_ms(args.before_time)
+            found = admin.list_offsets({tp: moment for tp in partitions})
+            targets = {tp: found[tp].offset if found[tp] else -1 for tp in partitions}
+        else:
+            targets = {tp: args.before_offset for tp in partitions}
+        lows = admin.delete_records(targets)
+    for tp in partitions:
+        before = _offset(starts, tp)
+        gone = lows[tp] - before if isinstance(before, int) else 0
+        print(f"{args.topic} partition {tp[1]}: log start {lows[tp]} "
+              f"({plural(max(gone, 0), 'record')} deleted)")
 
 
 def _offset(found: dict, tp) -> int | str:
