@@ -33,7 +33,8 @@ from .cli_security import add_security_options, security_from
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
-_TIME_OPTIONS = ("--from-time", "--to-time", "--time", "--timestamp") + _GROUP_TIME_OPTIONS
+_TIME_OPTIONS = ("--from-time", "--to-time", "--time", "--timestamp",
+                 "--before-time") + _GROUP_TIME_OPTIONS
 
 
 def _attach_time_values(argv: list[str]) -> list[str]:

@@ -102,7 +102,7 @@ def _wait_all(sent: list, topic: str, limit: int | None) -> None:
         try:
             future.get(60)
         except MessageTooLargeError as error:
-            if limit is None or "bytes" in str(error):  # the client's own check names both
+            if limit is None or "max_request_size" in str(error):  # the client's own check
                 raise
             raise CommandError(_too_large(topic, line_number, size, limit)) from None
     sent.clear()
