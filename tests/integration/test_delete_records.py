@@ -148,3 +148,34 @@ def test_followers_take_up_the_new_log_start(cluster_factory):
             pass
         time.sleep(0.05)
     assert values_from_start(survivor, "replicated") == [b"r%d" % i for i in range(6, 10)]
+
+
+def test_delete_records_needs_delete_on_the_topic(tmp_path):
+    """With ACLs on, Read alone does not delete records (nothing changes); Delete does."""
+    from tslog.client import AclBinding
+    from tslog.client.errors import TopicAuthorizationFailedError
+
+    anonymous = "User:ANONYMOUS"
+    broker = BrokerProcess(tmp_path / "data", config={"authorizer_enabled": "true",
+                                                      "super_users": anonymous}).start()
+    try:
+        with Admin(broker.bootstrap) as admin:
+            admin.create_topic("guarded")
+            admin.create_acls([AclBinding(anonymous, "topic", "guarded", "Read"),
+                               AclBinding(anonymous, "topic", "guarded", "Describe")])
+        produce(broker.bootstrap, "guarded", [b"g%d" % i for i in range(5)])
+        broker.restart(env={"TSLOG_AUTHORIZER_ENABLED": "true"})  # no super user now
+        with Admin(broker.bootstrap) as admin:
+            with pytest.raises(TopicAuthorizationFailedError):
+                admin.delete_records({("guarded", 0): 3})
+        assert values_from_start(broker.bootstrap, "guarded")[0] == b"g0"
+        broker.restart(env={"TSLOG_AUTHORIZER_ENABLED": "true",
+                            "TSLOG_SUPER_USERS": anonymous})
+        with Admin(broker.bootstrap) as admin:
+            admin.create_acls([AclBinding(anonymous, "topic", "guarded", "Delete")])
+        broker.restart(env={"TSLOG_AUTHORIZER_ENABLED": "true"})
+        with Admin(broker.bootstrap) as admin:
+            assert admin.delete_records({("guarded", 0): 3}) == {
+                TopicPartition("guarded", 0): 3}
+    finally:
+        broker.cleanup()
