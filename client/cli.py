@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2
+    problem = getattr(args, "check", lambda _: None)(args)  # what argparse cannot express
+    if problem:
+        parser.error(problem)  # exits 2, as any bad command line
     # The client's warnings (a retried batch, a new producer id) are for programs that keep
     # running; a command reports its outcome in its own one line.
     logging.getLogger("tslog").setLevel(logging.ERROR)

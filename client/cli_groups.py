@@ -96,7 +96,7 @@ def add_groups_commands(commands, common) -> None:
                       help="only print the plan (the default)")
     reset.add_argument("--format", choices=["text", "json"], default="text",
                        help="the plan as text or as JSON (default: %(default)s)")
-    reset.set_defaults(handler=_reset_offsets)
+    reset.set_defaults(handler=_reset_offsets, check=reset_scope_problem)
 
     delete = actions.add_parser("delete", parents=[common],
                                 help="delete an empty group and its committed offsets")
@@ -312,8 +312,6 @@ def _scope(args, admin, committed) -> list[TopicPartition]:
             raise GroupsCommandError(f"group {args.group!r} has no committed offsets")
         return sorted(tp for tp in committed
                       if args.partition is None or tp.partition == args.partition)
-    if args.topic is None:
-        raise GroupsCommandError("reset-offsets needs --topic T, --all-topics or --from-file")
     return _topic_partitions(admin, args.topic, args.partition)
 
 
@@ -327,6 +325,14 @@ def _refuse_live_group(admin, group_id: str) -> None:
             f"group {group_id!r} has {len(group.members)} live members (state {group.state}): "
             "stop its consumers (or wait until their session times out) before resetting "
             "its offsets")
+
+
+def reset_scope_problem(args) -> str | None:
+    """Why the command line names no partitions to reset (argparse's groups cannot say
+    "one of --topic, --all-topics, or the target --from-file"); ``cli.main`` exits 2 on it."""
+    if args.topic is None and not args.all_topics and args.from_file is None:
+        return "reset-offsets needs --topic T, --all-topics or --from-file FILE"
+    return None
 
 
 def _reset_offsets(args) -> None:
