@@ -437,23 +437,33 @@ class PartitionLog:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Flush, trim the indexes, checkpoint and leave the clean-shutdown marker."""
+    def close(self, defer_sync: bool = False) -> None:
+        """Flush, trim the indexes, checkpoint and leave the clean-shutdown marker.
+        ``defer_sync``: no fsync and no marker yet; the caller makes the files of all its
+        logs durable at once, then calls ``mark_clean`` (``shutdown.close_all``)."""
         if self._closed:
             return
-        self.flush()
+        sync = not defer_sync
+        if sync:
+            self.flush()
         with self._checkpoint_lock:
             with self._lock:
                 self._closed = True
                 self._roller.close()
                 for segment in self._segments:
-                    segment.close()
-            self._roller.sync_sealed()
+                    segment.close(sync)
+            if sync:
+                self._roller.sync_sealed()
             recovery.write_checkpoint(self.directory, self.log_end_offset,
-                                      self._last_log_append_time)
-        marker = recovery.clean_marker(self.directory)
-        marker.touch()
-        files.fsync_directory(self.directory)
+                                      self._last_log_append_time, sync)
+        if sync:
+            self.mark_clean()
+
+    def mark_clean(self, sync: bool = True) -> None:
+        """Leave the clean-shutdown marker (what it vouches for is durable) and let go."""
+        recovery.clean_marker(self.directory).touch()
+        if sync:
+            files.fsync_directory(self.directory)
         self._let_go()
 
     def close_handles(self) -> None:
