@@ -40,7 +40,7 @@ from tslog.protocol.batch_header import (HEADER_SIZE, NO_TIMESTAMP, BatchFormatE
                                          BatchHeader, stamped_header, validate_batch,
                                          validate_batch_for_stamping)
 
-from . import dir_lock, files, recovery, start_offset
+from . import dir_lock, files, recovery
 from .background import INLINE
 from .clock import Clock, SystemClock
 from .config import LogConfig
@@ -52,6 +52,7 @@ from .lookups import TimeLookups, last_known_log_append_time
 from .retention import expired_segments
 from .segment import Segment
 from .segment_roll import SegmentRoller, roll_reason
+from .start_offset import StartOffset
 from .types import AppendInfo, DeletedSegment, OffsetAndTimestamp
 
 T = TypeVar("T")
@@ -96,7 +97,7 @@ class PartitionLog:
         except BaseException:
             self._let_go()
             raise
-        self._start_offset = start_offset.load(self.directory)  # DeleteRecords' (start_offset.py)
+        self._start = StartOffset(self.directory)  # where DeleteRecords started the log
         self._worker = worker or INLINE
         self._roller = SegmentRoller(self.directory, self._worker, self._lock,
                                      self._checkpoint_lock, self._open_segments)
@@ -128,7 +129,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return max(self._segments[0].base_offset, min(self._start_offset, self.log_end_offset))
+        return max(self._segments[0].base_offset, min(self._start.offset, self.log_end_offset))
 
     @property
     def log_end_offset(self) -> int:
@@ -198,10 +199,8 @@ class PartitionLog:
             raise NonContiguousOffsetError(f"batch starts at offset {header.base_offset}, "
                                            f"log ends at {self.log_end_offset}")
         if header.log_append_time < max(self._last_log_append_time, 0):
-            raise NonContiguousOffsetError(
-                f"batch LogAppendTime {header.log_append_time} is before the log's last "
-                f"{self._last_log_append_time}"
-            )
+            raise NonContiguousOffsetError(f"batch LogAppendTime {header.log_append_time} is "
+                                           f"before the log's last {self._last_log_append_time}")
         with self._lock:
             self._append_locked((batch,), header)
         self._durability.maybe_flush(header.record_count, self.clock.now_ms())
@@ -211,10 +210,9 @@ class PartitionLog:
     def _validate(self, batch, validate=validate_batch):
         size = len(batch)
         if size > self.config.max_message_bytes or size > self.config.segment_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes "
-                f"{self.config.max_message_bytes} or segment.bytes {self.config.segment_bytes}"
-            )
+            raise RecordTooLargeError(f"batch of {size} bytes exceeds max.message.bytes "
+                                      f"{self.config.max_message_bytes} or segment.bytes "
+                                      f"{self.config.segment_bytes}")
         try:
             return validate(batch)
         except BatchFormatError as error:
@@ -317,9 +315,8 @@ class PartitionLog:
             lookups = self._lookups
             found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read
-            if found is not None and 0 <= found.offset < self.log_start_offset:
-                found = found._replace(offset=self.log_start_offset)  # DeleteRecords' start
-            return found
+            start = self.log_start_offset  # DeleteRecords may start the log inside a segment
+            return found if found is None or found.offset >= start else found._replace(offset=start)
 
     def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
         """``read(segment)`` under the lock, or None once ``segment`` has left the log: how
@@ -348,9 +345,8 @@ class PartitionLog:
             if self._closed:
                 return deleted
             limit = self.log_end_offset if keep_from is None else keep_from
-            reasons, roll_first = expired_segments(self._segments, self.config,
-                                                   self.clock.now_ms, limit,
-                                                   self.log_start_offset)
+            reasons, roll_first = expired_segments(self._segments, self.config, self.clock.now_ms,
+                                                   limit, self.log_start_offset)
             if roll_first:
                 self._roll_locked("retention")
             for reason in reasons:
@@ -369,17 +365,11 @@ class PartitionLog:
         return deleted
 
     def delete_records_before(self, offset: int) -> int:
-        """Kafka's DeleteRecords: the log starts at ``offset`` from now on (reads below it
-        are out of range), durably before this returns (``start_offset.py``), and segments
-        wholly below it are deleted. Returns the log start offset (the low watermark); an
-        offset at or below it changes nothing. Raises OffsetOutOfRangeError past the end."""
-        self._check_open()
-        if offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(f"offset {offset} is past the log end {self.log_end_offset}")
-        with self.sibling_files() as still_open:
-            if still_open and offset > self.log_start_offset:
-                start_offset.save(self.directory, offset)
-                self._start_offset = offset
+        """Kafka's DeleteRecords (``start_offset.py``): the log starts at ``offset``, durably
+        before this returns; whole segments below it go. Returns the log start offset."""
+        with self.sibling_files() as still_open:  # closed: nothing written, LogClosedError
+            if still_open:
+                self._start.advance(offset, self.log_start_offset, self.log_end_offset)
         self.delete_old_segments(keep_from=offset)
         return self.log_start_offset
 

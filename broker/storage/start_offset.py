@@ -15,19 +15,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import files
+from .errors import OffsetOutOfRangeError
 
 LOG_START_OFFSET_FILE = "log-start-offset"
 
 
-def load(directory: Path) -> int:
-    """The offset the file holds, 0 when there is none (or it cannot be read: the segments
-    then say where the log starts, as before any DeleteRecords)."""
-    try:
-        return max(0, int((directory / LOG_START_OFFSET_FILE).read_text().strip() or 0))
-    except (OSError, ValueError):
-        return 0
+class StartOffset:
+    """The file's offset for one log (0 when there is no file, or it cannot be read: the
+    segments then say where the log starts, as before any DeleteRecords)."""
 
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOG_START_OFFSET_FILE
+        try:
+            self.offset = max(0, int(self.path.read_text().strip() or 0))
+        except (OSError, ValueError):
+            self.offset = 0
 
-def save(directory: Path, offset: int) -> None:
-    """Persist ``offset`` durably (the caller answers the request only after this)."""
-    files.write_atomically(directory / LOG_START_OFFSET_FILE, f"{offset}\n".encode())
+    def advance(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        """Start the log at ``offset`` if that is later than it starts now, durably before
+        this returns (the caller answers the request only after it).
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is past the log end.
+        """
+        if offset > log_end_offset:
+            raise OffsetOutOfRangeError(f"offset {offset} is past the log end {log_end_offset}")
+        if offset > log_start_offset:
+            files.write_atomically(self.path, f"{offset}\n".encode())
+            self.offset = offset
