@@ -43,7 +43,7 @@ from tslog.protocol.records import split_batches
 from tslog.protocol.sasl import ScramLogin
 
 from ..metrics import replication as replication_metrics
-from ..storage import NonContiguousOffsetError
+from ..storage import LogClosedError, NonContiguousOffsetError
 from ..storage.epochs import UNDEFINED
 from .channel import LeaderChannel, RequestInterrupted
 from .partition import Partition
@@ -232,6 +232,7 @@ class LeaderFetcher:
         finally:
             self._polling = False
         errors = False
+        moved_starts = []
         for group in response["topics"]:
             for answer in group["partitions"]:
                 key = (group["topic"], answer["partition"])
@@ -243,6 +244,10 @@ class LeaderFetcher:
                     self._on_error(part, ErrorCode.from_wire(answer["error_code"]))
                     continue
                 self._append(part, answer["records"], answer["high_watermark"])
+                if answer["log_start_offset"] > part.log.log_start_offset:
+                    moved_starts.append((part, answer["log_start_offset"]))
+        for part, leader_start in moved_starts:
+            await self._follow_log_start(part, leader_start)
         if errors:
             await asyncio.sleep(RETRY_BACKOFF_S)
 
@@ -258,6 +263,17 @@ class LeaderFetcher:
         part.follower_high_watermark(leader_high_watermark)
         replication_metrics.set_follower_fetch_lag(
             part.topic, part.partition, leader_high_watermark - part.log.log_end_offset)
+
+    async def _follow_log_start(self, part: Partition, leader_start: int) -> None:
+        """The leader's log starts later than ours (DeleteRecords there, or its retention):
+        start ours there too, as far as we hold records, as Kafka's followers do, so a
+        deleted record is not served again after a failover. The fsync and the unlinks run
+        in a thread, off the event loop."""
+        target = min(leader_start, part.log.log_end_offset)
+        try:
+            await asyncio.to_thread(part.log.delete_records_before, target)
+        except LogClosedError:
+            pass  # the partition moved away or its topic was deleted meanwhile
 
     def _on_error(self, part: Partition, code: ErrorCode) -> None:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
