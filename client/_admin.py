@@ -15,7 +15,7 @@ from tslog.protocol.messages import ApiKey
 from ._acl_admin import AclAdmin
 from ._cluster import Cluster
 from ._group_admin import GroupAdmin
-from ._offsets import list_offsets
+from ._offsets import delete_records, list_offsets
 from ._types import (
     AclBinding,
     AclBindingFilter,
@@ -192,6 +192,14 @@ class AsyncAdmin:
                                f"alter configs of topic {name!r}")
 
     # --------------------------------------------------------------------------- offsets
+
+    async def delete_records(self, offsets: dict, timeout_ms: int = 30_000) -> dict:
+        """Delete every record before each ``tp: offset`` (-1: the high watermark), as
+        kafka-python's ``delete_records``: the log start moves there, durably, and whole
+        segments below it are freed. Returns {tp: the partition's log start offset}."""
+        return await delete_records(self._cluster, {TopicPartition(*tp): offset
+                                                     for tp, offset in offsets.items()},
+                                    timeout_ms)
 
     async def list_offsets(self, timestamps: dict, timestamp_type: str = "append"
                            ) -> dict[TopicPartition, OffsetAndTimestamp | None]:

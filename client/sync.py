@@ -192,6 +192,9 @@ class Admin(_Facade):
     def alter_configs(self, name, configs, validate_only=False) -> None:
         return self._run(self._core.alter_configs(name, configs, validate_only))
 
+    def delete_records(self, offsets, timeout_ms=30_000):
+        return self._run(self._core.delete_records(offsets, timeout_ms))
+
     def list_offsets(self, timestamps, timestamp_type="append"):
         return self._run(self._core.list_offsets(timestamps, timestamp_type))
 
