@@ -99,8 +99,10 @@ def writable_console(cluster_data, tmp_path_factory):
     process.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """Module-scoped, not session: Playwright's sync API keeps an event loop running on this
+    thread while it is open, and the tests after the console's call ``asyncio.run``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
