@@ -234,8 +234,15 @@ class Segment(LoadMixin):
         position = start + fields[3]
         if position >= end:
             return None
+        return self._scan_window(fd, position, end, field, target,
+                                 self.index_interval_bytes + HEADER_SIZE)
+
+    def _scan_window(self, fd: int, position: int, end: int, field: int, target: int,
+                     want: int) -> tuple[int, tuple] | None:
+        """``_find_batch``'s loop over the headers from ``position``, read ``want`` bytes at
+        a time."""
         window = HeaderWindow(fd, end, self.index_interval_bytes)
-        window.want = self.index_interval_bytes + HEADER_SIZE
+        window.want = want
         try:
             while position < end:
                 fields = window.fields_at(position)
@@ -311,6 +318,10 @@ class Segment(LoadMixin):
             return None
         start = index.position(i - 1) if i else 0
         end = index.position(i) if i < index.entries else self.size
+        if between and self._next_is_indexed[i - 1] == _NO:  # several batches: one read
+            self.last_scan_bytes = 0
+            return self._scan_window(self._log_fd(), start, end, field, target,
+                                     min(end - start, self.index_interval_bytes + HEADER_SIZE))
         found = self._find_batch(start, end, field, target)
         if between:
             self._learn(i - 1, start, end)
