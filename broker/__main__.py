@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import faulthandler
+import importlib.metadata
 import logging
 import os
 import sys
@@ -29,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tslog-broker", argument_default=argparse.SUPPRESS,
         description="Run a tslog broker. Settings: defaults < --config TOML < TSLOG_* "
                     "environment < these flags.")
+    parser.add_argument("--version", action="version",
+                        version=f"tslog-broker {_installed_version()}",
+                        help="print the installed tslog version and exit")
     parser.add_argument("--config", help="TOML config file")
     parser.add_argument("--data-dir", dest="data_dir", help="data directory (./tslog-data)")
     parser.add_argument("--allow-anonymous", dest="allow_anonymous", action="store_true",
@@ -66,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", dest="log_level", default="INFO",
                         help="logging level (INFO)")
     return parser
+
+
+def _installed_version() -> str:
+    """The distribution's version (the broker may not import the client's helper for it)."""
+    try:
+        return importlib.metadata.version("tslog")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _loop_factory():

@@ -20,6 +20,7 @@ exception: ``TSLOG_`` is shared with the client CLI (``TSLOG_BOOTSTRAP``), so an
 from __future__ import annotations
 
 import collections.abc
+import copy
 import dataclasses
 import ipaddress
 import re
@@ -139,9 +140,11 @@ class BrokerConfig:
     log: Mapping[str, Any] = field(default_factory=dict)  # [log]: broker-wide topic defaults
 
     def __post_init__(self) -> None:
+        # Every problem at once: the values of the well-typed fields are checked too, with
+        # the badly typed ones at their defaults so the checks can run (an operator fixing a
+        # type error should not then meet the range errors one restart later).
         problems = _type_problems(self)
-        if not problems:
-            problems = _value_problems(self)
+        problems += _value_problems(self if not problems else _with_defaults_for_bad_types(self))
         if problems:
             raise ConfigError(problems, _SUBJECT)
         object.__setattr__(self, "log", types.MappingProxyType(dict(self.log)))
@@ -233,6 +236,17 @@ def _type_ok(name: str, value: Any) -> bool:
     if base is str and value == "" and not optional:  # "" in an optional one: not HOST:PORT
         return _FIELDS[name].default == ""
     return isinstance(value, base)
+
+
+def _with_defaults_for_bad_types(config: BrokerConfig) -> BrokerConfig:
+    """A copy of ``config`` (not validated again) whose badly typed fields hold defaults."""
+    typed = copy.copy(config)
+    for name, field in _FIELDS.items():
+        if not _type_ok(name, getattr(config, name)):
+            default = (field.default if field.default is not dataclasses.MISSING
+                       else field.default_factory())
+            object.__setattr__(typed, name, default)
+    return typed
 
 
 def _type_problems(config: BrokerConfig) -> list[str]:
@@ -441,9 +455,14 @@ def build_config(layers: list[Mapping[str, Any]]) -> BrokerConfig:
     except ConfigError as exc:
         problems.append(f"[log]: {exc}")
         log = {}
+    try:  # the fields that parsed are checked too, so every problem shows at once
+        config = BrokerConfig(**{k: v for k, v in merged.items() if v is not None
+                                 or _TYPES[k][1]}, log=log)
+    except ConfigError as exc:
+        problems += exc.problems
     if problems:
         raise ConfigError(problems, _SUBJECT)
-    return BrokerConfig(**merged, log=log)
+    return config
 
 
 def load_config(flags: Mapping[str, Any], config_path: str | None,

@@ -32,6 +32,7 @@ from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
 from .storage.background import IOWorker
 from .storage.fanout import map_in_threads
 from .storage.handles import HandleBudget
+from .storage import shutdown
 from .storage.files import (partition_dir_name, partition_directories, remove_retired,
                             retired_directories, sync_filesystem)
 
@@ -59,14 +60,6 @@ def delete_logs(logs: list[PartitionLog]) -> None:
     """Close and remove logs no longer served (fsyncs and unlinks: off the loop)."""
     for plog in logs:
         plog.delete()
-
-
-def _close_log(item: tuple[tuple[str, int], PartitionLog]) -> None:
-    key, plog = item
-    try:
-        plog.close()
-    except Exception:
-        log.exception("closing %s-%d failed", *key)
 
 
 class TopicManager:
@@ -125,10 +118,11 @@ class TopicManager:
         return plog
 
     def close_all(self) -> None:
-        """Flush and close every log, leaving clean-shutdown markers. Slow: thread; in
-        threads (``storage.fanout``), as each close waits for a few fsyncs."""
+        """Flush and close every log, leaving clean-shutdown markers, with one file-system
+        sync for all of them (``storage.shutdown``). Slow: thread."""
         self.io_worker.close()  # what the loop handed it runs first; closing logs seals the rest
-        map_in_threads(_close_log, self.logs.items(), "tslog-close")
+        shutdown.close_all(((f"{topic}-{partition}", plog)
+                            for (topic, partition), plog in self.logs.items()), self.data_dir)
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))

@@ -15,7 +15,7 @@ from tslog.protocol.messages import ApiKey
 from ._acl_admin import AclAdmin
 from ._cluster import Cluster
 from ._group_admin import GroupAdmin
-from ._offsets import list_offsets
+from ._offsets import delete_records, list_offsets
 from ._types import (
     AclBinding,
     AclBindingFilter,
@@ -148,9 +148,23 @@ class AsyncAdmin:
             raise await self._cluster.missing_topic(name)
         return TopicDescription(name, [partitions[p] for p in sorted(partitions)])
 
+    async def describe_topics(self) -> dict[str, TopicDescription]:
+        """{name: TopicDescription} of every topic, from one Metadata (``describe_topic`` per
+        name would ask once each); topics the broker reported an error for are left out."""
+        await self._cluster.refresh_metadata()
+        return {name: TopicDescription(name, [partitions[p] for p in sorted(partitions)])
+                for name, partitions in sorted(self._cluster.topics.items())
+                if not self._cluster.topic_errors.get(name)}
+
     async def brokers(self) -> dict[int, tuple[str, int]]:
         await self._cluster.refresh_metadata()
         return dict(self._cluster.brokers)
+
+    async def describe_cluster(self) -> tuple[dict[int, tuple[str, int]], int]:
+        """({node id: (host, port)}, controller node id or -1), from one fresh Metadata
+        (Kafka's ``describeCluster``): the web console's cluster page shows both."""
+        await self._cluster.refresh_metadata()
+        return dict(self._cluster.brokers), self._cluster.controller_id
 
     # --------------------------------------------------------------------------- configs
 
@@ -178,6 +192,14 @@ class AsyncAdmin:
                                f"alter configs of topic {name!r}")
 
     # --------------------------------------------------------------------------- offsets
+
+    async def delete_records(self, offsets: dict, timeout_ms: int = 30_000) -> dict:
+        """Delete every record before each ``tp: offset`` (-1: the high watermark), as
+        kafka-python's ``delete_records``: the log start moves there, durably, and whole
+        segments below it are freed. Returns {tp: the partition's log start offset}."""
+        return await delete_records(self._cluster, {TopicPartition(*tp): offset
+                                                     for tp, offset in offsets.items()},
+                                    timeout_ms)
 
     async def list_offsets(self, timestamps: dict, timestamp_type: str = "append"
                            ) -> dict[TopicPartition, OffsetAndTimestamp | None]:

@@ -18,7 +18,8 @@ from tslog.protocol.records import Section
 
 from ._accumulator import BatchFuture
 from ._partitioner import key_partition
-from .errors import ClientClosedError, MessageTooLargeError, UnknownTopicOrPartitionError
+from .errors import (REQUEST_SIZE_HINT, ClientClosedError, MessageTooLargeError,
+                     UnknownTopicOrPartitionError)
 
 _BYTES_OR_NONE = frozenset((bytes, bytearray, memoryview, type(None)))
 _BATCH = object()  # marks a deferred send_batch in _DeferredRecord.args
@@ -83,7 +84,8 @@ class BatchingMixin:
         size = section.size
         if size > self._max_record_bytes:
             raise MessageTooLargeError(f"a section of {size} bytes does not fit in a request "
-                                       f"of max_request_size {self.max_request_size}")
+                                       f"of max_request_size {self.max_request_size}"
+                                       + REQUEST_SIZE_HINT)
         tps = self._topic_partitions(topic)
         if tps is None:
             record = self._defer_record((_SECTION, topic, section, partition))

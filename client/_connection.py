@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import logging
 import socket
 import ssl
@@ -43,16 +44,19 @@ from tslog.protocol.connection import Connection as WireConnection
 from tslog.protocol.connection import Role
 from tslog.protocol.errors import ProtocolError
 from tslog.protocol.frames import DISCARD_VIEW, MAX_FRAME_BYTES
+from tslog.protocol.messages import KafkaAnswerError
 
 from ._login import login
 from .errors import (
     ConnectionLostError,
     InvalidResponseError,
     RequestTimedOutError,
+    SecurityRequiredError,
     TlsError,
+    WrongProtocolError,
     error_for,
 )
-from ._tls import closed_unanswered, is_tls_failure, tls_failure_message
+from ._tls import closed_unanswered, is_tls_failure, kafka_listener_error, tls_failure_message
 from .security import Security
 
 log = logging.getLogger(__name__)
@@ -139,6 +143,8 @@ class Connection(asyncio.BufferedProtocol):
                 self._deliver(event)
                 if self._closed_error is not None:
                     return
+        except KafkaAnswerError:
+            self._fail(kafka_listener_error(self.host, self.port))
         except ProtocolError as exc:
             self._fail(ConnectionLostError(f"{self}: unreadable response stream: {exc}"))
 
@@ -210,7 +216,7 @@ class Connection(asyncio.BufferedProtocol):
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         if self._closed_error is not None:
-            future.set_exception(ConnectionLostError(str(self._closed_error)))
+            future.set_exception(self._closed_error_again())
             return future
         wire = self._wire
         expected = wire.outstanding
@@ -310,6 +316,14 @@ class Connection(asyncio.BufferedProtocol):
                 waiter.set_result(None)
                 return
 
+    def _closed_error_again(self) -> BaseException:
+        """A fresh copy of why the connection closed, for one more waiter: its own traceback,
+        and the kinds a caller tells apart (TLS, security wanted, a Kafka port) kept."""
+        error = self._closed_error
+        if isinstance(error, (TlsError, SecurityRequiredError, WrongProtocolError)):
+            return copy.copy(error)
+        return ConnectionLostError(str(error))
+
     def _fail(self, error: BaseException) -> None:
         if self._closed_error is not None:
             return
@@ -320,10 +334,9 @@ class Connection(asyncio.BufferedProtocol):
             self._timer.cancel()
             self._timer = None
         pending, self._pending = self._pending, collections.deque()
-        kind = TlsError if isinstance(error, TlsError) else ConnectionLostError
         for future, _, _ in pending:
             if not future.done():
-                future.set_exception(kind(str(error)))
+                future.set_exception(self._closed_error_again())
         for waiter in self._slot_waiters:
             if not waiter.done():
                 waiter.set_result(None)

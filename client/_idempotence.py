@@ -132,9 +132,9 @@ class Idempotence:
 
     def failed_for_good(self, error: BaseException) -> None:
         """A batch will never be acknowledged: start over with a new producer id."""
-        if self.producer_id >= 0:
-            log.warning("idempotent batch failed for good (%r): taking a new producer id",
-                        error)
+        if self.producer_id >= 0:  # INFO: the batch's own future reports the failure
+            log.info("a batch failed for good (%s): the idempotent producer takes a new "
+                     "producer id, so the batches after it keep their order", error)
         self.producer_id = -1
         self.sequences.clear()
         self.confirmed.clear()

@@ -14,7 +14,7 @@ from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
 from ._types import OffsetAndTimestamp, TopicPartition
-from .errors import InvalidResponseError, TslogError, error_for
+from .errors import InvalidResponseError, TslogError, error_for, refused
 
 _LIST_OFFSETS = ApiKey.LIST_OFFSETS  # read per request (see ApiKey)
 
@@ -27,6 +27,38 @@ def group_by_topic(items: dict[TopicPartition, dict]) -> list[dict]:
     for tp, fields in items.items():
         topics[tp.topic].append({"partition": tp.partition, **fields})
     return [{"topic": topic, "partitions": parts} for topic, parts in topics.items()]
+
+
+async def delete_records(cluster: Cluster, offsets: dict[TopicPartition, int],
+                         timeout_ms: int) -> dict[TopicPartition, int]:
+    """DeleteRecords: each partition's leader moves its log start up to the offset (-1: its
+    high watermark). Returns {tp: the log start offset afterwards}.
+
+    Raises:
+        A ``TslogError`` subclass naming the partition when a leader refuses (an offset past
+        the high watermark is OffsetOutOfRangeError).
+    """
+    for topic in {tp.topic for tp in offsets}:
+        await cluster.ensure_topic(topic)
+    by_node: dict[int, dict] = collections.defaultdict(dict)
+    for tp, offset in offsets.items():
+        leader = cluster.leader_for(tp)
+        if leader is None:
+            raise error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
+        by_node[leader][tp] = {"offset": offset}
+    replies = await asyncio.gather(*(cluster.request(node, ApiKey.DELETE_RECORDS, {
+        "topics": group_by_topic(parts), "timeout_ms": timeout_ms})
+        for node, parts in by_node.items()))
+    results = {}
+    for body in replies:
+        for topic in body["topics"]:
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], part["partition"])
+                if part["error_code"]:
+                    raise refused(part["error_code"], f"delete records of {tp.topic}-"
+                                  f"{tp.partition} before offset {offsets.get(tp)}")
+                results[tp] = part["low_watermark"]
+    return results
 
 
 async def list_offsets(

@@ -51,6 +51,7 @@ from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
 from ._outcomes import check_flushed, wait_for_outcomes
 from .errors import (
+    REQUEST_SIZE_HINT,
     BufferFullError,
     ClientClosedError,
     DeliveryTimeoutError,
@@ -278,7 +279,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             size += len(key)
         if size > self._max_record_bytes:
             raise MessageTooLargeError(f"a record of {size} bytes does not fit in a request "
-                                       f"of max_request_size {self.max_request_size}")
+                                       f"of max_request_size {self.max_request_size}"
+                                       + REQUEST_SIZE_HINT)
         if timestamp_ms is None:
             create_time = _time_ns() // 1_000_000
         elif type(timestamp_ms) is int:

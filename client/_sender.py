@@ -25,6 +25,7 @@ from tslog.protocol.messages import ApiKey
 from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
 from ._types import TopicPartition
 from .errors import (
+    REQUEST_SIZE_HINT,
     ConnectionLostError,
     DeliveryTimeoutError,
     InvalidResponseError,
@@ -180,7 +181,7 @@ class SenderMixin:
                 # Headers can outgrow their estimate; the broker would close the connection.
                 self._finish(batch, error=MessageTooLargeError(
                     f"a batch of {len(records)} bytes does not fit in a request of "
-                    f"max_request_size {self.max_request_size}"))
+                    f"max_request_size {self.max_request_size}" + REQUEST_SIZE_HINT))
                 continue
             topics[batch.tp.topic].append({"partition": batch.tp.partition, "records": records})
             sendable.append(batch)
@@ -216,7 +217,7 @@ class SenderMixin:
                         f"no answer for {batch.tp.topic}-{batch.tp.partition}"))
                 elif answer["error_code"]:
                     code = answer["error_code"]
-                    self._retry_or_fail(batch, error_for(code)(), transient=(
+                    self._retry_or_fail(batch, _refusal(code, batch), transient=(
                         code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and idempotence is not None
                         and idempotence.transient_out_of_order(batch)))
                 else:
@@ -292,3 +293,15 @@ class SenderMixin:
             self._connecting_nodes.add(node_id)
             asyncio.ensure_future(connect())
 
+
+def _refusal(code: int, batch: ProducerBatch) -> TslogError:
+    """The broker's refusal of ``batch``; a size refusal names the sizes and what to change,
+    since the code's own text ("larger than the broker accepts") names neither."""
+    if code != ErrorCode.MESSAGE_TOO_LARGE:
+        return error_for(code)()
+    topic, partition = batch.tp
+    return error_for(code)(
+        f"a batch of {batch.size_bytes} bytes of records to {topic}-{partition} is larger "
+        f"than the broker accepts for that topic: raise the topic's max.message.bytes "
+        f"(tslog topics alter-config {topic} --config max.message.bytes=N, Admin."
+        f"alter_configs) or send smaller records")

@@ -9,6 +9,7 @@
     tslog acls add|remove|list ...            # see cli_acls.py
     tslog users create|delete|list ...                    # see cli_users.py
     tslog mirror --source A --target B --topics REGEX     # see cli_mirror.py
+    tslog console [--listen 127.0.0.1:8080] [--allow-writes]  # see console/command.py
 
 Every subcommand takes ``--bootstrap`` before or after its name (default ``$TSLOG_BOOTSTRAP``
 or 127.0.0.1:9092), and ``--command-config FILE`` for TLS/SASL (``cli_security``). Errors
@@ -19,22 +20,23 @@ This module parses and dispatches; each subcommand lives in its own ``cli_*`` mo
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import os
 import sys
 
 from . import cli_consume, cli_mirror, cli_offsets, cli_produce, cli_topics
-from .cli_common import EXPECTED_ERRORS, UsageError, error_line
+from .cli_common import EXPECTED_ERRORS, UsageError, error_line, installed_version
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .cli_acls import add_acls_commands
 from .cli_users import add_users_commands
+from .console.command import register as add_console_command
 from .cli_security import add_security_options, security_from
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
-_TIME_OPTIONS = ("--from-time", "--to-time", "--time", "--timestamp") + _GROUP_TIME_OPTIONS
+_TIME_OPTIONS = ("--from-time", "--to-time", "--time", "--timestamp",
+                 "--before-time") + _GROUP_TIME_OPTIONS
 
 
 def _attach_time_values(argv: list[str]) -> list[str]:
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2
+    problem = getattr(args, "check", lambda _: None)(args)  # what argparse cannot express
+    if problem:
+        parser.error(problem)  # exits 2, as any bad command line
     # The client's warnings (a retried batch, a new producer id) are for programs that keep
     # running; a command reports its outcome in its own one line.
     logging.getLogger("tslog").setLevel(logging.ERROR)
@@ -75,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tslog", description=_DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"tslog {_version()}",
+    parser.add_argument("--version", action="version", version=f"tslog {installed_version()}",
                         help="print the installed tslog version and exit")
     parser.add_argument("--bootstrap", default=os.environ.get("TSLOG_BOOTSTRAP", DEFAULT_BOOTSTRAP),
                         metavar="HOST:PORT", help=_BOOTSTRAP_HELP)
@@ -95,19 +100,13 @@ def _build_parser() -> argparse.ArgumentParser:
     add_acls_commands(commands, common)
     add_users_commands(commands, common)
     cli_mirror.register(commands, common)
+    add_console_command(commands, common)
     return parser
 
 
 _DESCRIPTION = "the command line for topics, producing lines and replaying a time range"
 _BOOTSTRAP_HELP = (f"broker address host:port[,host:port] "
                    f"(default: $TSLOG_BOOTSTRAP or {DEFAULT_BOOTSTRAP})")
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("tslog")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
 
 
 if __name__ == "__main__":

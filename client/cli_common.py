@@ -4,17 +4,19 @@ KEY=VALUE options, and counted nouns ("1 partition", "2 partitions")."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import re
 import socket
 import sys
 
-from .errors import ConnectionLostError, TslogError
+from .errors import ConnectionLostError, SecurityRequiredError, TslogError
 from .times import TimeFormatError
 
 # ``cannot connect to HOST:PORT: <cause>`` is how the client's connection reports a failed
 # connect; the address is everything up to the first ": ".
 _CANNOT_CONNECT = re.compile(r"^cannot connect to (\S+?): ")
+COMMAND_CONFIG_HINT = "--command-config FILE (or $TSLOG_COMMAND_CONFIG=FILE)"
 
 
 class CommandError(Exception):
@@ -42,8 +44,18 @@ def key_values(items: list[str], option: str) -> dict[str, str]:
     return pairs
 
 
-def error_line(error: BaseException) -> str:
-    """The one line ``tslog: error: ...`` shows for ``error``: no exception reprs."""
+def error_line(error: BaseException, security_option: str = COMMAND_CONFIG_HINT) -> str:
+    """The one line ``tslog: error: ...`` shows for ``error``: no exception reprs.
+
+    ``security_option``: where this program takes a connection's security, named when a
+    broker wants TLS or a login (the client's own message speaks Python, not flags)."""
+    if isinstance(error, SecurityRequiredError):
+        return (f"{error.address} closed the connection before answering: its listener may "
+                f"speak TLS or require a SASL login; give the connection's security in a "
+                f"properties file with {security_option} (security.protocol=SSL, "
+                "SASL_PLAINTEXT or SASL_SSL, ssl.ca.location=..., sasl.username=...; the "
+                "password in the file or $TSLOG_SASL_PASSWORD, never on the command line; "
+                "docs/security.md)")
     if isinstance(error, ConnectionLostError):
         match = _CANNOT_CONNECT.match(str(error))
         if match:
@@ -64,6 +76,14 @@ def _connect_failure(error: BaseException) -> str:
     return str(cause) if cause is not None else "no answer"
 
 
+def installed_version() -> str:
+    """The installed distribution's version, for every entry point's ``--version``."""
+    try:
+        return importlib.metadata.version("tslog")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def show_reachability() -> None:
     """Print the client's "broker unreachable" / "reachable again" warnings on stderr: a
     command that keeps reading (a tailing ``consume``) must not sit silent while its broker
@@ -80,5 +100,6 @@ def show_reachability() -> None:
 # keeps its traceback).
 EXPECTED_ERRORS = (CommandError, TslogError, TimeFormatError, OSError, ValueError)
 
-__all__ = ["CommandError", "UsageError", "EXPECTED_ERRORS", "error_line", "key_values", "plural",
+__all__ = ["CommandError", "UsageError", "EXPECTED_ERRORS", "error_line", "installed_version",
+           "key_values", "plural",
            "show_reachability"]

@@ -22,6 +22,7 @@ import sys
 from . import Admin, Consumer, TopicPartition
 from .cli_common import CommandError, UsageError, show_reachability
 from .cli_consume_group import consume_group
+from .cli_properties import consumer_options
 from .cli_positions import end_offsets, resolve_start
 from .format_string import compile_format
 from .times import format_time_ms, parse_time_ms
@@ -36,6 +37,10 @@ def register(commands, common) -> None:
     consume.add_argument("--from-time", default=None,
                          help="ISO-8601, epoch ms, relative (-15m), 'earliest' (default) or "
                               "'latest'; with --group, overrides the committed positions")
+    consume.add_argument("--from-beginning", action="store_true",
+                         help="kafka-console-consumer's option: from the earliest record "
+                              "(with --group: where the group has committed nothing, which "
+                              "is already the default)")
     consume.add_argument("--to-time", default=None,
                          help="stop before the first record at or after this time "
                               "(default: keep reading new records)")
@@ -61,6 +66,10 @@ def register(commands, common) -> None:
                             "%%T timestamp (ms), %%I its ISO-8601 form, %%k key, %%K key "
                             "length, %%s value, %%S value length, %%h headers, %%%% a "
                             "percent sign; \\n and \\t escapes (no newline is added)")
+    consume.add_argument("--consumer-property", action="append", default=[],
+                         metavar="KEY=VALUE",
+                         help="a consumer setting by Kafka's name, e.g. fetch.max.bytes="
+                              "52428800 or max.partition.fetch.bytes=N (repeatable)")
     consume.add_argument("--group", default=None,
                          help="join this consumer group: read its share of the partitions, "
                               "from its committed offsets (else the earliest), committing")
@@ -68,13 +77,19 @@ def register(commands, common) -> None:
 
 
 def consume_command(args) -> None:
+    if args.from_beginning:  # Kafka's meaning: with a group, only where nothing is committed
+        if args.from_time not in (None, "earliest"):
+            raise UsageError("--from-beginning and --from-time say two different starts")
+        if args.group is None:  # a group starts at the earliest where it has no commit
+            args.from_time = "earliest"
     _check(args)
     render = renderer(args)
     show_reachability()
     if args.group is not None:
         consume_group(args, render)
         return
-    with Consumer(args.bootstrap, security=args.security) as consumer:
+    with Consumer(args.bootstrap, security=args.security,
+                  **consumer_options(args)) as consumer:
         partitions = _partitions(args.bootstrap, args.topic, args.partition, args.security)
         consumer.assign(partitions)
         if args.offset is not None:

@@ -10,6 +10,7 @@ import threading
 
 from . import Admin, Consumer, ConsumerRebalanceListener, TopicPartition
 from .cli_positions import end_offsets, resolve_start
+from .cli_properties import consumer_options
 from .errors import TslogError
 
 _POLL_MS = 200
@@ -103,7 +104,8 @@ def consume_group(args, render) -> None:
     interrupted = threading.Event()
     with _ctrl_c_sets(interrupted), Consumer(
             args.bootstrap, security=args.security, group_id=args.group,
-            auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
+            auto_offset_reset="earliest", enable_auto_commit=False,
+            **consumer_options(args)) as consumer:
         progress = _GroupProgress(consumer, args)
         consumer.subscribe([args.topic], listener=progress)
         remaining = args.max_messages

@@ -1,9 +1,11 @@
 """``tslog groups``: consumer groups from the command line (kafka-consumer-groups' verbs).
 
     tslog groups list
-    tslog groups describe GROUP                 # per partition: committed, log end, lag
-    tslog groups reset-offsets GROUP --topic T (--to-datetime TIME | --by-duration -3d |
-        --to-earliest | --to-latest | --to-offset N | --shift-by N) [--execute]
+    tslog groups describe [GROUP]               # per partition: committed, log end, lag
+    tslog groups reset-offsets GROUP (--topic T | --all-topics) (--to-datetime TIME |
+        --by-duration -3d | --to-earliest | --to-latest | --to-offset N | --shift-by N |
+        --to-current) [--execute | --export]
+    tslog groups reset-offsets GROUP --from-file plan.csv [--execute]   # what --export wrote
     tslog groups delete GROUP
     tslog groups translate GROUP --source A --target B [--execute]   # see cli_mirror.py
 
@@ -51,7 +53,8 @@ def add_groups_commands(commands, common) -> None:
 
     describe = actions.add_parser("describe", parents=[common],
                                   help="committed offsets, lag (records, seconds), members")
-    describe.add_argument("group", help="the consumer group's id")
+    describe.add_argument("group", nargs="?", default=None,
+                          help="the consumer group's id (default: every group)")
     describe.add_argument("--format", choices=["text", "json"], default="text",
                           help="text tables or one JSON document (default: %(default)s)")
     describe.set_defaults(handler=_describe)
@@ -59,9 +62,15 @@ def add_groups_commands(commands, common) -> None:
     reset = actions.add_parser("reset-offsets", parents=[common],
                                help="plan (default) or --execute a change of committed offsets")
     reset.add_argument("group", help="the consumer group's id")
-    reset.add_argument("--topic", required=True, help="the topic whose offsets change")
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument("--topic", help="the topic whose offsets change")
+    scope.add_argument("--all-topics", action="store_true",
+                       help="every topic the group has committed offsets on")
     reset.add_argument("--partition", type=int, default=None,
                        help="only this partition (default: every partition of the topic)")
+    reset.add_argument("--export", action="store_true",
+                       help="print the plan as Kafka's CSV (topic,partition,offset), which "
+                            "--from-file takes back")
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-datetime", metavar="TIME",
                         help="first record at or after TIME: ISO-8601, epoch ms, relative "
@@ -73,6 +82,11 @@ def add_groups_commands(commands, common) -> None:
     target.add_argument("--to-offset", type=int, metavar="N", help="offset N (clamped)")
     target.add_argument("--shift-by", type=int, metavar="N",
                         help="the committed offset plus N (negative: back; clamped)")
+    target.add_argument("--to-current", action="store_true",
+                        help="the committed offset as it is (clamped into the log)")
+    target.add_argument("--from-file", metavar="FILE",
+                        help="the offsets of a CSV file of topic,partition,offset lines "
+                             "(what --export prints; its partitions are the scope)")
     reset.add_argument("--timestamp-type", choices=["append", "create"], default="append",
                        help="which time --to-datetime/--by-duration refer to "
                             "(default: LogAppendTime)")
@@ -82,7 +96,7 @@ def add_groups_commands(commands, common) -> None:
                       help="only print the plan (the default)")
     reset.add_argument("--format", choices=["text", "json"], default="text",
                        help="the plan as text or as JSON (default: %(default)s)")
-    reset.set_defaults(handler=_reset_offsets)
+    reset.set_defaults(handler=_reset_offsets, check=reset_scope_problem)
 
     delete = actions.add_parser("delete", parents=[common],
                                 help="delete an empty group and its committed offsets")
@@ -151,15 +165,29 @@ def _shown(value) -> str:
 # -- describe ---------------------------------------------------------------------------------
 
 def _describe(args) -> None:
+    """One group, or with no name every group the coordinator lists (kafka-consumer-groups'
+    ``--describe --all-groups``), one after the other."""
+    if args.group is not None:
+        _describe_one(args, args.group)
+        return
+    with Admin(args.bootstrap, security=args.security) as admin:
+        names = sorted(listing.group_id for listing in admin.list_consumer_groups())
+    for number, name in enumerate(names):
+        if number and args.format == "text":
+            print()
+        _describe_one(args, name)
+
+
+def _describe_one(args, group_id: str) -> None:
     with Admin(args.bootstrap, security=args.security) as admin:
         try:
-            group = admin.describe_consumer_groups([args.group])[args.group]
+            group = admin.describe_consumer_groups([group_id])[group_id]
         except GroupIdNotFoundError:
             group = None  # neither members' state nor offsets (brokers before this release
             # did not describe a group that only has offsets: OffsetFetch still tells)
-        committed = admin.list_consumer_group_offsets(args.group)
+        committed = admin.list_consumer_group_offsets(group_id)
         if group is None and not committed:
-            raise GroupsCommandError(f"group {args.group!r} does not exist")
+            raise GroupsCommandError(f"group {group_id!r} does not exist")
         owners = {tp: member.member_id for member in (group.members if group else ())
                   for tp in member.assigned}
         partitions = sorted(set(committed) | set(owners))
@@ -183,7 +211,7 @@ def _describe(args) -> None:
     members = [{"member_id": m.member_id, "member_epoch": m.member_epoch, "state": m.state,
                 "assigned": [list(tp) for tp in m.assigned]}
                for m in (group.members if group else ())]
-    summary = {"group": args.group, "state": group.state if group else "EMPTY",
+    summary = {"group": group_id, "state": group.state if group else "EMPTY",
                "group_epoch": group.group_epoch if group else -1,
                "assignor": group.assignor if group else "-"}
     if args.format == "json":
@@ -247,11 +275,44 @@ def _targets(args, admin, partitions, committed, bounds) -> dict:
         return {tp: bounds[tp][1] for tp in partitions}
     if args.to_offset is not None:
         return {tp: args.to_offset for tp in partitions}
+    if args.from_file is not None:
+        return read_offsets_file(args.from_file)
     missing = [f"{tp.topic}-{tp.partition}" for tp in partitions if tp not in committed]
     if missing:
         raise GroupsCommandError(f"cannot shift {', '.join(missing)}: group {args.group!r} "
                                  "has no committed offset there")
-    return {tp: committed[tp].offset + args.shift_by for tp in partitions}
+    shift = 0 if args.to_current else args.shift_by
+    return {tp: committed[tp].offset + shift for tp in partitions}
+
+
+def read_offsets_file(path: str) -> dict:
+    """{tp: offset} from Kafka's reset-offsets CSV (``topic,partition,offset`` lines, what
+    ``--export`` prints); a line that is not that is an error naming the line."""
+    offsets = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            fields = line.strip().rsplit(",", 2)
+            if len(fields) != 3 or not fields[1].isdigit() or not fields[2].lstrip("-").isdigit():
+                raise GroupsCommandError(f"{path} line {number}: expected topic,partition,"
+                                         f"offset, got {line.strip()!r}")
+            offsets[TopicPartition(fields[0], int(fields[1]))] = int(fields[2])
+    if not offsets:
+        raise GroupsCommandError(f"{path} names no topic,partition,offset line")
+    return offsets
+
+
+def _scope(args, admin, committed) -> list[TopicPartition]:
+    """The partitions a reset touches: the file's, every committed one, or the topic's."""
+    if args.from_file is not None:
+        return sorted(read_offsets_file(args.from_file))
+    if args.all_topics:
+        if not committed:
+            raise GroupsCommandError(f"group {args.group!r} has no committed offsets")
+        return sorted(tp for tp in committed
+                      if args.partition is None or tp.partition == args.partition)
+    return _topic_partitions(admin, args.topic, args.partition)
 
 
 def _refuse_live_group(admin, group_id: str) -> None:
@@ -266,11 +327,19 @@ def _refuse_live_group(admin, group_id: str) -> None:
             "its offsets")
 
 
+def reset_scope_problem(args) -> str | None:
+    """Why the command line names no partitions to reset (argparse's groups cannot say
+    "one of --topic, --all-topics, or the target --from-file"); ``cli.main`` exits 2 on it."""
+    if args.topic is None and not args.all_topics and args.from_file is None:
+        return "reset-offsets needs --topic T, --all-topics or --from-file FILE"
+    return None
+
+
 def _reset_offsets(args) -> None:
     with Admin(args.bootstrap, security=args.security) as admin:
         _refuse_live_group(admin, args.group)
-        partitions = _topic_partitions(admin, args.topic, args.partition)
         committed = admin.list_consumer_group_offsets(args.group)
+        partitions = _scope(args, admin, committed)
         bounds = _bounds(admin, partitions)
         targets = _targets(args, admin, partitions, committed, bounds)
         plan = {tp: min(max(targets[tp], bounds[tp][0]), bounds[tp][1]) for tp in partitions}
@@ -284,7 +353,10 @@ def _reset_offsets(args) -> None:
              "log_append_time": times[tp][0] if tp in times else None,
              "create_time": times[tp][1] if tp in times else None}
             for tp, offset in plan.items()]
-    if args.format == "json":
+    if args.export:
+        for row in rows:
+            print(f"{row['topic']},{row['partition']},{row['new']}")
+    elif args.format == "json":
         for row in rows:
             print(json.dumps(row))
     else:

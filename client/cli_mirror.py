@@ -31,7 +31,8 @@ import threading
 import tomllib
 
 from ._cluster import parse_bootstrap
-from .cli_common import EXPECTED_ERRORS, UsageError, error_line, plural
+from .cli_common import (EXPECTED_ERRORS, UsageError, error_line, installed_version,
+                         plural)
 from .security import Security
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h)$")
@@ -39,6 +40,7 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _OPTIONS = ("source", "target", "topics", "rename", "replication_factor",
             "checkpoint_interval", "metrics_listen", "source_config", "target_config")
 # Each cluster's SASL password when its properties file gives none (never a flag).
+_SECURITY_OPTIONS = "--source-config FILE or --target-config FILE"
 PASSWORD_ENV = {"source": "TSLOG_SOURCE_SASL_PASSWORD", "target": "TSLOG_TARGET_SASL_PASSWORD"}
 
 
@@ -243,12 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     """``tslog-mirror``: the same as ``tslog mirror``."""
     parser = argparse.ArgumentParser(prog="tslog-mirror", description="copy topics to another "
                                      "cluster, record for record, until SIGTERM")
+    parser.add_argument("--version", action="version",
+                        version=f"tslog-mirror {installed_version()}",
+                        help="print the installed tslog version and exit")
     add_mirror_options(parser)
     args = parser.parse_args(argv)
     try:
         return run_mirror(args)
     except EXPECTED_ERRORS as error:
-        print(f"tslog-mirror: error: {error_line(error)}", file=sys.stderr)
+        print(f"tslog-mirror: error: {error_line(error, _SECURITY_OPTIONS)}", file=sys.stderr)
         return 2 if isinstance(error, UsageError) else 1
 
 

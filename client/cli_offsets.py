@@ -1,4 +1,5 @@
-"""``tslog offsets TOPIC --time T``: per partition, the first offset at or after a time.
+"""``tslog offsets TOPIC [--time T]``: per partition, the first offset at or after a time
+(default: the log end, as Kafka's ``kafka-get-offsets``).
 
 ``--source-time`` (on a mirror's target topic) looks up the source cluster's LogAppendTime
 instead, through ``tslog.client.mirror.source_time`` (docs/mirror.md, failing over by time).
@@ -12,12 +13,18 @@ from . import Admin, Consumer, TopicPartition
 from .times import format_time_ms, parse_time_ms
 
 
+# Kafka's GetOffsetShell and ListOffsets spell latest and earliest -1 and -2; "-1" is no
+# relative time here (those carry a unit: -15m), so the two cannot be confused.
+_KAFKA_KEYWORDS = {"-1": "latest", "-2": "earliest"}
+
+
 def register(commands, common) -> None:
     offsets = commands.add_parser("offsets", parents=[common],
                                   help="the offset each partition holds for a time")
     offsets.add_argument("topic", help="the topic to look up")
-    offsets.add_argument("--time", required=True,
-                         help="ISO-8601, epoch ms, relative (-15m), 'earliest' or 'latest'")
+    offsets.add_argument("--time", default="latest",
+                         help="ISO-8601, epoch ms, relative (-15m), 'earliest' or 'latest' "
+                              "(Kafka's -2 and -1; default: latest)")
     offsets.add_argument("--timestamp-type", choices=["append", "create"], default="append",
                          help="which time --time refers to: LogAppendTime or CreateTime "
                               "(default: %(default)s)")
@@ -50,7 +57,7 @@ def _offsets(args) -> None:
         description = admin.describe_topic(args.topic)
     partitions = [TopicPartition(args.topic, info.partition) for info in description.partitions]
     with Consumer(args.bootstrap, security=args.security) as consumer:
-        keyword = args.time.strip().lower()
+        keyword = _KAFKA_KEYWORDS.get(args.time.strip(), args.time.strip().lower())
         if keyword in ("earliest", "latest"):
             lookup = consumer.beginning_offsets if keyword == "earliest" else consumer.end_offsets
             table = lookup(partitions)

@@ -6,6 +6,7 @@ import sys
 
 from . import Admin, Producer
 from .cli_common import CommandError, UsageError, key_values, plural
+from .cli_properties import producer_options
 from .errors import MessageTooLargeError, UnknownTopicOrPartitionError
 from .times import TimeFormatError, parse_time_ms
 
@@ -33,6 +34,10 @@ def register(commands, common) -> None:
                               "now (default: the time each record is sent)")
     produce.add_argument("--compression", choices=["none", "zstd"], default="none",
                          help="compress the batches (default: %(default)s)")
+    produce.add_argument("--producer-property", action="append", default=[],
+                         metavar="KEY=VALUE",
+                         help="a producer setting by Kafka's name, e.g. max.request.size="
+                              "31457280 or linger.ms=50 (repeatable)")
     produce.set_defaults(handler=_produce)
 
 
@@ -49,8 +54,9 @@ def _produce(args) -> None:
                   else max(1, min(_DEFAULT_BATCH_BYTES, limit - _BATCH_FRAMING_BYTES)))
     compression = None if args.compression == "none" else args.compression
     count = 0
-    with Producer(args.bootstrap, security=args.security, acks=acks, compression=compression,
-                  batch_size=batch_size) as producer:
+    options = {"acks": acks, "compression": compression, "batch_size": batch_size,
+               **producer_options(args)}
+    with Producer(args.bootstrap, security=args.security, **options) as producer:
         sent: list[tuple[int, int, object]] = []  # (line number, record size, future)
         for line in sys.stdin.buffer:
             value = line.rstrip(b"\r\n")
@@ -96,7 +102,7 @@ def _wait_all(sent: list, topic: str, limit: int | None) -> None:
         try:
             future.get(60)
         except MessageTooLargeError as error:
-            if limit is None or "bytes" in str(error):  # the client's own check names both
+            if limit is None or "max_request_size" in str(error):  # the client's own check
                 raise
             raise CommandError(_too_large(topic, line_number, size, limit)) from None
     sent.clear()
@@ -112,4 +118,5 @@ def _sent_before(line_number: int) -> str:
 def _too_large(topic: str, line_number: int, size: int, limit: int) -> str:
     over = "is over" if size > limit else "with its batch's framing is over"
     return (f"line {line_number}: a record of {size} bytes (key, value and headers) {over} "
-            f"topic {topic}'s max.message.bytes limit of {limit} bytes")
+            f"topic {topic}'s max.message.bytes limit of {limit} bytes (raise it: tslog "
+            f"topics alter-config {topic} --config max.message.bytes=N)")

@@ -81,6 +81,13 @@ InvalidRequestError: type[TslogError] = _BY_CODE[ErrorCode.INVALID_REQUEST]
 TooManyConnectionsError: type[TslogError] = _BY_CODE[ErrorCode.TOO_MANY_CONNECTIONS]
 
 
+# What a too-large request's error adds: the setting to raise, and the broker's limit on a
+# request, which must allow it too (the broker closes the connection on a larger frame).
+REQUEST_SIZE_HINT = (": raise the producer's max_request_size (Kafka's max.request.size; the "
+                     "CLI's --producer-property max.request.size=N), with the broker's "
+                     "max_frame_bytes at least as large")
+
+
 class ClientClosedError(TslogError):
     """The producer, consumer or admin was closed; nothing more can be sent through it."""
 
@@ -123,6 +130,24 @@ class TlsError(ConnectionLostError):
     invalid_metadata = False
 
 
+class SecurityRequiredError(ConnectionLostError):
+    """A broker closed a plain connection before answering its first request: the sign of
+    a TLS listener or one that requires a SASL login. ``address`` is "host:port", so a
+    program (the CLI) can say in its own words what to configure."""
+
+    def __init__(self, message: str | None = None, address: str = "") -> None:
+        super().__init__(message)
+        self.address = address
+
+
+class WrongProtocolError(ConnectionLostError):
+    """The address answered in Kafka's wire protocol: a broker's Kafka listener, not tslog's
+    own port. Not retriable: every attempt gets the same answer."""
+
+    retriable = False
+    invalid_metadata = False
+
+
 class InvalidResponseError(TslogError):
     """A broker answered with bytes that do not match the protocol (a broker bug)."""
 
@@ -149,5 +174,6 @@ def raise_for(code: int, message: str | None = None) -> None:
 
 __all__ = (["TslogError", "ClientClosedError", "BufferFullError", "DeliveryTimeoutError",
             "FlushTimeoutError",
-            "InvalidResponseError", "TlsError", "error_for", "raise_for", "refused"]
+            "InvalidResponseError", "SecurityRequiredError", "TlsError",
+            "WrongProtocolError", "error_for", "raise_for", "refused"]
            + sorted(cls.__name__ for cls in _BY_CODE.values()))

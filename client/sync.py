@@ -180,11 +180,20 @@ class Admin(_Facade):
     def brokers(self):
         return self._run(self._core.brokers())
 
+    def describe_topics(self):
+        return self._run(self._core.describe_topics())
+
+    def describe_cluster(self):
+        return self._run(self._core.describe_cluster())
+
     def describe_configs(self, name, resource_type="topic"):
         return self._run(self._core.describe_configs(name, resource_type))
 
     def alter_configs(self, name, configs, validate_only=False) -> None:
         return self._run(self._core.alter_configs(name, configs, validate_only))
+
+    def delete_records(self, offsets, timeout_ms=30_000):
+        return self._run(self._core.delete_records(offsets, timeout_ms))
 
     def list_offsets(self, timestamps, timestamp_type="append"):
         return self._run(self._core.list_offsets(timestamps, timestamp_type))

@@ -56,6 +56,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_ACLS = 29
@@ -96,6 +97,11 @@ REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
         "timeout_ms": NON_NEGATIVE_INT32,
     }),
     (ApiKey.DELETE_TOPICS, 0): Struct({"topics": ListOf(STR), "timeout_ms": NON_NEGATIVE_INT32}),
+    # offset: records before it go; -1 = the high watermark (Kafka's DeleteRecords)
+    (ApiKey.DELETE_RECORDS, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "offset": INT64})),
+        "timeout_ms": NON_NEGATIVE_INT32,
+    }),
     (ApiKey.DESCRIBE_CONFIGS, 0): Struct({
         "resources": ListOf(Struct({"type": Choice("topic", "broker"), "name": STR})),
     }),
@@ -160,6 +166,10 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
     }),
     (ApiKey.DELETE_TOPICS, 0): Struct({
         "topics": ListOf(Struct({"topic": STR, "error_code": ERROR_CODE})),
+    }),
+    (ApiKey.DELETE_RECORDS, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "low_watermark": INT64,
+                                     "error_code": ERROR_CODE})),
     }),
     (ApiKey.DESCRIBE_CONFIGS, 0): Struct({
         "resources": ListOf(Struct({

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from .chunked import encode_request_chunks, encode_response_chunks
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from .foreign import is_kafka_refusal
 from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
 from .messages import (
     _API_KEYS,
@@ -38,6 +39,7 @@ from .messages import (
     CORRELATION_ID_MAX,
     ApiKey,
     InvalidResponseError,
+    KafkaAnswerError,
     RequestError,
     RequestHeader,
     check_request,
@@ -316,7 +318,12 @@ class Connection:
             raise RemoteProtocolError("a response arrived with no request outstanding",
                                       ErrorCode.INVALID_REQUEST)
         correlation_id, api_key, api_version = self._outstanding.popleft()
-        got, body = split_response(frame, record_views=len(frame) >= self._views_from)
+        try:
+            got, body = split_response(frame, record_views=len(frame) >= self._views_from)
+        except InvalidResponseError:
+            if is_kafka_refusal(frame):
+                raise KafkaAnswerError("answered in Kafka's wire protocol") from None
+            raise
         if got != correlation_id:  # first: its body would be checked against the wrong API
             raise RemoteProtocolError(f"response {got} does not answer request "
                                       f"{correlation_id}", ErrorCode.INVALID_REQUEST)

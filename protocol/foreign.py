@@ -18,7 +18,18 @@ _KAFKA_MAX_VERSION = 30
 # What clients send first: ApiVersions (every modern client), Metadata (old clients, or a
 # client told its broker version), the SASL handshake (a client configured for SASL).
 _CLIENT_ID_SHOWN = 64  # bytes of a foreign client's id quoted in the broker's log
+_KAFKA_UNSUPPORTED_VERSION = struct.pack(">h", 35)
 _KAFKA_API_NAMES = {18: "ApiVersions", 3: "Metadata", 17: "SaslHandshake", 36: "SaslAuthenticate"}
+
+
+def is_kafka_refusal(body) -> bool:
+    """Whether a response frame ``body`` is a Kafka listener's refusal of a tslog request.
+
+    Why it looks like this: a Kafka listener reads a tslog request's first bytes as Kafka's
+    header (api key, version, correlation id), finds no such API, and answers Kafka's
+    shortest error: the int32 correlation id it read, then UNSUPPORTED_VERSION (35) as an
+    int16, six bytes in all, which is never a tslog response ([id, map] in msgpack)."""
+    return len(body) == 6 and bytes(body[4:6]) == _KAFKA_UNSUPPORTED_VERSION
 
 
 def describe_kafka_request(body) -> str | None:

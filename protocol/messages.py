@@ -117,6 +117,10 @@ class InvalidResponseError(RemoteProtocolError):
         self.correlation_id = correlation_id
 
 
+class KafkaAnswerError(InvalidResponseError):
+    """The peer answered in Kafka's wire protocol: the address is a Kafka listener."""
+
+
 def compile_schemas() -> None:
     """Compile every request and response schema's fast path now (``Struct.compile``)."""
     for schema in (*REQUEST_SCHEMAS.values(), *RESPONSE_SCHEMAS.values()):

@@ -318,3 +318,27 @@ def test_no_module_but_log_py_touches_a_partition_log_private_member():
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert offenders == []
+
+
+def test_the_console_uses_only_the_public_client_api():
+    """DESIGN.md: the web console (``client/console/``) is a client of the cluster: it imports
+    the client's public modules (``tslog.client``, ``.aio``, ``.errors``, ``.times`` ...),
+    never an underscore module of the client, the protocol's internals or the broker; and the
+    client outside it does not import it but for ``tslog console``'s registration."""
+    offenders = []
+    for path in source_files("client/console"):
+        for module in imported_modules(path):
+            if module.startswith("tslog.client.console") or not module.startswith("tslog."):
+                continue
+            if not module.startswith("tslog.client") or any(
+                    part.startswith("_") for part in module.split(".")):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    for path in source_files("client"):
+        if "console" in path.relative_to(ROOT).parts:
+            continue
+        for module in imported_modules(path):
+            if module.startswith("tslog.client.console") and module != \
+                    "tslog.client.console.command":
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert len(source_files("client/console")) > 5, "the check read too few modules"
+    assert not offenders, offenders

@@ -28,6 +28,7 @@ import asyncio
 import json
 import logging
 import math
+import time
 from dataclasses import replace
 from typing import Callable
 
@@ -36,6 +37,7 @@ from .controller import Controller
 from .errors import DuplicateBrokerError, EtcdError
 from .etcd import Etcd, WatchEvent, follow_prefix
 from .etcd_tls import etcd_tls
+from .session import DeadPeers, LeaseClock
 from .records import Changes, ClusterCache, ClusterKeys, TopicRecord, encode, encode_state
 from .view import NO_LEADER, kafka_address, PartitionState, StaleStateError, StateListener
 
@@ -72,6 +74,8 @@ class EtcdClusterView:
         self.group_store = None  # the broker's EtcdGroupOffsetStore, which shares our client
         self.started_at = 0.0  # loop time of start(): the controller's start-up grace
         self.departed: set[int] = set()  # brokers whose registration we saw disappear
+        self.lease_clock = LeaseClock()  # when our leadership may be in doubt (session.py)
+        self.dead_peers = DeadPeers(self)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -86,9 +90,9 @@ class EtcdClusterView:
         view.started_at = asyncio.get_running_loop().time()
         try:
             revision = await view._first_contact()
-            view._spawn(view._watch_loop(revision))
+            view.spawn(view._watch_loop(revision))
             await view._register()
-            view._spawn(view._keep_alive_loop())
+            view.spawn(view._keep_alive_loop())
             # Serve only once our own watch shows us (and everyone registered before us):
             # a CreateTopics answered earlier would count 0 live brokers.
             if not await view.wait_for_revision(view.registration_revision, timeout_s):
@@ -118,7 +122,7 @@ class EtcdClusterView:
                 log.warning("etcd not reachable yet, retrying: %s", exc)
                 await asyncio.sleep(0.5)
 
-    def _spawn(self, coroutine) -> None:
+    def spawn(self, coroutine) -> None:
         self._tasks = [task for task in self._tasks if not task.done()]
         self._tasks.append(asyncio.get_running_loop().create_task(coroutine))
 
@@ -200,6 +204,16 @@ class EtcdClusterView:
             self._producer_ids = (next_id + 1, end)
             return next_id
 
+    def may_acknowledge(self) -> bool:
+        """True while our lease is surely alive and our cache has applied our own latest
+        registration: after a new registration (the old lease expired while we were paused
+        or cut off) states older than it may still name us leader, so wait for the watch."""
+        return self.lease_clock.valid() and self.cache.revision >= self.registration_revision
+
+    def peer_unreachable(self, node_id: int, address: tuple[str, int]) -> None:
+        """A connection to a peer was refused: confirm it is dead and end its session."""
+        self.dead_peers.report(node_id, address)
+
     # -- additions for the control plane and the broker ------------------------------------
 
     def topics(self) -> dict[str, TopicRecord]:
@@ -280,6 +294,7 @@ class EtcdClusterView:
             self.departed.add(node_id)
         else:
             self.departed.discard(node_id)
+            self.dead_peers.registered(node_id)
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
@@ -299,7 +314,7 @@ class EtcdClusterView:
         self.controller.on_changes(bool(changes.brokers_changed or changes.states
                                         or changes.topics_changed))
         if changes.controller_changed and self.cache.controller_id == NO_LEADER:
-            self._spawn(self._campaign())
+            self.spawn(self._campaign())
         applied = self.cache.revision
         waiting = []
         for revision, future in self._waiters:
@@ -314,6 +329,7 @@ class EtcdClusterView:
 
     async def _register(self) -> None:
         """Create brokers/<id> on a new lease; wait out a previous run's expiring key."""
+        self.lease_clock.lost()
         lease_id, granted = await self.etcd.grant_lease(self.ttl_s)
         key = self.keys.broker(self.node_id)
         registration = {"host": self.address[0], "port": self.address[1]}
@@ -323,13 +339,16 @@ class EtcdClusterView:
         deadline = asyncio.get_running_loop().time() + self.ttl_s + 1.0
         warned = False
         while True:
+            renewal_sent = time.monotonic()
             if await self.etcd.keep_alive(lease_id) <= 0:  # it may lapse while we wait
                 lease_id, granted = await self.etcd.grant_lease(self.ttl_s)
+            sent_at = renewal_sent
             ok, revision = await self.etcd.txn([self.etcd.absent(key)],
                                                [self.etcd.put(key, value, lease_id)])
             if ok:
                 self.lease_id, self.registration_revision = lease_id, revision
                 self.ttl_s = granted
+                self.lease_clock.renewed(sent_at, granted)
                 return
             holder = await self.etcd.get(key)
             where = json.loads(holder.value) if holder is not None else {}
@@ -349,13 +368,17 @@ class EtcdClusterView:
     async def _keep_alive_loop(self) -> None:
         while True:
             await asyncio.sleep(self.ttl_s / 3)
+            lease_id, sent_at = self.lease_id, time.monotonic()
             try:
-                remaining = await self.etcd.keep_alive(self.lease_id)
+                remaining = await self.etcd.keep_alive(lease_id)
             except EtcdError as exc:
                 log.warning("could not refresh the etcd lease: %s", exc)
                 continue
             if remaining > 0:
+                if lease_id == self.lease_id:
+                    self.lease_clock.renewed(sent_at, min(remaining, self.ttl_s))
                 continue
+            self.lease_clock.lost()
             log.error("our etcd session expired (cut off for longer than %d s); registering "
                       "again", self.ttl_s)
             try:

@@ -62,6 +62,14 @@ class ClusterView(Protocol):
     async def allocate_producer_id(self) -> int:
         """A producer id no other broker of the cluster will ever hand out."""
 
+    def may_acknowledge(self) -> bool:
+        """False while this broker's leadership may be in doubt (its session may have
+        expired): a leader then acknowledges no produce, acks=1 included."""
+
+    def peer_unreachable(self, node_id: int, address: tuple[str, int]) -> None:
+        """A connection to broker ``node_id`` at ``address`` was refused (evidence that its
+        process died; the view confirms before acting)."""
+
 
 class LocalClusterView:
     """A cluster of one: this broker leads every partition in epoch 0, ISR = itself."""
@@ -90,6 +98,13 @@ class LocalClusterView:
 
     async def propose_isr(self, state: PartitionState, isr: tuple[int, ...]) -> PartitionState:
         raise StaleStateError("a single-node broker's ISR is always itself")
+
+    def may_acknowledge(self) -> bool:
+        """A single node has no session to lose."""
+        return True
+
+    def peer_unreachable(self, node_id: int, address: tuple[str, int]) -> None:
+        """A single node has no peers."""
 
     def seed_producer_ids(self, used: int) -> None:
         """Never hand out ``used`` or below again (the largest id found in the logs)."""

@@ -43,7 +43,7 @@ from tslog.protocol.records import split_batches
 from tslog.protocol.sasl import ScramLogin
 
 from ..metrics import replication as replication_metrics
-from ..storage import NonContiguousOffsetError
+from ..storage import LogClosedError, NonContiguousOffsetError
 from ..storage.epochs import UNDEFINED
 from .channel import LeaderChannel, RequestInterrupted
 from .partition import Partition
@@ -69,6 +69,9 @@ class LeaderFetcher:
         login: makes the SCRAM login of a new connection (``inter_broker_sasl_*``); None
             without SASL.
         peer_ssl: the TLS context to dial leaders with (None: plain TCP).
+        on_refused: called with (leader id, address) when the leader's port refuses a
+            connection: its process is likely gone, which the view confirms and acts on
+            long before the leader's lease would expire.
 
     The manager that owns it passes these rather than itself, so this module needs nothing
     of the manager (the two imported each other before).
@@ -78,8 +81,10 @@ class LeaderFetcher:
                  address_of: Callable[[int], tuple[str, int] | None],
                  is_current: Callable[[Partition], bool], fetch_wait_max_ms: int,
                  login: Callable[[], ScramLogin] | None = None, *,
-                 peer_ssl: ssl.SSLContext | None = None) -> None:
+                 peer_ssl: ssl.SSLContext | None = None,
+                 on_refused: Callable[[int, tuple[str, int]], None] | None = None) -> None:
         self.leader_id = leader_id
+        self.on_refused = on_refused
         self.peer_ssl = peer_ssl
         self.node_id = node_id
         self.address_of = address_of
@@ -119,6 +124,7 @@ class LeaderFetcher:
 
     async def _run(self) -> None:
         while self.partitions:
+            address = None
             try:
                 address = self.address_of(self.leader_id)
                 if address is None:
@@ -138,6 +144,9 @@ class LeaderFetcher:
                 raise
             except Exception as exc:  # noqa: BLE001 - a leader gone or garbled: retry
                 log.info("fetching from broker %d: %r; retrying", self.leader_id, exc)
+                if isinstance(exc, ConnectionRefusedError) and address is not None \
+                        and self.on_refused is not None:
+                    self.on_refused(self.leader_id, address)
                 if self.channel is not None:
                     self.channel.close()
                 await asyncio.sleep(RETRY_BACKOFF_S)
@@ -223,6 +232,7 @@ class LeaderFetcher:
         finally:
             self._polling = False
         errors = False
+        moved_starts = []
         for group in response["topics"]:
             for answer in group["partitions"]:
                 key = (group["topic"], answer["partition"])
@@ -234,6 +244,10 @@ class LeaderFetcher:
                     self._on_error(part, ErrorCode.from_wire(answer["error_code"]))
                     continue
                 self._append(part, answer["records"], answer["high_watermark"])
+                if answer["log_start_offset"] > part.log.log_start_offset:
+                    moved_starts.append((part, answer["log_start_offset"]))
+        for part, leader_start in moved_starts:
+            await self._follow_log_start(part, leader_start)
         if errors:
             await asyncio.sleep(RETRY_BACKOFF_S)
 
@@ -249,6 +263,17 @@ class LeaderFetcher:
         part.follower_high_watermark(leader_high_watermark)
         replication_metrics.set_follower_fetch_lag(
             part.topic, part.partition, leader_high_watermark - part.log.log_end_offset)
+
+    async def _follow_log_start(self, part: Partition, leader_start: int) -> None:
+        """The leader's log starts later than ours (DeleteRecords there, or its retention):
+        start ours there too, as far as we hold records, as Kafka's followers do, so a
+        deleted record is not served again after a failover. The fsync and the unlinks run
+        in a thread, off the event loop."""
+        target = min(leader_start, part.log.log_end_offset)
+        try:
+            await asyncio.to_thread(part.log.delete_records_before, target)
+        except LogClosedError:
+            pass  # the partition moved away or its topic was deleted meanwhile
 
     def _on_error(self, part: Partition, code: ErrorCode) -> None:
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:

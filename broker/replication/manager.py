@@ -123,6 +123,10 @@ class ReplicaManager:
         """False once ``part``'s log was deleted or replaced (topic deleted, re-created)."""
         return self.get(*part.key) is part
 
+    def may_acknowledge(self) -> bool:
+        """False while our leadership may be in doubt (our session may have expired)."""
+        return self.view.may_acknowledge()
+
     def broker_address(self, node_id: int) -> tuple[str, int] | None:
         return self.view.brokers().get(node_id)
 
@@ -241,7 +245,8 @@ class ReplicaManager:
         if fetcher is None:
             fetcher = self.fetchers[leader_id] = LeaderFetcher(
                 leader_id, self.node_id, self.broker_address, self.is_current,
-                self.fetch_wait_max_ms, self.login, peer_ssl=self.peer_ssl)
+                self.fetch_wait_max_ms, self.login, peer_ssl=self.peer_ssl,
+                on_refused=self.view.peer_unreachable)
         return fetcher
 
     # -- ISR -------------------------------------------------------------------------------

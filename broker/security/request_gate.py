@@ -155,6 +155,8 @@ _fetch = _topic_partitions("Read", lambda p: {
     "log_start_offset": -1, "records": b""})
 _list_offsets = _topic_partitions("Describe", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED, "offset": -1, "timestamp": -1})
+_delete_records = _topic_partitions("Delete", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED, "low_watermark": -1})
 _leader_epochs = _topic_partitions("Describe", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED, "leader_epoch": -1,
     "end_offset": -1})
@@ -301,6 +303,7 @@ RULES: dict[int, Rule] = {
     18: _nothing,                                   # ApiVersions
     19: _create_topics,                             # CreateTopics: Create cluster or topic
     20: _delete_topics,                             # DeleteTopics: Delete topic
+    21: _delete_records,                            # DeleteRecords: Delete topic
     22: _init_producer_id,                          # InitProducerId: Write any topic
     23: _replica_or(_leader_epochs),                # OffsetForLeaderEpoch
     29: _cluster("Describe"),                       # DescribeAcls

@@ -105,8 +105,8 @@ def _refusal(services: DataPath, topic: str, partition: int, part: Partition | N
     """Why this broker must not take a produce for ``part`` now, or None."""
     if part is None:
         return missing_code(services.topics, topic, partition)
-    if part.role != LEADER:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if part.role != LEADER or not services.replicas.may_acknowledge():
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER  # deposed, or our lease may have expired
     if acks == -1 and len(part.isr) < part.log.config.min_insync_replicas:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     return None
@@ -191,6 +191,8 @@ async def _acknowledge_all(services: DataPath, response: dict, logs: list[Partit
                 result["error_code"] = await _until_committed(services, *wait, deadline)
             elif plog is None:
                 continue
+            elif not services.replicas.may_acknowledge():
+                result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             elif timed_out:
                 result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
             elif plog in failed:
@@ -214,6 +216,8 @@ async def _until_committed(services: DataPath, part: Partition, end_offset: int,
                 failed = await services.committer.durable([plog])
                 if plog in failed:
                     return error_code_for(failed[plog], f"flush {plog.directory.name}")
+        if not services.replicas.may_acknowledge():
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # committed or not: a retry settles it
         return 0
     except TimeoutError:
         return ErrorCode.REQUEST_TIMED_OUT

@@ -22,6 +22,7 @@ from tslog.protocol.messages import ApiKey
 
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
+from .delete_records import handle_delete_records
 from .group_handlers import (
     handle_consumer_group_describe,
     handle_consumer_group_heartbeat,
@@ -53,6 +54,7 @@ DATA_PATH_HANDLERS = {
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
     ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.DELETE_RECORDS: handle_delete_records,
 }
 REPLICATION_HANDLERS = {
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,

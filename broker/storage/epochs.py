@@ -56,7 +56,7 @@ class LeaderEpochCache:
 
     def _read(self) -> list[tuple[int, int]]:
         try:
-            lines = self.path.read_text().split("\n")
+            lines = files.read_small(self.path).decode().split("\n")
         except FileNotFoundError:
             return []
         try:

@@ -86,27 +86,38 @@ class MmapIndex:
     KEY_FORMAT: str  # memoryview.cast format of the search key
     DTYPE: np.dtype
 
-    def __init__(self, path: Path, spare: bool = False) -> None:
+    def __init__(self, path: Path, spare: bool = False,
+                 capacity_bytes: int | None = None) -> None:
         """``spare``: the file is a next segment's, made ahead (``segment_roll.SpareFiles``):
-        preallocated zeros, no entry yet, mapped writable at once."""
+        preallocated zeros, no entry yet, mapped writable at once. ``capacity_bytes``: an
+        active segment's index, sized as ``make_writable`` sizes it and mapped writable
+        through the one descriptor opened here (a broker's start opens thousands)."""
         self.path = path
+        self._file_map: FileMap | None = None
+        self._map: memoryview | None = None  # the map's bytes
+        self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
+        self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
+        self.on_open = None  # called with no argument when a released index maps its file again
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             length = os.fstat(fd).st_size
             existing = data_extent(fd, length) // self.ENTRY.size
+            self.entries = 0 if spare else existing
+            self._torn = not spare and length % self.ENTRY.size != 0
+            self._capacity = length // self.ENTRY.size
+            self._room = existing  # entries that may be written through the map (module doc)
+            self._writable = spare
+            if capacity_bytes is not None:
+                self._writable = True
+                self._capacity = self._whole_entries(capacity_bytes, self.entries)
+                self._room = min(self._room, self._capacity)
+                length = self._capacity * self.ENTRY.size
+                os.ftruncate(fd, length)
+            if length > 0:
+                self._file_map = FileMap(fd, length, self._writable)
+                self._map = self._file_map.buffer
         finally:
             os.close(fd)
-        self.entries = 0 if spare else existing
-        self._torn = not spare and length % self.ENTRY.size != 0
-        self._capacity = length // self.ENTRY.size
-        self._room = existing  # entries that may be written through the map (module doc)
-        self._file_map: FileMap | None = None
-        self._map: memoryview | None = None  # the map's bytes
-        self._columns: dict[int, memoryview] = {}  # slot -> strided view of that field
-        self._writable = spare
-        self._key_stride = self.ENTRY.size // struct.calcsize(self.KEY_FORMAT)
-        self.on_open = None  # called with no argument when a released index maps its file again
-        self._map_file(length)
 
     def _open_fd(self) -> int:
         """A descriptor of the file for one call; the caller closes it."""
@@ -191,14 +202,16 @@ class MmapIndex:
             os.close(fd)
         self._room = stop // self.ENTRY.size
 
-    def seal(self) -> None:
-        """Trim the file to its entries and map it read-only (segment rolled or log closing)."""
+    def seal(self, sync: bool = True) -> None:
+        """Trim the file to its entries and map it read-only (segment rolled or log closing).
+        ``sync`` False: the caller makes the trim durable (a broker's shutdown, at once)."""
         owed = self.seal_unsynced()
         if owed is not None:
             fd, length = owed
             try:
                 os.ftruncate(fd, length)
-                os.fsync(fd)  # a sealed index is trusted at the next open: make it durable once
+                if sync:  # a sealed index is trusted at the next open: make it durable once
+                    os.fsync(fd)
             finally:
                 os.close(fd)
 
@@ -239,9 +252,9 @@ class MmapIndex:
         finally:
             os.close(fd)
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> None:
         if self._writable and self._file_map is not None:
-            self.seal()
+            self.seal(sync)
         self.close_handles()
 
     def close_handles(self) -> None:
@@ -310,7 +323,11 @@ class MmapIndex:
         return self.entry(self.entries - 1) if self.entries else None
 
     def count_keys_below(self, key: int) -> int:
-        """How many entries have a search key < ``key`` (bisect_left, in C over the map)."""
+        """How many entries have a search key < ``key`` (bisect_left, in C over the map).
+        Every lookup by time calls it: once the key column is cached, it is one C call."""
+        column = self._columns.get(0)
+        if column is not None:
+            return bisect.bisect_left(column, key, 0, self.entries)
         return self._bisect(key, slot=0, right=False)
 
     def count_keys_at_or_below(self, key: int) -> int:

@@ -36,34 +36,23 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from tslog.protocol.batch_header import (
-    HEADER_SIZE,
-    NO_TIMESTAMP,
-    BatchFormatError,
-    BatchHeader,
-    stamped_header,
-    validate_batch,
-    validate_batch_for_stamping,
-)
+from tslog.protocol.batch_header import (HEADER_SIZE, NO_TIMESTAMP, BatchFormatError,
+                                         BatchHeader, stamped_header, validate_batch,
+                                         validate_batch_for_stamping)
 
 from . import dir_lock, files, recovery
 from .background import INLINE
 from .clock import Clock, SystemClock
 from .config import LogConfig
 from .durability import LogDurability, RemoveAndCheckpoint
-from .errors import (
-    CorruptRecordError,
-    InvalidTimestampError,
-    LogClosedError,
-    NonContiguousOffsetError,
-    OffsetOutOfRangeError,
-    RecordTooLargeError,
-)
+from .errors import (CorruptRecordError, InvalidTimestampError, LogClosedError,
+                     NonContiguousOffsetError, OffsetOutOfRangeError, RecordTooLargeError)
 from .handles import HandleBudget, OpenSegments
 from .lookups import TimeLookups, last_known_log_append_time
 from .retention import expired_segments
 from .segment import Segment
 from .segment_roll import SegmentRoller, roll_reason
+from .start_offset import StartOffset
 from .types import AppendInfo, DeletedSegment, OffsetAndTimestamp
 
 T = TypeVar("T")
@@ -108,6 +97,7 @@ class PartitionLog:
         except BaseException:
             self._let_go()
             raise
+        self._start = StartOffset(self.directory)  # where DeleteRecords started the log
         self._worker = worker or INLINE
         self._roller = SegmentRoller(self.directory, self._worker, self._lock,
                                      self._checkpoint_lock, self._open_segments)
@@ -139,7 +129,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return max(self._segments[0].base_offset, min(self._start.offset, self.log_end_offset))
 
     @property
     def log_end_offset(self) -> int:
@@ -185,20 +175,17 @@ class PartitionLog:
         self._check_open()
         header, records_crc = validated or self._validate(batch, validate_batch_for_stamping)
         now = self.clock.now_ms()
-        problem = self.config.create_time_problem(
-            header.min_create_time, header.max_create_time, now
-        )
+        problem = self.config.create_time_problem(header.min_create_time,
+                                                  header.max_create_time, now)
         if problem:
             raise InvalidTimestampError(problem)
         log_append_time = max(self._last_log_append_time, now)
         with self._lock:
             base_offset = self.log_end_offset
-            new_header = stamped_header(
-                batch, header, base_offset, leader_epoch, log_append_time, records_crc
-            )
-            header = header._replace(
-                base_offset=base_offset, leader_epoch=leader_epoch, log_append_time=log_append_time
-            )
+            new_header = stamped_header(batch, header, base_offset, leader_epoch,
+                                        log_append_time, records_crc)
+            header = header._replace(base_offset=base_offset, leader_epoch=leader_epoch,
+                                     log_append_time=log_append_time)
             with memoryview(batch) as view, view[HEADER_SIZE:] as body:
                 self._append_locked((new_header, body), header)
         self._durability.maybe_flush(header.record_count, now)
@@ -209,28 +196,23 @@ class PartitionLog:
         self._check_open()
         header = self._validate(batch)
         if header.base_offset != self.log_end_offset:
-            raise NonContiguousOffsetError(
-                f"batch starts at offset {header.base_offset}, log ends at {self.log_end_offset}"
-            )
+            raise NonContiguousOffsetError(f"batch starts at offset {header.base_offset}, "
+                                           f"log ends at {self.log_end_offset}")
         if header.log_append_time < max(self._last_log_append_time, 0):
-            raise NonContiguousOffsetError(
-                f"batch LogAppendTime {header.log_append_time} is before the log's last "
-                f"{self._last_log_append_time}"
-            )
+            raise NonContiguousOffsetError(f"batch LogAppendTime {header.log_append_time} is "
+                                           f"before the log's last {self._last_log_append_time}")
         with self._lock:
             self._append_locked((batch,), header)
         self._durability.maybe_flush(header.record_count, self.clock.now_ms())
-        return AppendInfo(
-            header.base_offset, header.last_offset, header.log_append_time, header.batch_length
-        )
+        return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
+                          header.batch_length)
 
     def _validate(self, batch, validate=validate_batch):
         size = len(batch)
         if size > self.config.max_message_bytes or size > self.config.segment_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes "
-                f"{self.config.max_message_bytes} or segment.bytes {self.config.segment_bytes}"
-            )
+            raise RecordTooLargeError(f"batch of {size} bytes exceeds max.message.bytes "
+                                      f"{self.config.max_message_bytes} or segment.bytes "
+                                      f"{self.config.segment_bytes}")
         try:
             return validate(batch)
         except BatchFormatError as error:
@@ -306,9 +288,8 @@ class PartitionLog:
         self._check_open()
         end_offset = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
         if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
-            )
+            raise OffsetOutOfRangeError(f"offset {offset} outside [{self.log_start_offset}, "
+                                        f"{self.log_end_offset}]")
         if offset >= end_offset:
             return b""
         segment = self._segments[bisect.bisect_right(self._lookups.base_offsets, offset) - 1]
@@ -334,7 +315,8 @@ class PartitionLog:
             lookups = self._lookups
             found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read
-            return found
+            start = self.log_start_offset  # DeleteRecords may start the log inside a segment
+            return found if found is None or found.offset >= start else found._replace(offset=start)
 
     def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
         """``read(segment)`` under the lock, or None once ``segment`` has left the log: how
@@ -363,8 +345,8 @@ class PartitionLog:
             if self._closed:
                 return deleted
             limit = self.log_end_offset if keep_from is None else keep_from
-            reasons, roll_first = expired_segments(self._segments, self.config,
-                                                   self.clock.now_ms, limit)
+            reasons, roll_first = expired_segments(self._segments, self.config, self.clock.now_ms,
+                                                   limit, self.log_start_offset)
             if roll_first:
                 self._roll_locked("retention")
             for reason in reasons:
@@ -381,6 +363,15 @@ class PartitionLog:
         if deleted:
             self.checkpoint()
         return deleted
+
+    def delete_records_before(self, offset: int) -> int:
+        """Kafka's DeleteRecords (``start_offset.py``): the log starts at ``offset``, durably
+        before this returns; whole segments below it go. Returns the log start offset."""
+        with self.sibling_files() as still_open:  # closed: nothing written, LogClosedError
+            if still_open:
+                self._start.advance(offset, self.log_start_offset, self.log_end_offset)
+        self.delete_old_segments(keep_from=offset)
+        return self.log_start_offset
 
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or after ``offset`` (a batch boundary); return bytes removed.
@@ -407,10 +398,9 @@ class PartitionLog:
             active = self._segments[-1]
             self._roller.reactivate(active, self.config.segment_index_bytes)
             removed += active.truncate_to(offset)
-            self._last_log_append_time = (
-                NO_TIMESTAMP if active.is_empty and len(self._segments) == 1
-                else last_known_log_append_time(self._segments)
-            )
+            only_empty = active.is_empty and len(self._segments) == 1
+            self._last_log_append_time = (NO_TIMESTAMP if only_empty
+                                          else last_known_log_append_time(self._segments))
             self._lookups.rebuild(self._segments)
             self._durability.cut(active, self.log_end_offset, bool(moved))
         self._worker.submit(RemoveAndCheckpoint(self, tuple(moved)))
@@ -437,23 +427,33 @@ class PartitionLog:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Flush, trim the indexes, checkpoint and leave the clean-shutdown marker."""
+    def close(self, defer_sync: bool = False) -> None:
+        """Flush, trim the indexes, checkpoint and leave the clean-shutdown marker.
+        ``defer_sync``: no fsync and no marker yet; the caller makes the files of all its
+        logs durable at once, then calls ``mark_clean`` (``shutdown.close_all``)."""
         if self._closed:
             return
-        self.flush()
+        sync = not defer_sync
+        if sync:
+            self.flush()
         with self._checkpoint_lock:
             with self._lock:
                 self._closed = True
                 self._roller.close()
                 for segment in self._segments:
-                    segment.close()
-            self._roller.sync_sealed()
+                    segment.close(sync)
+            if sync:
+                self._roller.sync_sealed()
             recovery.write_checkpoint(self.directory, self.log_end_offset,
-                                      self._last_log_append_time)
-        marker = recovery.clean_marker(self.directory)
-        marker.touch()
-        files.fsync_directory(self.directory)
+                                      self._last_log_append_time, sync)
+        if sync:
+            self.mark_clean()
+
+    def mark_clean(self, sync: bool = True) -> None:
+        """Leave the clean-shutdown marker (what it vouches for is durable) and let go."""
+        recovery.clean_marker(self.directory).touch()
+        if sync:
+            files.fsync_directory(self.directory)
         self._let_go()
 
     def close_handles(self) -> None:

@@ -154,7 +154,7 @@ class ProducerStateTable:
         """The snapshot's state, or an empty table (offset 0) when none is usable."""
         table = cls()
         try:
-            data = msgpack.unpackb((Path(directory) / SNAPSHOT_FILE).read_bytes())
+            data = msgpack.unpackb(files.read_small(Path(directory) / SNAPSHOT_FILE))
             offset = int(data["offset"])
             producers = {int(pid): ProducerEntry(int(epoch), [tuple(int(x) for x in b)
                                                               for b in batches])

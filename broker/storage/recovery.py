@@ -62,17 +62,17 @@ def read_checkpoint(directory: Path) -> tuple[int, int] | None:
     """Return (recovery point, last LAT), or None when missing or unreadable."""
     path = directory / files.RECOVERY_POINT_FILE
     try:
-        offset_text, time_text = path.read_text().split()
+        offset_text, time_text = files.read_small(path).split()
         return int(offset_text), int(time_text)
     except (OSError, ValueError):
         return None
 
 
-def write_checkpoint(directory: Path, recovery_point: int, last_log_append_time: int) -> None:
+def write_checkpoint(directory: Path, recovery_point: int, last_log_append_time: int,
+                     sync: bool = True) -> None:
     files.write_atomically(
         directory / files.RECOVERY_POINT_FILE,
-        f"{recovery_point} {last_log_append_time}\n".encode(),
-    )
+        f"{recovery_point} {last_log_append_time}\n".encode(), sync=sync)
 
 
 def clean_marker(directory: Path) -> Path:
@@ -154,7 +154,9 @@ def load_segments(
     recovered: list[Segment] = []
     last_time = NO_TIMESTAMP
     for position, base in enumerate(bases):
-        segment = Segment(directory, base, index_interval_bytes)
+        last = position == len(bases) - 1  # opened active at once, not mapped twice
+        segment = Segment(directory, base, index_interval_bytes,
+                          index_capacity_bytes=index_capacity_bytes if last else None)
         if segments and base != segments[-1].next_offset:
             report.notes.append(
                 f"segment {base} does not follow offset {segments[-1].next_offset}: "

@@ -52,6 +52,7 @@ class ReplicaLog:
         producers = ProducerStateTable.read_snapshot(plog.directory)
         if not plog.log_start_offset <= producers.covered_offset <= end:
             producers = ProducerStateTable()
+        on_disk = (producers.covered_offset, len(producers.producers))
         if not self._latest_epoch_matches_its_batch():
             self.epochs.truncate_from_end(plog.log_start_offset)  # rebuilt from every header
         rebuild_epochs = not self.epochs.entries and end > plog.log_start_offset
@@ -64,8 +65,15 @@ class ReplicaLog:
             if header.base_offset >= producers.covered_offset:
                 producers.update(header)
         self.producers = producers
-        self.high_watermark = min(self._read_high_watermark(), end)
-        self._checkpointed: tuple | None = None  # (HW, producer offset, producers) last written
+        high_watermark_on_disk = self._read_high_watermark()
+        self.high_watermark = min(high_watermark_on_disk, end)
+        # (HW, producer offset, producers) last written. What the files already hold counts
+        # as written: a broker restarted over ten thousand unchanged partitions then makes
+        # no fsync for them at its first checkpoint or its shutdown.
+        self._checkpointed: tuple | None = (
+            (high_watermark_on_disk, *on_disk)
+            if scan_from >= end and on_disk == (producers.covered_offset, len(producers.producers))
+            else None)
 
     def _latest_epoch_matches_its_batch(self) -> bool:
         """Whether the batch where the latest known epoch starts carries that epoch. Not
@@ -81,7 +89,7 @@ class ReplicaLog:
 
     def _read_high_watermark(self) -> int:
         try:
-            return int((self.directory / HIGH_WATERMARK_FILE).read_text())
+            return int(files.read_small(self.directory / HIGH_WATERMARK_FILE))
         except (OSError, ValueError):
             return 0
 

@@ -19,25 +19,33 @@ from .segment import Segment
 
 
 def expired_segments(segments: Sequence[Segment], config: LogConfig,
-                     now_ms: Callable[[], int], limit: int) -> tuple[list[str], bool]:
+                     now_ms: Callable[[], int], limit: int,
+                     log_start_offset: int = 0) -> tuple[list[str], bool]:
     """Why each of the oldest segments goes (one reason per segment, oldest first), and
     whether the active segment is among them (the caller then rolls a new empty one first,
     so an idle partition still expires and keeps its log end offset).
 
     ``limit``: no segment holding an offset at or past it goes (a replica's high watermark).
+    ``log_start_offset``: segments wholly below it go first (records DeleteRecords deleted;
+    ``start_offset.py``), the active one too when every record is below it.
     By size, the oldest segments go while the rest still exceeds retention.bytes; the active
     segment never goes. By time, a segment goes when now - its last LAT exceeds retention.ms.
     """
     reasons: list[str] = []
     i, count = 0, len(segments)
+    roll_first = False
+    while (i < count and not segments[i].is_empty
+           and segments[i].next_offset <= min(log_start_offset, limit)):
+        roll_first |= i == count - 1
+        reasons.append("delete_records")
+        i += 1
     if config.retention_bytes >= 0:
-        total = sum(segment.size for segment in segments)
+        total = sum(segment.size for segment in segments[i:])
         while (count - i > 1 and segments[i].next_offset <= limit
                and total - segments[i].size >= config.retention_bytes):
             total -= segments[i].size
             reasons.append("size")
             i += 1
-    roll_first = False
     if config.retention_ms >= 0:
         now = now_ms()
         while (i < count and not segments[i].is_empty

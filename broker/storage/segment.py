@@ -71,9 +71,11 @@ class Segment(LoadMixin):
     """A segment's files and what it knows about their contents."""
 
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
-                 opened: tuple | None = None) -> None:
+                 opened: tuple | None = None, index_capacity_bytes: int | None = None) -> None:
         """``opened``: (log descriptor, the three indexes) of empty files already in place
-        under this segment's names (``segment_roll.SpareFiles``), so making it opens nothing."""
+        under this segment's names (``segment_roll.SpareFiles``), so making it opens nothing.
+        ``index_capacity_bytes``: the segment opens as the active one (``make_active``
+        then has nothing left to do)."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -86,12 +88,13 @@ class Segment(LoadMixin):
         else:
             self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
             self.size = os.fstat(self._fd).st_size
-            self.offset_index = OffsetIndex(
-                files.segment_file(directory, base_offset, files.OFFSET_INDEX_SUFFIX))
-            self.time_index = TimestampIndex(
-                files.segment_file(directory, base_offset, files.TIME_INDEX_SUFFIX))
-            self.create_time_index = TimestampIndex(
-                files.segment_file(directory, base_offset, files.CREATE_TIME_INDEX_SUFFIX))
+            capacity = index_capacity_bytes
+            self.offset_index = OffsetIndex(files.segment_file(
+                directory, base_offset, files.OFFSET_INDEX_SUFFIX), capacity_bytes=capacity)
+            self.time_index = TimestampIndex(files.segment_file(
+                directory, base_offset, files.TIME_INDEX_SUFFIX), capacity_bytes=capacity)
+            self.create_time_index = TimestampIndex(files.segment_file(
+                directory, base_offset, files.CREATE_TIME_INDEX_SUFFIX), capacity_bytes=capacity)
         for index in self.indexes:
             index.on_open = self._opened
         self.last_scan_bytes = 0  # log bytes the latest lookup read (for metrics and benches)
@@ -231,8 +234,15 @@ class Segment(LoadMixin):
         position = start + fields[3]
         if position >= end:
             return None
+        return self._scan_window(fd, position, end, field, target,
+                                 self.index_interval_bytes + HEADER_SIZE)
+
+    def _scan_window(self, fd: int, position: int, end: int, field: int, target: int,
+                     want: int) -> tuple[int, tuple] | None:
+        """``_find_batch``'s loop over the headers from ``position``, read ``want`` bytes at
+        a time."""
         window = HeaderWindow(fd, end, self.index_interval_bytes)
-        window.want = self.index_interval_bytes + HEADER_SIZE
+        window.want = want
         try:
             while position < end:
                 fields = window.fields_at(position)
@@ -308,6 +318,10 @@ class Segment(LoadMixin):
             return None
         start = index.position(i - 1) if i else 0
         end = index.position(i) if i < index.entries else self.size
+        if between and self._next_is_indexed[i - 1] == _NO:  # several batches: one read
+            self.last_scan_bytes = 0
+            return self._scan_window(self._log_fd(), start, end, field, target,
+                                     min(end - start, self.index_interval_bytes + HEADER_SIZE))
         found = self._find_batch(start, end, field, target)
         if between:
             self._learn(i - 1, start, end)
@@ -436,9 +450,9 @@ class Segment(LoadMixin):
         for index in self.indexes:
             index.sync()
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> None:
         for index in self.indexes:
-            index.close()
+            index.close(sync)
         self.close_handles()
 
     def close_handles(self) -> None:

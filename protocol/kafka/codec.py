@@ -29,7 +29,8 @@ API_NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit",
     9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
     13: "LeaveGroup", 14: "SyncGroup", 17: "SaslHandshake", 18: "ApiVersions",
-    19: "CreateTopics", 20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs",
+    19: "CreateTopics", 20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId",
+    32: "DescribeConfigs",
     36: "SaslAuthenticate",
 }
 API_KEYS = {name: key for key, name in API_NAMES.items()}

@@ -103,17 +103,21 @@ class BrokerProcess:
         security: the client ``Security`` a cluster's readiness probe logs in with (SASL).
         python: the interpreter to run it with: its ``tslog`` is the broker (a benchmark
             compares another checkout's).
+        host: the address to listen on (a network namespace's own address in fault tests).
+        prefix: a command to run it under (``ip netns exec NAME``: another host).
     """
 
     def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
                  args: list[str] | None = None, config: dict | None = None,
                  ssl_context: ssl.SSLContext | None = None, security=None,
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, host: str = "127.0.0.1",
+                 prefix: list[str] | None = None) -> None:
         self.python = python
+        self.prefix = list(prefix or [])
         self.ssl_context = ssl_context
         self.security = security
         self.data_dir = Path(data_dir)
-        self.host = "127.0.0.1"
+        self.host = host
         self.port = port or free_port()
         self.env = {f"TSLOG_{k.upper()}": str(v) for k, v in (config or {}).items()}
         self.env.update(env or {})
@@ -139,7 +143,7 @@ class BrokerProcess:
         assert self.process is None or self.process.poll() is not None, "already running"
         environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
         environment.update(self.env)
-        command = [self.python, "-m", "tslog.broker", "--data-dir", str(self.data_dir),
+        command = [*self.prefix, self.python, "-m", "tslog.broker", "--data-dir", str(self.data_dir),
                    "--listen", self.bootstrap, *self.args]
         log_file = open(self.log_path, "ab")
         try:

@@ -22,6 +22,8 @@ class MemoryClusterView:
         self.listeners = []
         self.proposals: list[tuple[int, ...]] = []
         self.refuse_proposals = False
+        self.lease_valid = True  # False: as a broker whose session may have expired
+        self.unreachable: list[tuple[int, tuple[str, int]]] = []
         self._next_producer_id = 1000
 
     def brokers(self):
@@ -61,3 +63,9 @@ class MemoryClusterView:
     async def allocate_producer_id(self) -> int:
         self._next_producer_id += 1
         return self._next_producer_id
+
+    def may_acknowledge(self) -> bool:
+        return self.lease_valid
+
+    def peer_unreachable(self, node_id, address) -> None:
+        self.unreachable.append((node_id, tuple(address)))

@@ -26,12 +26,15 @@ STOP_TIMEOUT_S = 10.0
 class EtcdProcess:
     """One etcd member. ``endpoint`` is the ``host:port`` brokers put in ``etcd_endpoints``."""
 
-    def __init__(self, data_dir: Path, tls: tuple[str, str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, tls: tuple[str, str, str] | None = None,
+                 host: str = "127.0.0.1", prefix: list[str] | None = None) -> None:
         """``tls``: (cert file, key file, CA file) = serve clients over https only and
-        require a client certificate signed by the CA (``--client-cert-auth``)."""
+        require a client certificate signed by the CA (``--client-cert-auth``). ``host``
+        and ``prefix`` (``ip netns exec NAME``) run it as another host in fault tests."""
         self.data_dir = Path(data_dir)
         self.tls = tls
-        self.host = "127.0.0.1"
+        self.prefix = list(prefix or [])
+        self.host = host
         self.client_port = free_port()
         self.peer_port = free_port()
         while self.peer_port == self.client_port:
@@ -49,7 +52,7 @@ class EtcdProcess:
         client_url = f"{scheme}://{self.host}:{self.client_port}"
         peer_url = f"http://{self.host}:{self.peer_port}"
         command = [
-            ETCD_BINARY, "--name", "tslog-test", "--data-dir", str(self.data_dir),
+            *self.prefix, ETCD_BINARY, "--name", "tslog-test", "--data-dir", str(self.data_dir),
             "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
             "--initial-cluster", f"tslog-test={peer_url}",

@@ -139,14 +139,16 @@ def test_a_record_over_the_limit_names_its_size_and_the_limit(broker):
     ok(tslog("topics", "create", "events", "--config", "max.message.bytes=2000", *b))
     message = one_error_line(tslog("produce", "events", stdin=b"small\n" + b"x" * 5000 + b"\n", *b))
     assert message == ("line 2: a record of 5000 bytes (key, value and headers) is over "
-                       "topic events's max.message.bytes limit of 2000 bytes; "
+                       "topic events's max.message.bytes limit of 2000 bytes (raise it: "
+                       "tslog topics alter-config events --config max.message.bytes=N); "
                        "1 earlier line was sent")
     assert [r["value"] for r in consume(broker.bootstrap, "events")] == ["small"]
     # Under the limit by itself, over it once framed as a batch: the broker refuses it.
     message = one_error_line(tslog("produce", "events", stdin=b"y" * 1990 + b"\n", *b))
     assert message == ("line 1: a record of 1990 bytes (key, value and headers) with its "
                        "batch's framing is over topic events's max.message.bytes limit of "
-                       "2000 bytes")
+                       "2000 bytes (raise it: tslog topics alter-config events --config "
+                       "max.message.bytes=N)")
     # Many small records still go, in batches under the limit.
     many = b"".join(b"record-%04d\n" % i for i in range(1000))
     assert b"produced 1000 records" in tslog("produce", "events", stdin=many, *b).stderr

@@ -52,7 +52,7 @@ def empty_group_with_offsets(broker) -> None:
 
 
 @pytest.mark.slow
-def test_readme_group_commands_run_in_order(broker):
+def test_readme_group_commands_run_in_order(broker, tmp_path):
     empty_group_with_offsets(broker)
     text = section((ROOT / "README.md").read_text(encoding="utf-8"),
                    "### Consumer groups from the command line")
@@ -63,11 +63,15 @@ def test_readme_group_commands_run_in_order(broker):
     env = {**os.environ, "TSLOG_BOOTSTRAP": broker.bootstrap}
     outputs = []
     offsets = {}
-    for words in commands:
+    raw_lines = [line for line in block.splitlines() if line.strip()]
+    for words, raw in zip(commands, raw_lines):
         if words[2] == "delete":  # what the reset-offsets commands left, before it goes
             with Admin(broker.bootstrap) as admin:
                 offsets = admin.list_consumer_group_offsets("readers")
-        done = subprocess.run([sys.executable, "-m", "tslog.client.cli", *words[1:]], env=env,
+        # as written, through a shell, in a directory of its own: a line may redirect
+        # (--export > FILE) and a later one read that file
+        line = shlex.join([sys.executable, "-m", "tslog.client.cli"]) + raw.removeprefix("tslog")
+        done = subprocess.run(["sh", "-c", line], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, (words, done.stderr)
         outputs.append(done.stdout)

@@ -4,48 +4,18 @@ README's 127.0.0.1:9092 becomes the test broker's, and ``.venv/bin/`` this inter
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.helpers import readme
 from tests.helpers.broker_process import BrokerProcess
+from tests.helpers.readme import python_block, quick_start_commands, run_python, run_shell
 from tslog.client import Admin
 
-ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-
-
-def quick_start_commands() -> list[str]:
-    """The indented block after "Then, in another shell:"."""
-    after = README.split("Then, in another shell:\n", 1)[1]
-    block = re.match(r"\n((?:    .*\n)+)", after).group(1)
-    return [line[4:] for line in block.splitlines()]
-
-
-def python_block(heading: str) -> str:
-    section = README.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    return code
-
-
-def run_shell(line: str, bootstrap: str, cwd: Path) -> str:
-    bindir = Path(sys.executable).parent
-    line = line.replace(".venv/bin/", f"{bindir}/").replace("127.0.0.1:9092", bootstrap)
-    result = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=120,
-                            cwd=cwd, env={**os.environ, "TSLOG_BOOTSTRAP": bootstrap})
-    assert result.returncode == 0, (line, result.stderr)
-    return result.stdout
-
-
-def run_python(code: str, bootstrap: str, cwd: Path) -> str:
-    result = subprocess.run([sys.executable, "-c", code.replace("127.0.0.1:9092", bootstrap)],
-                            capture_output=True, text=True, timeout=120, cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+README = readme.README
 
 
 @pytest.mark.slow

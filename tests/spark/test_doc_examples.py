@@ -1,4 +1,5 @@
-"""The Spark examples of README.md and docs/spark.md run as written, in order.
+"""The Spark examples of docs/spark.md run as written, in order (README.md's run in
+test_readme_in_order.py, on the state its quick start leaves).
 
 Each document's Python blocks become one script, run by this interpreter in a child process
 with ``PYSPARK_PYTHON`` unset and only the system directories on ``PATH`` (so the first
@@ -9,7 +10,6 @@ paths are replaced, since the broker listens on an ephemeral port.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -61,27 +61,6 @@ def events_topic(broker):
             for i in range(count):
                 producer.send("events", f"{phase}-{i}".encode(), partition=i % 2).get(10)
     return {"t1": times[1], "t2": times[2]}
-
-
-def test_readme_spark_examples(broker, events_topic, tmp_path):
-    blocks = python_blocks(spark_section((ROOT / "README.md").read_text(encoding="utf-8")))
-    assert len(blocks) == 2
-    script = "\n".join(blocks)
-    assert script.count(README_START) == 2 and script.count(README_END) == 1
-    script = (script.replace("127.0.0.1:9092", broker.bootstrap)
-              .replace(README_START, str(events_topic["t1"]))
-              .replace(README_END, str(events_topic["t2"]))
-              .replace('"/data/', f'"{tmp_path}/'))
-    script += ("\nimport json\nprint('RESULT ' + json.dumps({"
-               "'batch': sorted(r.value for r in df.select(col('value').cast('string')).collect()),"
-               f"'stream': sorted(r.value for r in spark.read.parquet('{tmp_path}/events')"
-               ".collect())}))\n")
-    lines = run_script(script, tmp_path)
-    result = json.loads(next(line for line in lines if line.startswith("RESULT "))[7:])
-    inside = sorted(f"inside-{i}" for i in range(5))
-    assert result["batch"] == inside
-    assert result["stream"] == sorted(inside + ["after-0", "after-1"])
-    assert any("inside-0" in line for line in lines), "show() printed no rows"
 
 
 def test_docs_spark_examples(broker, events_topic, tmp_path):

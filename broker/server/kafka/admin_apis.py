@@ -1,5 +1,6 @@
-"""Kafka's Metadata, CreateTopics, DeleteTopics, DescribeConfigs and InitProducerId, served
-by tslog's native handlers (``handlers.py``, ``replication_handlers.py``).
+"""Kafka's Metadata, CreateTopics, DeleteTopics, DeleteRecords, DescribeConfigs and
+InitProducerId, served by tslog's native handlers (``handlers.py``,
+``replication_handlers.py``, ``delete_records.py``).
 
 As in ``data_apis.py``: a Kafka body in, the native body to the native (gated) handler, its
 answer back in Kafka's shape. What only the Kafka side knows is added here: Metadata lists
@@ -181,6 +182,35 @@ def delete_topics(services: KafkaServices, body: dict, version: int, info: Kafka
     return _then(result, finish)
 
 
+def delete_records(services: KafkaServices, body: dict, version: int,
+                   info: KafkaRequestInfo):
+    """DeleteRecords (kafka-delete-records, admin clients' delete_records): the native
+    handler (``server/delete_records.py``), one partition entry per one asked."""
+    result = services.native[ApiKey.DELETE_RECORDS]({
+        "topics": [{"topic": topic["name"], "partitions": [
+            {"partition": p["partition_index"], "offset": p["offset"]}
+            for p in topic["partitions"]]} for topic in body["topics"]],
+        "timeout_ms": max(body["timeout_ms"], 0)})
+
+    def finish(native: dict) -> dict:
+        whole = int(native.get("error_code", _INVALID_REQUEST))
+        answers = {(t["topic"], p["partition"]): p for t in native.get("topics", ())
+                   for p in t["partitions"]}
+        return {"throttle_time_ms": 0, "topics": [{"name": topic["name"], "partitions": [
+            _low_watermark(answers.get((topic["name"], p["partition_index"])),
+                           p["partition_index"], whole)
+            for p in topic["partitions"]]} for topic in body["topics"]]}
+
+    return _then(result, finish)
+
+
+def _low_watermark(answer: dict | None, partition: int, whole: int) -> dict:
+    if answer is None:
+        return {"partition_index": partition, "low_watermark": -1, "error_code": whole}
+    return {"partition_index": partition, "low_watermark": answer["low_watermark"],
+            "error_code": int(answer["error_code"])}
+
+
 # ------------------------------------------------------------------------------- configs
 
 
@@ -262,6 +292,7 @@ ADMIN_ADAPTERS = {
     ApiKey.METADATA: metadata,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.DELETE_RECORDS: delete_records,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.CREATE_PARTITIONS: create_partitions,  # kafka-topics --alter --partitions

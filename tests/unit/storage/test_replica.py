@@ -77,6 +77,34 @@ def test_an_unchanged_replica_is_not_checkpointed_again(tmp_path):
     assert (tmp_path / "p" / "high-watermark").read_text() == "2\n"
 
 
+def test_a_reopened_unchanged_replica_writes_nothing_at_its_first_checkpoint(tmp_path):
+    """A broker restarted over many idle partitions makes no fsync for them when it next
+    checkpoints or stops; a capped high watermark or a new batch is still written."""
+    directory = tmp_path / "p"
+    replica = ReplicaLog(open_log(directory))
+    replica.become_leader(0)
+    replica.append_as_leader(idempotent(0), 0)
+    replica.high_watermark = 2
+    replica.checkpoint()
+    replica.log.close()
+    files = [directory / "high-watermark", directory / "producer-state"]
+    before = [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]
+    reopened = ReplicaLog(open_log(directory))
+    assert reopened.checkpoint_snapshot() is None
+    reopened.checkpoint()
+    assert [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files] == before
+    reopened.append_as_leader(idempotent(2), 0)
+    reopened.high_watermark = 4
+    reopened.checkpoint()
+    assert files[0].read_text() == "4\n"
+    reopened.log.close()
+    files[0].write_text("9\n")  # more than the log holds: capped on open, so written again
+    capped = ReplicaLog(open_log(directory))
+    assert capped.high_watermark == 4
+    capped.checkpoint()
+    assert files[0].read_text() == "4\n"
+
+
 def test_header_scans_span_chunks_and_segments(tmp_path, monkeypatch):
     from tslog.broker.storage import headers as headers_module
 

@@ -1,0 +1,127 @@
+"""Consumer groups for the console: state, members, committed offsets, lag, and a reset plan.
+
+Lag in seconds is what ``tslog groups describe`` prints: the age of the oldest record the
+group has not consumed, now minus the LogAppendTime of the record at its committed offset
+(0 when caught up, unknown when nothing is committed). The record is read with the console's
+``RecordReader`` (one record per lagging partition, all in one fetch).
+
+A reset to a moment follows ``tslog groups reset-offsets --to-datetime``'s rules: each
+partition goes to the first offset at or after the moment (the log end where no record is that
+late), clamped to [log start, log end]; ``earliest`` and ``latest`` are accepted too; a group
+with live members is refused (their consumers would overwrite the change). The plan is
+computed once for the confirmation page, and exactly that plan is applied.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from tslog.client.aio import AsyncAdmin, TopicPartition
+from tslog.client.errors import GroupIdNotFoundError, NonEmptyGroupError
+from tslog.client.times import parse_time_ms
+
+from .reads import bounds
+from .records import RecordReader, positions_at
+
+
+@dataclass(frozen=True)
+class LagRow:
+    tp: TopicPartition
+    committed: int | None
+    log_end: int
+    member: str | None
+    oldest_unread_ms: int | None  # LogAppendTime of the record at the committed offset
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.committed is None else max(0, self.log_end - self.committed)
+
+    def lag_seconds(self, now_ms: int) -> float | None:
+        if self.committed is None:
+            return None
+        if self.oldest_unread_ms is None:
+            return 0.0 if self.lag == 0 else None
+        return round(max(0, now_ms - self.oldest_unread_ms) / 1000, 3)
+
+
+async def describe(admin: AsyncAdmin, group_id: str):
+    """(GroupDescription or None, {tp: committed offset}); None, {} for no such group."""
+    try:
+        group = (await admin.describe_consumer_groups([group_id]))[group_id]
+    except GroupIdNotFoundError:
+        group = None
+    committed = await admin.list_consumer_group_offsets(group_id)
+    return group, {tp: meta.offset for tp, meta in committed.items()}
+
+
+async def lag_rows(admin: AsyncAdmin, reader: RecordReader, group, committed: dict) -> list:
+    """One LagRow per partition the group committed or owns, sorted."""
+    owners = {tp: member.member_id for member in (group.members if group else ())
+              for tp in member.assigned}
+    partitions = sorted(set(committed) | set(owners))
+    limits = await bounds(admin, partitions)
+    behind = {tp: max(committed[tp], limits[tp][0]) for tp in partitions
+              if tp in committed and committed[tp] < limits[tp][1]}
+    times: dict = {}
+    for topic in sorted({tp.topic for tp in behind}):
+        positions = {tp.partition: offset for tp, offset in behind.items() if tp.topic == topic}
+        page = await reader.page(admin, topic, positions, 1)
+        for partition, records in page.records.items():
+            if records:
+                times[TopicPartition(topic, partition)] = records[0].log_append_time
+    return [LagRow(tp, committed.get(tp), limits[tp][1], owners.get(tp), times.get(tp))
+            for tp in partitions]
+
+
+@dataclass(frozen=True)
+class ResetPlan:
+    group_id: str
+    topic: str
+    moment: str  # as the user typed it
+    moment_ms: int | None  # what it meant when the plan was made; None for earliest/latest
+    rows: list  # of (partition, current offset or None, new offset)
+
+    @property
+    def offsets(self) -> dict:
+        return {TopicPartition(self.topic, p): new for p, _, new in self.rows}
+
+
+async def refuse_live_group(admin: AsyncAdmin, group_id: str) -> None:
+    group, _ = await describe(admin, group_id)
+    if group is not None and group.members:
+        raise NonEmptyGroupError(
+            f"group {group_id!r} has {len(group.members)} live members (state {group.state}): "
+            "stop its consumers (or wait until their session times out) before resetting")
+
+
+async def plan_reset(admin: AsyncAdmin, group_id: str, topic: str, moment: str,
+                     timestamp_type: str = "append") -> ResetPlan:
+    """What a reset of ``group_id`` on ``topic`` to ``moment`` would set, per partition."""
+    await refuse_live_group(admin, group_id)
+    description = await admin.describe_topic(topic)
+    numbers = [info.partition for info in description.partitions]
+    tps = [TopicPartition(topic, p) for p in numbers]
+    limits = await bounds(admin, tps)
+    _, committed = await describe(admin, group_id)
+    keyword = moment.strip().lower()
+    moment_ms = None
+    if keyword in ("earliest", "latest"):
+        targets = {p: limits[TopicPartition(topic, p)][keyword == "latest"] for p in numbers}
+    else:
+        moment_ms = parse_time_ms(moment)
+        targets = await positions_at(admin, topic, numbers, moment_ms, timestamp_type)
+    rows = []
+    for tp in tps:
+        low, high = limits[tp]
+        rows.append((tp.partition, committed.get(tp), min(max(targets[tp.partition], low), high)))
+    return ResetPlan(group_id, topic, moment, moment_ms, rows)
+
+
+async def apply_reset(admin: AsyncAdmin, group_id: str, offsets: dict) -> None:
+    """Commit exactly ``offsets`` ({tp: offset}); the broker refuses a group gone live."""
+    await admin.alter_consumer_group_offsets(group_id, offsets)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,42 @@
+"""What opening a log after a clean stop costs, counted: a broker's start does it once per
+partition, ten thousand times on a big broker. Each file is opened at most once and each
+index mapped once (the active segment's straight to writable); the files beside the log
+are read with plain calls. Counted by wrapping the calls, not timed."""
+
+import os
+from collections import Counter
+
+from tests.helpers.storage import make_batch, open_log, read_all
+from tslog.broker.storage import maps
+from tslog.broker.storage.replica import ReplicaLog
+
+
+def test_a_clean_reopen_opens_each_file_once_and_maps_each_index_once(tmp_path, monkeypatch):
+    directory = tmp_path / "data" / "t-0"
+    replica = ReplicaLog(open_log(directory))
+    replica.become_leader(0)
+    for _ in range(3):
+        replica.append_as_leader(make_batch(4), 0)
+    replica.high_watermark = replica.log.log_end_offset
+    replica.checkpoint()
+    records = read_all(replica.log)
+    replica.log.close()
+
+    opened = Counter()
+    real_open = os.open
+
+    def counting_open(path, *args, **kwargs):
+        opened[os.fspath(path)] += 1
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    maps_before = maps.maps_made
+    reopened = ReplicaLog(open_log(directory))
+    monkeypatch.undo()
+
+    assert reopened.log.recovery_report.clean_shutdown
+    assert maps.maps_made - maps_before == 3  # offset, time and CreateTime index, once each
+    assert opened and max(opened.values()) == 1, opened
+    assert read_all(reopened.log) == records
+    assert reopened.log.append(make_batch(1)).base_offset == 12  # the active segment writes
+    reopened.log.close()
