@@ -23,6 +23,7 @@ from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
+from ._cluster import failed_as_leader
 from ._types import TopicPartition
 from .errors import (
     ConnectionLostError,
@@ -192,14 +193,16 @@ class SenderMixin:
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         future = conn.send_nowait(_PRODUCE, body,
                                   timeout_ms=self.request_timeout_ms + 5_000)
-        future.add_done_callback(lambda f: self._on_response(f, sendable))
+        future.add_done_callback(lambda f: self._on_response(f, sendable, node_id))
 
-    def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
+    def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch],
+                     node_id: int) -> None:
         idempotence = self._idempotence
         if idempotence is not None:
             idempotence.answered(batches)
         error = (ConnectionLostError("produce request cancelled") if future.cancelled()
                  else future.exception())
+        self._judge_leader(node_id, future, error)
         if error is not None:
             for batch in batches:
                 self._retry_or_fail(batch, error)
@@ -222,6 +225,22 @@ class SenderMixin:
                 else:
                     self._finish(batch, result=(answer["base_offset"], answer["log_append_time"]))
         self._wake()
+
+    def _judge_leader(self, node_id: int, future: asyncio.Future, error) -> None:
+        """Tell the cluster whether ``node_id`` served this Produce as a leader should, so
+        the metadata refresh that follows a refusal asks another broker (see _cluster)."""
+        if error is not None:
+            if failed_as_leader(error):
+                self._cluster.suspect(node_id)
+            return
+        body = future.result()
+        refused = body is not None and any(
+            failed_as_leader(error_for(p["error_code"])()) for t in body["topics"]
+            for p in t["partitions"] if p["error_code"])
+        if refused:
+            self._cluster.suspect(node_id)
+        else:
+            self._cluster.vouch(node_id)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, *,
                        transient: bool = False) -> None:
