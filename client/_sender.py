@@ -39,6 +39,10 @@ _PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
 log = logging.getLogger("tslog.client._producer")
 
 
+def _partition_error(code: int) -> BaseException | None:
+    return error_for(code)() if code else None
+
+
 class SenderMixin:
     """Sender methods of AsyncProducer (not usable on their own)."""
 
@@ -227,19 +231,16 @@ class SenderMixin:
         self._wake()
 
     def _judge_leader(self, node_id: int, future: asyncio.Future, error) -> None:
-        """Tell the cluster whether ``node_id`` served this Produce as a leader should, so
-        the metadata refresh that follows a refusal asks another broker (see _cluster)."""
-        if error is not None:
-            if failed_as_leader(error):
-                self._cluster.suspect(node_id)
-            return
-        body = future.result()
-        refused = body is not None and any(
-            failed_as_leader(error_for(p["error_code"])()) for t in body["topics"]
-            for p in t["partitions"] if p["error_code"])
-        if refused:
+        """Tell the cluster whether ``node_id`` served this Produce as a leader should; if
+        not, refresh the metadata (as Kafka does after a request timeout too), which then
+        asks another broker (see _cluster)."""
+        if error is None and future.result() is not None:  # None: acks = 0
+            codes = (p["error_code"] for t in future.result()["topics"] for p in t["partitions"])
+            error = next((e for e in map(_partition_error, codes) if failed_as_leader(e)), None)
+        if error is not None and failed_as_leader(error):
             self._cluster.suspect(node_id)
-        else:
+            self._refresh_metadata()
+        elif error is None:
             self._cluster.vouch(node_id)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, *,
