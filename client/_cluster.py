@@ -123,6 +123,13 @@ class Cluster:
         partitions = self.topics.get(topic)
         return len(partitions) if partitions else 0
 
+    def metadata_age_s(self) -> float:
+        return time.monotonic() - self._metadata_time
+
+    def is_suspect(self, node_id: int) -> bool:
+        """``node_id`` failed as a leader (see ``suspect``) and has not served since."""
+        return self.brokers.get(node_id) in self._suspects
+
     def metadata_stale(self) -> bool:
         age_ms = (time.monotonic() - self._metadata_time) * 1000
         return age_ms > self.metadata_max_age_ms

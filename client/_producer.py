@@ -220,7 +220,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                     record.future.set_exception(ClientClosedError("producer closed"))
                 self._deferred.clear()
                 self._wake()
-                tasks = [task for task in (self._sender, self._init_task) if task is not None]
+                tasks = [task for task in (self._sender, self._init_task, self._metadata_task)
+                         if task is not None]
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)

@@ -147,6 +147,8 @@ class SenderMixin:
             conn = cluster.open_connection(node_id)
             if conn is None:
                 self._connect(node_id, tps)
+                if cluster.is_suspect(node_id):  # it failed: look for its successor meanwhile
+                    self._refresh_metadata(cluster.retry_backoff_max_ms)
                 continue
             if conn.on_ready is None:
                 conn.on_ready = self._wake
@@ -283,11 +285,16 @@ class SenderMixin:
         if batch is not None:
             self._retry_or_fail(batch, error)
 
-    def _refresh_metadata(self) -> None:
+    def _refresh_metadata(self, min_age_ms: float = 0) -> None:
+        """Refresh metadata in a task of its own, once it is ``min_age_ms`` old (so a
+        sender woken by each refresh polls at that pace, not in a loop), then wake up."""
         if self._metadata_task is None or self._metadata_task.done():
-            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
+            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake(min_age_ms))
 
-    async def _refresh_and_wake(self) -> None:
+    async def _refresh_and_wake(self, min_age_ms: float) -> None:
+        wait_s = min_age_ms / 1000 - self._cluster.metadata_age_s()
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
         try:
             await self._cluster.refresh_metadata()
         except TslogError as exc:
