@@ -172,6 +172,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         self._wakeup: asyncio.Event | None = None
         self._sender: asyncio.Task | None = None
         self._metadata_task: asyncio.Task | None = None
+        self._poll_task: asyncio.Task | None = None  # a later metadata refresh (_sender)
         self._init_task: asyncio.Task | None = None  # InitProducerId (idempotence)
         self._connecting_nodes: set[int] = set()
         # topic -> (TopicPartition of partition 0, 1, ...): interned, rebuilt when the
@@ -220,8 +221,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                     record.future.set_exception(ClientClosedError("producer closed"))
                 self._deferred.clear()
                 self._wake()
-                tasks = [task for task in (self._sender, self._init_task, self._metadata_task)
-                         if task is not None]
+                tasks = [task for task in (self._sender, self._init_task, self._metadata_task,
+                                           self._poll_task) if task is not None]
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)

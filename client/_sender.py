@@ -148,7 +148,7 @@ class SenderMixin:
             if conn is None:
                 self._connect(node_id, tps)
                 if cluster.is_suspect(node_id):  # it failed: look for its successor meanwhile
-                    self._refresh_metadata(cluster.retry_backoff_max_ms)
+                    self._poll_metadata()
                 continue
             if conn.on_ready is None:
                 conn.on_ready = self._wake
@@ -285,16 +285,23 @@ class SenderMixin:
         if batch is not None:
             self._retry_or_fail(batch, error)
 
-    def _refresh_metadata(self, min_age_ms: float = 0) -> None:
-        """Refresh metadata in a task of its own, once it is ``min_age_ms`` old (so a
-        sender woken by each refresh polls at that pace, not in a loop), then wake up."""
+    def _refresh_metadata(self) -> None:
         if self._metadata_task is None or self._metadata_task.done():
-            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake(min_age_ms))
+            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
 
-    async def _refresh_and_wake(self, min_age_ms: float) -> None:
-        wait_s = min_age_ms / 1000 - self._cluster.metadata_age_s()
-        if wait_s > 0:
-            await asyncio.sleep(wait_s)
+    def _poll_metadata(self) -> None:
+        """Refresh metadata once it is ``retry_backoff_max_ms`` old: while the sender waits
+        to connect to a leader that failed, so it sends to a successor as soon as another
+        broker names one. A task of its own, so an urgent refresh never waits for it."""
+        if self._poll_task is None or self._poll_task.done():
+            self._poll_task = asyncio.ensure_future(self._refresh_later())
+
+    async def _refresh_later(self) -> None:
+        await asyncio.sleep(max(0.0, self._cluster.retry_backoff_max_ms / 1000
+                                - self._cluster.metadata_age_s()))
+        self._refresh_metadata()
+
+    async def _refresh_and_wake(self) -> None:
         try:
             await self._cluster.refresh_metadata()
         except TslogError as exc:
