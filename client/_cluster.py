@@ -73,6 +73,8 @@ class Cluster:
                  security: Security | None = None) -> None:
         if not isinstance(lookup_poll_us, int) or not 0 <= lookup_poll_us <= 10_000:
             raise ValueError("lookup_poll_us must be an int from 0 (off) to 10000")
+        if not isinstance(connect_timeout_ms, int) or connect_timeout_ms <= 0:
+            raise ValueError("connect_timeout_ms must be a positive int")
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms

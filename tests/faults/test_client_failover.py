@@ -7,7 +7,8 @@ the new leader while the cut lasts: it asks another broker after the refusal, an
 takes a stale broker's older leader epoch over the newer one it has learned.
 
 Nothing is timed: the cut is healed only after the checks, and each wait is a bound on how
-long a broken client may hang the test. The session is 3 s so a lease ends soon.
+long a broken client may hang the test. The session is 3 s so a lease ends soon. Last, the
+connection setup timeout (``connect_timeout_ms``) against a broker whose packets are dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.faults import net
 from tests.faults.cluster import FaultCluster, wait_until
 from tslog.client import Admin, Producer, TopicPartition
 from tslog.client._cluster import Cluster
+from tslog.client.errors import ConnectionLostError
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.messages import ApiKey
 
@@ -125,3 +127,21 @@ def test_metadata_from_a_stale_broker_never_replaces_a_newer_leader_epoch(cluste
     assert (kept.leader, kept.leader_epoch) == (after.leader, after.leader_epoch)
     assert leader == after.leader
     assert asked_stale  # its answer was read, found older and the broker made suspect
+
+
+def test_a_connect_to_a_broker_whose_packets_are_dropped_gives_up_and_another_is_asked(cluster):
+    isolated = next(node for node in range(len(cluster.brokers))
+                    if node != full_isr(cluster).leader)
+    alone = cluster.brokers[isolated].bootstrap
+    cluster.net.isolate(cluster.name(isolated))
+    try:
+        with pytest.raises(ConnectionLostError) as refused:
+            Admin(alone, connect_timeout_ms=500, retries=0)
+        assert "TimeoutError" in str(refused.value)  # gave up on the silent connect itself
+        # The isolated broker among its bootstrap addresses: the producer still gets acks.
+        with Producer(f"{alone},{cluster.bootstrap}", connect_timeout_ms=500,
+                      linger_ms=0) as producer:
+            acknowledged = [producer.send(TOPIC, b"around %d" % i).get(60) for i in range(3)]
+    finally:
+        cluster.net.heal()
+    assert len({m.offset for m in acknowledged}) == 3
