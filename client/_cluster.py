@@ -15,7 +15,10 @@ copy, naming itself leader of partitions it no longer leads, so the cache never 
 partition's entry from an answer with an older leader epoch than the one it holds, and a
 broker that refused as not the leader, could not be reached, or answered stale is "suspect":
 metadata is asked of the others first. Metadata requests rotate over the known brokers and
-the bootstrap list, so one broker's view cannot hold the client for good.
+the bootstrap list, so one broker's view cannot hold the client for good. Metadata carries
+no topic id, so a topic deleted and created again under the same name by another client
+between two refreshes keeps its old (higher-epoch) entries here until they are outgrown or
+the client restarts; a refresh that finds the topic gone forgets them.
 """
 
 from __future__ import annotations
