@@ -26,9 +26,10 @@ producer sends them).
     python bench/failover.py --session-ms 4000   # another broker_session_timeout_ms
 
 The producer uses ``request_timeout_ms`` 2000 (the client default is 30000): a request sent
-to a leader that vanished silently waits out that timeout before the retry that finds the
-new leader. Its connection timeout (10 s, not a Producer setting) is waited out likewise
-when it reconnects to a leader whose packets are dropped; both waits are the client's.
+to a leader that vanished silently waits out that timeout (plus the 5 s a Produce gets for
+the broker's own acks=all wait) before the retry that finds the new leader. Its
+``connect_timeout_ms`` (default 3000) is waited out likewise when it reconnects to a leader
+whose packets are dropped, after which it asks another broker; these waits are the client's.
 """
 
 from __future__ import annotations
@@ -194,8 +195,8 @@ def main() -> None:
                                                "worst", "all"], rows,
                 ["3 brokers + etcd, each in its own network namespace, one machine",
                  "new leader: raw produces sent to every other broker every 20 ms",
-                 "producer: an idempotent Producer (request_timeout_ms 2000; its connect "
-                 "timeout is a fixed 10 s)"])
+                 "producer: an idempotent Producer (request_timeout_ms 2000, "
+                 "connect_timeout_ms at its default)"])
     print_table("False alarms (leader changes; must be 0)", ["what", "leader changes"],
                 [[what, count] for what, count in alarms])
 

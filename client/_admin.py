@@ -37,15 +37,18 @@ class AsyncAdmin:
 
     def __init__(self, bootstrap, *, request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, client_id: str = "tslog-admin",
-                 lookup_poll_us: int = 100, security: Security | None = None) -> None:
+                 lookup_poll_us: int = 100, connect_timeout_ms: int = 3_000,
+                 security: Security | None = None) -> None:
         """``lookup_poll_us``: ``list_offsets`` polls for its answer this long at most
-        (as ``AsyncConsumer``'s); 0 turns it off. ``security``: TLS and SASL/SCRAM options
+        (as ``AsyncConsumer``'s); 0 turns it off. ``connect_timeout_ms``: how long setting up
+        a connection may take (docs/client.md). ``security``: TLS and SASL/SCRAM options
         for every broker connection (``tslog.client.security.Security``); None = plain TCP."""
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                lookup_poll_us=lookup_poll_us, security=security)
+                                lookup_poll_us=lookup_poll_us, security=security,
+                                connect_timeout_ms=connect_timeout_ms)
         self._groups = GroupAdmin(self._cluster)
         self._acls = AclAdmin(self._cluster)
         self._users = UserAdmin(self._cluster)

@@ -9,6 +9,16 @@ and the retry loop for requests that are safe to repeat.
 Bootstrap addresses are only used to fetch metadata; afterwards requests go to the
 ``host:port`` each broker advertises. If every known broker is unreachable the bootstrap list
 is tried again, so a client survives a single broker restarting on the same address.
+
+Stale metadata (Kafka's KIP-320). A broker cut off from etcd answers Metadata from its last
+copy, naming itself leader of partitions it no longer leads, so the cache never takes a
+partition's entry from an answer with an older leader epoch than the one it holds, and a
+broker that refused as not the leader, could not be reached, or answered stale is "suspect":
+metadata is asked of the others first. Metadata requests rotate over the known brokers and
+the bootstrap list, so one broker's view cannot hold the client for good. Metadata carries
+no topic id, so a topic deleted and created again under the same name by another client
+between two refreshes keeps its old (higher-epoch) entries here until they are outgrown or
+the client restarts; a refresh that finds the topic gone forgets them.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from ._types import PartitionInfo, TopicPartition
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
+    RequestTimedOutError,
     TslogError,
     UnknownTopicOrPartitionError,
     error_for,
@@ -61,10 +72,12 @@ class Cluster:
                  request_timeout_ms: int = 30_000, retries: int = 5,
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000,
                  metadata_max_age_ms: int = 300_000, max_in_flight: int = 5,
-                 connect_timeout_ms: int = 10_000, lookup_poll_us: int = 0,
+                 connect_timeout_ms: int = 3_000, lookup_poll_us: int = 0,
                  security: Security | None = None) -> None:
         if not isinstance(lookup_poll_us, int) or not 0 <= lookup_poll_us <= 10_000:
             raise ValueError("lookup_poll_us must be an int from 0 (off) to 10000")
+        if not isinstance(connect_timeout_ms, int) or connect_timeout_ms <= 0:
+            raise ValueError("connect_timeout_ms must be a positive int")
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -91,6 +104,10 @@ class Cluster:
         self._metadata_time = 0.0
         self._reached: set[tuple[str, int]] = set()  # connected to at least once
         self._unreachable: set[tuple[str, int]] = set()  # reported gone, not yet back
+        # Refused as not the leader, unreachable or stale, since it last served a request
+        # other than Metadata: asked for metadata after the others.
+        self._suspects: set[tuple[str, int]] = set()
+        self._rotation = 0  # which broker the next Metadata request starts from
         self._refresh: asyncio.Task | None = None
         self._closed = False
 
@@ -111,6 +128,13 @@ class Cluster:
         partitions = self.topics.get(topic)
         return len(partitions) if partitions else 0
 
+    def metadata_age_s(self) -> float:
+        return time.monotonic() - self._metadata_time
+
+    def is_suspect(self, node_id: int) -> bool:
+        """``node_id`` failed as a leader (see ``suspect``) and has not served since."""
+        return self.brokers.get(node_id) in self._suspects
+
     def metadata_stale(self) -> bool:
         age_ms = (time.monotonic() - self._metadata_time) * 1000
         return age_ms > self.metadata_max_age_ms
@@ -127,18 +151,90 @@ class Cluster:
         await asyncio.shield(self._refresh)
 
     async def _fetch_metadata(self) -> None:
-        body = await self.request(None, ApiKey.METADATA, {"topics": None})
-        self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in body["brokers"]}
-        self.controller_id = body["controller_id"]
-        topics, errors = {}, {}
-        for topic in body["topics"]:
-            errors[topic["topic"]] = topic["error_code"]
-            topics[topic["topic"]] = {
-                p["partition"]: PartitionInfo(p["partition"], p["leader"], p["leader_epoch"],
-                                              p["replicas"], p["isr"], p["error_code"])
-                for p in topic["partitions"]}
-        self.topics, self.topic_errors = topics, errors
+        address, body = await self.ask_metadata({"topics": None})
+        stale = self._merge_metadata(body)
+        if stale:
+            self._suspects.add(address)
+            log.debug("metadata from %s:%d is older than the cache for %d partitions",
+                      *address, stale)
         self._metadata_time = time.monotonic()
+
+    def _merge_metadata(self, body: dict) -> int:
+        """Take ``body`` into the cache, except partitions it names with an older leader
+        epoch than the cache holds (KIP-320); returns how many it kept from the cache."""
+        brokers = {b["node_id"]: (b["host"], b["port"]) for b in body["brokers"]}
+        topics, errors, stale = {}, {}, 0
+        for topic in body["topics"]:
+            name = topic["topic"]
+            errors[name] = topic["error_code"]
+            known = self.topics.get(name, {})
+            partitions = topics[name] = {}
+            for p in topic["partitions"]:
+                info = PartitionInfo(p["partition"], p["leader"], p["leader_epoch"],
+                                     p["replicas"], p["isr"], p["error_code"])
+                old = known.get(info.partition)
+                if old is not None and info.leader_epoch < old.leader_epoch:
+                    info, stale = old, stale + 1
+                    if old.leader in self.brokers and old.leader not in brokers:
+                        brokers[old.leader] = self.brokers[old.leader]
+                partitions[info.partition] = info
+        self.brokers = brokers
+        self.controller_id = body["controller_id"]
+        self.topics, self.topic_errors = topics, errors
+        return stale
+
+    def suspect(self, node_id: int) -> None:
+        """``node_id`` refused as not the leader, or could not be reached or answered in
+        time: ask the other brokers for metadata first, since it may answer from a stale
+        copy (a leader cut off from etcd names itself leader)."""
+        address = self.brokers.get(node_id)
+        if address is not None:
+            self._suspects.add(address)
+
+    def vouch(self, node_id: int) -> None:
+        """``node_id`` served a request as a leader should: no longer suspect."""
+        self._suspects.discard(self.brokers.get(node_id))
+
+    @property
+    def suspects(self) -> frozenset[tuple[str, int]]:
+        """Addresses asked for metadata after the others (see ``suspect``)."""
+        return frozenset(self._suspects)
+
+    def _metadata_order(self) -> list[tuple[str, int]]:
+        """Where to ask for metadata, in order: a different starting broker each time
+        (round robin over the known brokers and the bootstrap list), brokers with an open
+        connection first (no connect to wait for), suspects last."""
+        addresses = list(dict.fromkeys([*sorted(self.brokers.values()), *self.bootstrap]))
+        self._rotation = (self._rotation + 1) % len(addresses)
+        addresses = addresses[self._rotation:] + addresses[:self._rotation]
+
+        def rank(address: tuple[str, int]) -> tuple[bool, bool]:
+            conn = self._connections.get((*address, "default"))
+            return address in self._suspects, conn is None or conn.closed
+        return sorted(addresses, key=rank)
+
+    async def ask_metadata(self, body: dict) -> tuple[tuple[str, int], dict]:
+        """Send a Metadata request to the first broker of ``_metadata_order`` that answers;
+        returns (its address, the answer). A broker that fails becomes suspect and the next
+        one is asked; the whole list is tried ``retries`` + 1 times, with backoff."""
+        attempt = 0
+        while True:
+            last_error: TslogError | None = None
+            for address in self._metadata_order():
+                try:
+                    conn = await self._connect(address)
+                    return address, await conn.send(ApiKey.METADATA, body,
+                                                    timeout_ms=self.request_timeout_ms)
+                except TslogError as exc:
+                    if not exc.retriable or self._closed:
+                        raise
+                    self._suspects.add(address)
+                    last_error = exc
+                    log.debug("metadata from %s:%d failed: %r", *address, exc)
+            if attempt >= self.retries:
+                raise last_error or ConnectionLostError("no broker reachable")
+            await asyncio.sleep(self.backoff_s(attempt))
+            attempt += 1
 
     async def ensure_topic(self, topic: str) -> list[int]:
         """Partitions of ``topic``, refreshing metadata once if it is unknown.
@@ -159,7 +255,7 @@ class Cluster:
         """Why ``topic`` is not in the metadata: a full listing leaves out the topics this
         client may not describe, so asked by name the broker says TOPIC_AUTHORIZATION_FAILED
         for those (existing or not), and "does not exist" stays for the rest."""
-        body = await self.request(None, ApiKey.METADATA, {"topics": [topic]})
+        _, body = await self.ask_metadata({"topics": [topic]})
         code = next((t["error_code"] for t in body["topics"] if t["topic"] == topic), 0)
         if code and code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             return refused(code, f"topic {topic!r}")
@@ -212,6 +308,7 @@ class Cluster:
         try:
             conn = await asyncio.shield(task)
         except ConnectionLostError as exc:
+            self._suspects.add(address)
             if (address in self._reached and address not in self._unreachable
                     and not self._closed):  # gone, after working: a first failure raises
                 self._unreachable.add(address)
@@ -249,10 +346,15 @@ class Cluster:
                 conn = self._connections.get((*address, "default")) if address else None
                 if conn is None or conn.closed or self._closed:
                     conn = await self.connection(node_id)
-                return await conn.send(api_key, body, api_version=api_version,
-                                       timeout_ms=timeout_ms or self.request_timeout_ms,
-                                       poll_s=self.lookup_poll_s if poll else 0.0)
+                answer = await conn.send(api_key, body, api_version=api_version,
+                                         timeout_ms=timeout_ms or self.request_timeout_ms,
+                                         poll_s=self.lookup_poll_s if poll else 0.0)
+                if node_id is not None:
+                    self.vouch(node_id)
+                return answer
             except TslogError as exc:
+                if node_id is not None and failed_as_leader(exc):
+                    self.suspect(node_id)
                 if not exc.retriable or attempt >= self.retries or self._closed:
                     raise
                 log.debug("retrying api %s after %r", api_key, exc)
@@ -280,6 +382,13 @@ class Cluster:
         self._connections.clear()
         if self._refresh is not None and not self._refresh.done():
             self._refresh.cancel()
+
+
+def failed_as_leader(error: BaseException) -> bool:
+    """A broker's failure that says the client's metadata may be wrong about it: it refused
+    as not the leader, its connection was lost, or it did not answer in time."""
+    return isinstance(error, RequestTimedOutError) or bool(
+        getattr(error, "invalid_metadata", False))
 
 
 def _reason(error: ConnectionLostError) -> str:

@@ -64,6 +64,7 @@ class AsyncConsumer(RebalancingMixin):
             beginning/end offsets) polls for its answer this long at most instead of letting
             its thread sleep: on a VM about half the round trip, for at most this much CPU a
             lookup. 0 turns it off.
+        connect_timeout_ms: how long setting up a connection may take (docs/client.md).
         security: TLS and SASL/SCRAM options (``tslog.client.security.Security``) for every
             broker connection; None = plain TCP.
     """
@@ -78,7 +79,7 @@ class AsyncConsumer(RebalancingMixin):
                  enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5000,
                  max_poll_interval_ms: int = 300_000,
                  heartbeat_interval_ms: int | None = None,
-                 session_timeout_ms: int | None = None,
+                 session_timeout_ms: int | None = None, connect_timeout_ms: int = 3_000,
                  security: Security | None = None) -> None:
         if session_timeout_ms is not None:  # Kafka 4's consumer protocol refuses it too
             raise ValueError(
@@ -91,7 +92,8 @@ class AsyncConsumer(RebalancingMixin):
         self._cluster = Cluster(bootstrap, client_id=client_id, retries=retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                lookup_poll_us=lookup_poll_us, security=security)
+                                lookup_poll_us=lookup_poll_us, security=security,
+                                connect_timeout_ms=connect_timeout_ms)
         self._fetch_options = dict(max_wait_ms=fetch_max_wait_ms, min_bytes=fetch_min_bytes,
                                    max_bytes=fetch_max_bytes,
                                    max_partition_bytes=max_partition_fetch_bytes)

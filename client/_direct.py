@@ -54,7 +54,8 @@ class DirectLookups:
                     connection = self._sockets[address] = BrokerSocket(
                         *address, self._cluster.request_timeout_ms / 1000,
                         self._cluster.client_id, security=self._cluster.security,
-                        ssl_context=self._cluster.ssl_context)
+                        ssl_context=self._cluster.ssl_context,
+                        connect_timeout_s=self._cluster.connect_timeout_ms / 1000)
                 body = connection.request(_LIST_OFFSETS, {
                     "replica_id": -1, "timestamp_type": timestamp_type,
                     "topics": group_by_topic(parts)}, poll_s=self._cluster.lookup_poll_s)

@@ -25,6 +25,7 @@ from tslog.protocol.batch_header import HEADER_SIZE, BatchFormatError, parse_hea
 from tslog.protocol.messages import ApiKey
 from tslog.protocol.records import RecordColumns, decode_columns
 
+from ._cluster import failed_as_leader
 from ._offsets import group_by_topic
 from ._types import ColumnBatch, ConsumerRecord, TopicPartition
 from .errors import CorruptMessageError, TslogError, refused
@@ -296,6 +297,8 @@ class Fetcher:
                 if not exc.retriable:
                     self.errors.append(exc)
                     self.notify()
+                if failed_as_leader(exc):  # the refresh asks another broker (_cluster)
+                    self.cluster.suspect(node_id)
                 self._backoff(fetchable, refresh=True)
                 await asyncio.sleep(self.cluster.retry_backoff_ms / 1000)
                 continue
@@ -334,6 +337,7 @@ class Fetcher:
                     state.fetch_offset = next_offset
                     self.buffer.append(CompletedFetch(tp, state.epoch, batches, node_id))
         if refresh:
+            self.cluster.suspect(node_id)  # it refused as not the leader: ask another broker
             asyncio.ensure_future(self._refresh())
         self.notify()
 

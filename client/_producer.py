@@ -50,15 +50,8 @@ from ._partitioner import StickyPartitioner, key_partition
 from ._sender import SenderMixin
 from ._types import RecordMetadata, TopicPartition
 from ._outcomes import check_flushed, wait_for_outcomes
-from .errors import (
-    REQUEST_SIZE_HINT,
-    BufferFullError,
-    ClientClosedError,
-    DeliveryTimeoutError,
-    MessageTooLargeError,
-    TslogError,
-    UnknownTopicOrPartitionError,
-)
+from .errors import (REQUEST_SIZE_HINT, BufferFullError, ClientClosedError, DeliveryTimeoutError,
+                     MessageTooLargeError, TslogError, UnknownTopicOrPartitionError)
 from .security import Security
 
 log = logging.getLogger(__name__)
@@ -109,6 +102,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             default (None) retries a batch until ``delivery_timeout_ms``, as Kafka does, so a
             leader failover (session timeout plus election) is ridden out, not reported.
         max_in_flight: unanswered Produce requests per broker connection.
+        connect_timeout_ms: how long setting up a connection (TCP, TLS, login) may take
+            before the client gives up on that broker and asks another (docs/client.md).
         max_request_size: bytes per Produce request, envelope included; keep it at or below
             the broker's ``max_frame_bytes`` (16 MiB by default), which closes the connection
             on a larger frame. A record that cannot fit raises ``MessageTooLargeError``.
@@ -131,6 +126,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                  retries: int | None = None, retry_backoff_ms: int = 100,
                  request_timeout_ms: int = 30_000, max_in_flight: int = 5, max_request_size: int = 8 * 1024 * 1024,
                  max_block_ms: int = 60_000, delivery_timeout_ms: int = 120_000,
+                 connect_timeout_ms: int = 3_000,
                  buffer_memory: int = 32 * 1024 * 1024,
                  client_id: str = "tslog-producer", key_serializer=None,
                  value_serializer=None, enable_idempotence: bool | None = None,
@@ -162,7 +158,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                                 retries=5 if retries is None else retries,
                                 retry_backoff_ms=retry_backoff_ms,
                                 request_timeout_ms=request_timeout_ms,
-                                max_in_flight=max_in_flight, security=security)
+                                max_in_flight=max_in_flight, security=security,
+                                connect_timeout_ms=connect_timeout_ms)
         # Record bytes one batch may hold: past this its request would not fit in a frame.
         self._max_record_bytes = max_request_size - REQUEST_OVERHEAD_BYTES - RECORD_OVERHEAD_BYTES
         self._accumulator = RecordAccumulator(
@@ -175,6 +172,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         self._wakeup: asyncio.Event | None = None
         self._sender: asyncio.Task | None = None
         self._metadata_task: asyncio.Task | None = None
+        self._poll_task: asyncio.Task | None = None  # a later metadata refresh (_sender)
         self._init_task: asyncio.Task | None = None  # InitProducerId (idempotence)
         self._connecting_nodes: set[int] = set()
         # topic -> (TopicPartition of partition 0, 1, ...): interned, rebuilt when the
@@ -223,7 +221,8 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                     record.future.set_exception(ClientClosedError("producer closed"))
                 self._deferred.clear()
                 self._wake()
-                tasks = [task for task in (self._sender, self._init_task) if task is not None]
+                tasks = [task for task in (self._sender, self._init_task, self._metadata_task,
+                                           self._poll_task) if task is not None]
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)

@@ -23,6 +23,7 @@ from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
 from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
+from ._cluster import failed_as_leader
 from ._types import TopicPartition
 from .errors import (
     REQUEST_SIZE_HINT,
@@ -37,6 +38,10 @@ from .errors import (
 _PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
 
 log = logging.getLogger("tslog.client._producer")
+
+
+def _partition_error(code: int) -> BaseException | None:
+    return error_for(code)() if code else None
 
 
 class SenderMixin:
@@ -143,6 +148,8 @@ class SenderMixin:
             conn = cluster.open_connection(node_id)
             if conn is None:
                 self._connect(node_id, tps)
+                if cluster.is_suspect(node_id):  # it failed: look for its successor meanwhile
+                    self._poll_metadata()
                 continue
             if conn.on_ready is None:
                 conn.on_ready = self._wake
@@ -193,14 +200,16 @@ class SenderMixin:
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         future = conn.send_nowait(_PRODUCE, body,
                                   timeout_ms=self.request_timeout_ms + 5_000)
-        future.add_done_callback(lambda f: self._on_response(f, sendable))
+        future.add_done_callback(lambda f: self._on_response(f, sendable, node_id))
 
-    def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch]) -> None:
+    def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch],
+                     node_id: int) -> None:
         idempotence = self._idempotence
         if idempotence is not None:
             idempotence.answered(batches)
         error = (ConnectionLostError("produce request cancelled") if future.cancelled()
                  else future.exception())
+        self._judge_leader(node_id, future, error)
         if error is not None:
             for batch in batches:
                 self._retry_or_fail(batch, error)
@@ -223,6 +232,19 @@ class SenderMixin:
                 else:
                     self._finish(batch, result=(answer["base_offset"], answer["log_append_time"]))
         self._wake()
+
+    def _judge_leader(self, node_id: int, future: asyncio.Future, error) -> None:
+        """Tell the cluster whether ``node_id`` served this Produce as a leader should; if
+        not, refresh the metadata (as Kafka does after a request timeout too), which then
+        asks another broker (see _cluster)."""
+        if error is None and future.result() is not None:  # None: acks = 0
+            codes = (p["error_code"] for t in future.result()["topics"] for p in t["partitions"])
+            error = next((e for e in map(_partition_error, codes) if failed_as_leader(e)), None)
+        if error is not None and failed_as_leader(error):
+            self._cluster.suspect(node_id)
+            self._refresh_metadata()
+        elif error is None:
+            self._cluster.vouch(node_id)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, *,
                        transient: bool = False) -> None:
@@ -267,6 +289,18 @@ class SenderMixin:
     def _refresh_metadata(self) -> None:
         if self._metadata_task is None or self._metadata_task.done():
             self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
+
+    def _poll_metadata(self) -> None:
+        """Refresh metadata once it is ``retry_backoff_max_ms`` old: while the sender waits
+        to connect to a leader that failed, so it sends to a successor as soon as another
+        broker names one. A task of its own, so an urgent refresh never waits for it."""
+        if self._poll_task is None or self._poll_task.done():
+            self._poll_task = asyncio.ensure_future(self._refresh_later())
+
+    async def _refresh_later(self) -> None:
+        await asyncio.sleep(max(0.0, self._cluster.retry_backoff_max_ms / 1000
+                                - self._cluster.metadata_age_s()))
+        self._refresh_metadata()
 
     async def _refresh_and_wake(self) -> None:
         try:

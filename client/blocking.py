@@ -44,7 +44,8 @@ class BrokerSocket:
 
     Args:
         host, port: the broker.
-        timeout_s: connect timeout, and the socket timeout of every send and receive.
+        timeout_s: the socket timeout of every send and receive (and of the connect,
+            unless ``connect_timeout_s`` is given).
         client_id: sent in each request header.
         max_frame_bytes: largest response body accepted; a larger announced length closes
             the connection and raises ``FrameTooLargeError`` before anything is allocated.
@@ -57,6 +58,7 @@ class BrokerSocket:
             ``record_views`` (the socket writes every byte anyway), else ``bytearray``.
         security: TLS and SASL options; the socket is wrapped after connecting, then logs in
             when SASL is on (raising ``SaslAuthenticationFailedError`` and the like if refused).
+        connect_timeout_s: how long the TCP connect may take (the owner's setting).
         ssl_context: that TLS context built once by the owner (a Spark task's many sockets),
             else made here from ``security``.
 
@@ -69,7 +71,8 @@ class BrokerSocket:
                  client_id: str | None = "tslog-python", *,
                  max_frame_bytes: int = MAX_FRAME_BYTES, record_views: bool = False,
                  allocate=None, security: Security | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 connect_timeout_s: float | None = None) -> None:
         self.address = (host, port)
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
@@ -78,7 +81,9 @@ class BrokerSocket:
         self._connection = Connection(Role.CLIENT, max_frame_bytes=max_frame_bytes,
                                       client_id=client_id, record_views=record_views,
                                       allocate=allocate)
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.sock = socket.create_connection(
+            (host, port), timeout=timeout_s if connect_timeout_s is None else connect_timeout_s)
+        self.sock.settimeout(timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if ssl_context is None and security is not None:
             ssl_context = security.ssl_context()
