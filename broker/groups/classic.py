@@ -72,7 +72,7 @@ Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's pr
 @dataclass(eq=False)
 class _Member:
     member_id: str
-    client_id: str
+    client: tuple[str, str]  # (client id, host), for describe
     session_timeout_ms: int
     rebalance_timeout_ms: int
     protocols: Protocols
@@ -181,12 +181,13 @@ class ClassicGroups:
 
     # -- JoinGroup --------------------------------------------------------------------------
 
-    def join(self, group_id: str, member_id: str, client_id: str, session_timeout_ms: int,
+    def join(self, group_id: str, member_id: str, client: tuple[str, str], session_timeout_ms: int,
              rebalance_timeout_ms: int, protocol_type: str, protocols: Iterable[tuple[str, bytes]],
              require_known_member_id: bool, group_instance_id: str | None, token: object,
              now_ms: int) -> JoinResponse | _Pending:
-        """One JoinGroup. ``require_known_member_id`` (JoinGroup v4+): a member without an id
-        gets one with MEMBER_ID_REQUIRED and must join again with it.
+        """One JoinGroup from ``client`` (client id, host). ``require_known_member_id``
+        (JoinGroup v4+): a member without an id gets one with MEMBER_ID_REQUIRED and must
+        join again with it.
 
         Returns:
             a JoinResponse now (an error; or a member rejoining a settled generation
@@ -211,7 +212,7 @@ class ClassicGroups:
         if not member_id:
             if len(group.members) + len(group.unused_ids) >= config.group_max_size:
                 return JoinResponse(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id)
-            member_id = self._fresh_member_id(group, client_id)
+            member_id = self._fresh_member_id(group, client[0])
             self._groups[group_id] = group
             if require_known_member_id:
                 group.unused_ids[member_id] = now_ms + session_timeout_ms
@@ -223,7 +224,7 @@ class ClassicGroups:
         member = group.members.get(member_id)
         if member is None:
             group.protocol_type = protocol_type
-            member = _Member(member_id, client_id, session_timeout_ms, rebalance_timeout_ms,
+            member = _Member(member_id, client, session_timeout_ms, rebalance_timeout_ms,
                              protocols, now_ms)
             group.members[member_id] = member
             self._await_join(member, token)
@@ -479,9 +480,9 @@ class ClassicGroups:
         return ClassicGroupDescription(
             group.group_id, group.state, group.generation_id, group.protocol_type,
             group.protocol_name, group.leader, tuple(
-                ClassicMemberDescription(m.member_id, m.client_id, m.session_timeout_ms,
+                ClassicMemberDescription(m.member_id, *m.client, m.session_timeout_ms,
                                          m.last_seen_ms, m.join_token is not None,
-                                         m.sync_token is not None)
+                                         m.sync_token is not None, m.assignment)
                 for m in group.members.values()))
 
     def group_ids(self) -> list[str]:

@@ -62,10 +62,12 @@ class Completed:
 class ClassicMemberDescription:
     member_id: str
     client_id: str
+    client_host: str
     session_timeout_ms: int
     last_seen_ms: int
     awaiting_join: bool
     awaiting_sync: bool
+    assignment: bytes  # what the leader assigned it, opaque (the consumer protocol's bytes)
 
 
 @dataclass(frozen=True, slots=True)

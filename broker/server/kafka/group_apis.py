@@ -133,7 +133,7 @@ async def join_group(services: KafkaGroupServices, body: dict, version: int, inf
     session_ms = body["session_timeout_ms"]
     rebalance_ms = body.get("rebalance_timeout_ms", -1) if version >= 1 else -1
     answer = await services.classic.join(
-        group_id, member_id, info.client_id or "", session_ms,
+        group_id, member_id, (info.client_id or "", info.client_host), session_ms,
         session_ms if rebalance_ms < 0 else rebalance_ms, body["protocol_type"],
         [(p["name"], p["metadata"]) for p in body["protocols"]], version >= 4,
         body.get("group_instance_id") if version >= 5 else None)

@@ -24,8 +24,8 @@ def machine() -> ClassicGroups:
 
 def join(groups, member_id, client, now, protocols=(("range", b"r"),), token=None,
          required=False):
-    return groups.join("g", member_id, client, SESSION, REBALANCE, "consumer", protocols,
-                       required, None, token or (client, now), now)
+    return groups.join("g", member_id, (client, "127.0.0.1"), SESSION, REBALANCE, "consumer",
+                       protocols, required, None, token or (client, now), now)
 
 
 def answers(groups) -> dict:

@@ -99,8 +99,9 @@ class ClassicMachine(RuleBasedStateMachine):
         if second_protocol:
             protocols.append(("roundrobin", client.name.encode()))
         token = self._token(client, "join")
-        answer = self.groups.join(GROUP, client.member_id, client.name, SESSION_MS, REBALANCE_MS,
-                                  "consumer", protocols, known_id_required, None, token, self.now)
+        answer = self.groups.join(GROUP, client.member_id, (client.name, "h"), SESSION_MS,
+                                  REBALANCE_MS, "consumer", protocols, known_id_required, None,
+                                  token, self.now)
         self._settle(token, answer)
 
     @rule(index=CLIENTS)
