@@ -7,7 +7,9 @@ rules (epochs, assignment, fencing, expiry) live in ``broker.groups``.
 A group exists if the coordinator knows it *or* it has committed offsets (as in Kafka): a
 group whose clients only ever committed (``assign()`` and commit, no membership) is listed and
 described as ``Empty`` with no members, and DeleteGroups deletes it; deleting any group
-deletes its committed offsets too, so a group made again under the name starts afresh.
+deletes its committed offsets too, so a group made again under the name starts afresh. A Kafka
+client's classic group with members is described too, in the same shape (its members' hosts
+and client ids beside the KIP-848 members'), so ``tslog groups describe`` shows every group.
 
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
@@ -122,12 +124,13 @@ def _offsets_only(services: GroupApis, group_id: str) -> dict:
 
 def _describe(services: GroupApis, group_id: str) -> dict:
     described = services.groups.coordinator.describe(group_id)
-    if described.error is ErrorCode.GROUP_ID_NOT_FOUND:
+    if not described.members:  # a group id is one kind while it has members (ListGroups)
         classic = services.groups.classic_describe(group_id)
         if classic is not None:
             return classic
-        if services.offsets.has_offsets(group_id):
-            return _offsets_only(services, group_id)
+    if (described.error is ErrorCode.GROUP_ID_NOT_FOUND
+            and services.offsets.has_offsets(group_id)):
+        return _offsets_only(services, group_id)
     return _group(described)
 
 
