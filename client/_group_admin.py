@@ -62,7 +62,8 @@ def _partitions(topics) -> list[TopicPartition]:
 def _description(group: dict) -> GroupDescription:
     members = [MemberDescription(m["member_id"], m["member_epoch"], m["state"],
                                  list(m["subscribed_topics"]), _partitions(m["assigned"]),
-                                 _partitions(m["revoking"]), _partitions(m["target"]))
+                                 _partitions(m["revoking"]), _partitions(m["target"]),
+                                 m.get("client_id", ""), m.get("client_host", ""))
                for m in group["members"]]
     return GroupDescription(group["group_id"], group["state"], group["group_epoch"],
                             group["assignment_epoch"], group["assignor"], members)

@@ -226,7 +226,8 @@ class SenderMixin:
                         f"no answer for {batch.tp.topic}-{batch.tp.partition}"))
                 elif answer["error_code"]:
                     code = answer["error_code"]
-                    self._retry_or_fail(batch, _refusal(code, batch), transient=(
+                    refusal = _refusal(code, batch, answer.get("error_message"))
+                    self._retry_or_fail(batch, refusal, transient=(
                         code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and idempotence is not None
                         and idempotence.transient_out_of_order(batch)))
                 else:
@@ -328,14 +329,19 @@ class SenderMixin:
             asyncio.ensure_future(connect())
 
 
-def _refusal(code: int, batch: ProducerBatch) -> TslogError:
-    """The broker's refusal of ``batch``; a size refusal names the sizes and what to change,
-    since the code's own text ("larger than the broker accepts") names neither."""
+def _refusal(code: int, batch: ProducerBatch, message: str | None) -> TslogError:
+    """The broker's refusal of ``batch`` with the broker's ``message`` if it sent one; a size
+    refusal names the sizes, the limit and what to change, since the code's own text
+    ("larger than the broker accepts") names none of them."""
     if code != ErrorCode.MESSAGE_TOO_LARGE:
-        return error_for(code)()
-    topic, partition = batch.tp
-    return error_for(code)(
-        f"a batch of {batch.size_bytes} bytes of records to {topic}-{partition} is larger "
-        f"than the broker accepts for that topic: raise the topic's max.message.bytes "
-        f"(tslog topics alter-config {topic} --config max.message.bytes=N, Admin."
-        f"alter_configs) or send smaller records")
+        error = error_for(code)(message)
+    else:
+        topic, partition = batch.tp
+        reason = message or (f"a batch of {batch.size_bytes} bytes is larger than the broker "
+                             f"accepts for that topic")  # a broker that does not say its limit
+        error = error_for(code)(
+            f"produce to {topic}-{partition} refused: {reason}: raise the topic's "
+            f"max.message.bytes (tslog topics alter-config {topic} --config "
+            f"max.message.bytes=N, Admin.alter_configs) or send smaller records")
+    error.broker_message = message
+    return error

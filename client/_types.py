@@ -115,6 +115,8 @@ class MemberDescription(NamedTuple):
     assigned: list  # of TopicPartition, sorted: what the member owns now
     revoking: list  # of TopicPartition: what it was told to give up and has not yet
     target: list  # of TopicPartition: what the coordinator means it to own
+    client_id: str = ""    # the member's client id (its requests' header), "" if unknown
+    client_host: str = ""  # the address it joined from, "" from older brokers
 
 
 class GroupDescription(NamedTuple):

@@ -209,6 +209,7 @@ def _describe_one(args, group_id: str) -> None:
                      "log_end": end, "lag": None if offset is None else max(0, end - offset),
                      "lag_seconds": _seconds(lag_ms), "member": owners.get(tp)})
     members = [{"member_id": m.member_id, "member_epoch": m.member_epoch, "state": m.state,
+                "client_id": m.client_id, "host": m.client_host,
                 "assigned": [list(tp) for tp in m.assigned]}
                for m in (group.members if group else ())]
     summary = {"group": group_id, "state": group.state if group else "EMPTY",
@@ -226,11 +227,19 @@ def _describe_one(args, group_id: str) -> None:
               f"{row['log_end']:>10} {_shown(row['lag']):>8} {_shown(row['lag_seconds']):>12}"
               f"  {_shown(row['member'])}")
     if members:
-        print(f"{'MEMBER-ID':<24} {'EPOCH':>6} {'STATE':<22} PARTITIONS")
-        for member in members:
-            owned = ",".join(f"{t}-{p}" for t, p in member["assigned"]) or "-"
-            print(f"{member['member_id']:<24} {member['member_epoch']:>6} "
-                  f"{member['state']:<22} {owned}")
+        _print_members(members)
+
+
+def _print_members(members: list[dict]) -> None:
+    """The members table: kafka-consumer-groups' ``--members`` columns (CONSUMER-ID, HOST,
+    CLIENT-ID) beside tslog's epoch and state, so a member's process can be found."""
+    print(f"{'MEMBER-ID':<24} {'HOST':<15} {'CLIENT-ID':<20} {'EPOCH':>6} {'STATE':<22} "
+          f"PARTITIONS")
+    for member in members:
+        owned = ",".join(f"{t}-{p}" for t, p in member["assigned"]) or "-"
+        print(f"{member['member_id']:<24} {member['host'] or '-':<15} "
+              f"{member['client_id'] or '-':<20} {member['member_epoch']:>6} "
+              f"{member['state']:<22} {owned}")
 
 
 # -- reset-offsets ----------------------------------------------------------------------------

@@ -104,7 +104,8 @@ def _wait_all(sent: list, topic: str, limit: int | None) -> None:
         except MessageTooLargeError as error:
             if limit is None or "max_request_size" in str(error):  # the client's own check
                 raise
-            raise CommandError(_too_large(topic, line_number, size, limit)) from None
+            raise CommandError(_too_large(topic, line_number, size, limit,
+                                          error.broker_message)) from None
     sent.clear()
 
 
@@ -115,8 +116,12 @@ def _sent_before(line_number: int) -> str:
     return f"; {plural(line_number - 1, 'earlier line')} {verb} sent"
 
 
-def _too_large(topic: str, line_number: int, size: int, limit: int) -> str:
+def _too_large(topic: str, line_number: int, size: int, limit: int,
+               broker_message: str | None = None) -> str:
+    """The refusal of one line; ``broker_message`` is the broker's (its batch's size as it
+    measured it, and the limit), shown when the record alone was within the limit."""
     over = "is over" if size > limit else "with its batch's framing is over"
+    measured = f" (the broker: {broker_message})" if broker_message else ""
     return (f"line {line_number}: a record of {size} bytes (key, value and headers) {over} "
-            f"topic {topic}'s max.message.bytes limit of {limit} bytes (raise it: tslog "
-            f"topics alter-config {topic} --config max.message.bytes=N)")
+            f"topic {topic}'s max.message.bytes limit of {limit} bytes{measured} (raise it: "
+            f"tslog topics alter-config {topic} --config max.message.bytes=N)")

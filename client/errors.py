@@ -19,6 +19,9 @@ class TslogError(Exception):
     error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
     retriable: bool = False
     invalid_metadata: bool = False
+    # The broker's own words on this refusal, when it sent any (e.g. Produce's error_message:
+    # a batch's size and the topic's limit), for callers that word their own messages.
+    broker_message: str | None = None
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or self.error_code.message)

@@ -181,10 +181,13 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
         "resources": ListOf(Struct({"type": STR, "name": STR, "error_code": ERROR_CODE,
                                     "error_message": NULLABLE_STR})),
     }),
+    # error_message: why, where the code alone does not say (a batch over the topic's
+    # max.message.bytes names its size and the limit); absent otherwise and from older brokers.
     (ApiKey.PRODUCE, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
                                      "base_offset": INT64, "log_append_time": INT64,
-                                     "log_start_offset": INT64})),
+                                     "log_start_offset": INT64, "error_message": NULLABLE_STR},
+                                    optional=frozenset({"error_message"}))),
     }),
     (ApiKey.FETCH, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,

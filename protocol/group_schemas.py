@@ -74,11 +74,14 @@ GROUP_RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
         "groups": ListOf(Struct({
             "group_id": STR, "error_code": ERROR_CODE, "state": STR, "group_epoch": INT32,
             "assignment_epoch": INT32, "assignor": STR,
+            # client_id, client_host: the member's request header's client id and address
+            # (absent from brokers before them).
             "members": ListOf(Struct({
                 "member_id": STR, "member_epoch": INT32, "state": STR,
                 "subscribed_topics": ListOf(STR), "assigned": _topic_partitions(PARTITION),
                 "revoking": _topic_partitions(PARTITION), "target": _topic_partitions(PARTITION),
-            })),
+                "client_id": STR, "client_host": STR,
+            }, optional=frozenset({"client_id", "client_host"}))),
         })),
     }),
 }

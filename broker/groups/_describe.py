@@ -42,6 +42,8 @@ def describe_group(group: Group, assignor: str) -> GroupDescription:
             assigned=frozenset(member.assigned),
             revoking=frozenset(member.revoking),
             target=group.target.get(member.member_id, frozenset()),
+            client_id=member.client_id,
+            client_host=member.client_host,
         )
         for member in sorted(group.members.values(), key=lambda m: m.member_id)
     )

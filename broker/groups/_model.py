@@ -60,6 +60,10 @@ class Member:
     revoking: set[Partition] = field(default_factory=set)
     last_heartbeat_ms: int = 0
     revocation_deadline_ms: int | None = None  # set while ``revoking`` is not empty
+    # Who the member is, for operators (describe): the request header's client id and the
+    # address its join came from. Records written before these existed rebuild them as "".
+    client_id: str = ""
+    client_host: str = ""
 
     def owned(self) -> set[Partition]:
         """Partitions nobody else may be handed while this member is in the group."""
@@ -73,6 +77,8 @@ class Member:
             "previous_member_epoch": self.previous_member_epoch,
             "assigned": partitions_to_record(self.assigned),
             "revoking": partitions_to_record(self.revoking),
+            "client_id": self.client_id,
+            "client_host": self.client_host,
         }
 
     @classmethod
@@ -88,6 +94,8 @@ class Member:
             assigned=partitions_from_record(record["assigned"]),
             revoking=partitions_from_record(record["revoking"]),
             last_heartbeat_ms=now_ms,
+            client_id=str(record.get("client_id", "")),
+            client_host=str(record.get("client_host", "")),
         )
         if member.revoking:
             member.revocation_deadline_ms = now_ms + rebalance_timeout_ms

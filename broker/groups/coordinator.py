@@ -76,8 +76,10 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                   subscribed_topics: Iterable[str] | None,
                   owned_partitions: Iterable[Partition] | None,
-                  now_ms: int) -> HeartbeatResponse:
-        """One consumer-group heartbeat (join, stay, or leave), answered at once.
+                  now_ms: int, client: tuple[str, str] = ("", "")) -> HeartbeatResponse:
+        """One consumer-group heartbeat (join, stay, or leave), answered at once. ``client``
+        (client id, host) is kept from a join, for describe: operators find a member's
+        process by it, as with Kafka's CLIENT-ID and HOST columns.
 
         Returns:
             the member's id and epoch to use next, the heartbeat interval, and the
@@ -93,7 +95,7 @@ class GroupCoordinator:
         if member_epoch < LEAVE_EPOCH:  # Kafka's -2 leaves a static membership: none here
             return self._error(ErrorCode.INVALID_REQUEST, member_id, member_epoch)
         if member_epoch == JOIN_EPOCH:
-            return self._join(group_id, member_id, topics, now_ms)
+            return self._join(group_id, member_id, topics, now_ms, client)
         group = self._groups.get(group_id)
         if group is None:
             return self._error(ErrorCode.GROUP_ID_NOT_FOUND, member_id, member_epoch)
@@ -115,7 +117,7 @@ class GroupCoordinator:
         return self._advance(group, member, now_ms)
 
     def _join(self, group_id: str, member_id: str, topics: frozenset[str] | None,
-              now_ms: int) -> HeartbeatResponse:
+              now_ms: int, client: tuple[str, str]) -> HeartbeatResponse:
         if topics is None:  # a joining member must say what it subscribes to
             return self._error(ErrorCode.INVALID_REQUEST, member_id, JOIN_EPOCH)
         group = self._groups.get(group_id) or Group(group_id)
@@ -126,7 +128,7 @@ class GroupCoordinator:
         elif len(group.members) >= self.config.group_size_max:
             return self._error(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id, JOIN_EPOCH)
         member = Member(member_id or self._fresh_member_id(group), topics,
-                        last_heartbeat_ms=now_ms)
+                        last_heartbeat_ms=now_ms, client_id=client[0], client_host=client[1])
         self._groups[group_id] = group
         group.members[member.member_id] = member
         group.group_epoch += 1

@@ -61,6 +61,8 @@ class MemberDescription:
     assigned: frozenset[Partition]  # may read now
     revoking: frozenset[Partition]  # told to give up, not yet confirmed (still its own)
     target: frozenset[Partition]    # where reconciliation is taking it
+    client_id: str = ""    # the request header's client id when it joined
+    client_host: str = ""  # the address it joined from
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,14 +70,13 @@ log = logging.getLogger("tslog.broker.connection")
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 _PRE_LOGIN = " (sasl_server_max_receive_size: not logged in yet)"
-_FETCH = ApiKey.FETCH  # read per request (see ApiKey)
+_FETCH, _GROUP_HEARTBEAT = ApiKey.FETCH, ApiKey.CONSUMER_GROUP_HEARTBEAT  # (see ApiKey)
 # The receive scratch of each connection: 1000-record Produce requests (~116 KB) arrive about
-# two per read; with 64 KiB each took two reads (measured: 20 % more broker CPU). Not zeroed
-# (``frames.py``): an idle connection holds address space, memory only for bytes received.
+# two per read; with 64 KiB each took two reads. Not zeroed (``frames.py``): an idle
+# connection holds address space, memory only for bytes received.
 RECEIVE_SCRATCH_BYTES = 256 * 1024
-# The transport's write-buffer high-water mark: past it ``pause_writing`` is called, and
-# ``resume_writing`` once it drains to a quarter. Those two calls keep the unsent figures
-# honest; the limits themselves are ``max_unsent_response_bytes`` and the broker-wide one.
+# The transport's write-buffer high-water mark: ``pause_writing`` past it, ``resume_writing``
+# at a quarter keep the unsent figures honest; the limits are ``max_unsent_response_bytes``.
 _WRITE_HIGH_BYTES = 64 * 1024
 
 
@@ -129,9 +128,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # frames before it are served). The server's only event besides a frame, as it
         # hears of the peer's close from ``eof_received``: read as an attribute, no call.
         self._receiver = receiver
-        # The socket writes straight into the receiver's buffer, with no call of ours in
-        # between (one per read); once the stream broke it offers a discard buffer, and once
-        # this connection closes the transport reads no more.
+        # The socket writes straight into the receiver's buffer (no call of ours per read);
+        # once the stream broke it offers a discard buffer; once closed, no more reads.
         self.get_buffer = receiver.get_buffer
         self._running: dict[int, _Running] = {}  # by request sequence
         self._held = 0  # the core's held bytes, as counted in the registry
@@ -309,6 +307,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         started = time.perf_counter()
         try:
             if self.authenticated and header.api_key not in SASL_APIS:
+                if header.api_key is _GROUP_HEARTBEAT:  # who the member is, for describe
+                    body["client"] = (header.client_id or "", self.peer.rsplit(":", 1)[0])
                 result = self.dispatch[header.api_key](body)
             elif (result := self._sasl.handle(header.api_key, body)) is None:
                 return self._close()  # a request before authentication: logged, refused

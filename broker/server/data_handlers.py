@@ -45,8 +45,8 @@ def _precheck(plog: PartitionLog, batch, now_ms: int) -> tuple:
     bad batch later in a request cannot leave its predecessors behind. Returns what
     ``append(validated=...)`` takes, so the records are read once."""
     config = plog.config
-    if len(batch) > config.max_message_bytes or len(batch) > config.segment_bytes:
-        raise RecordTooLargeError(f"batch of {len(batch)} bytes is too large")
+    if (problem := config.size_problem(len(batch))) is not None:
+        raise RecordTooLargeError(problem)
     try:
         validated = validate_batch_for_stamping(batch)
     except BatchFormatError as exc:
@@ -150,6 +150,8 @@ def handle_produce(services: DataPath, body: dict):
                             replicated = True
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a code
                     result["error_code"] = error_code_for(exc, f"produce {topic}-{partition}")
+                    if isinstance(exc, RecordTooLargeError):  # which limit, for the user
+                        result["error_message"] = str(exc)
                 result["log_start_offset"] = plog.log_start_offset
             parts_out.append(result)
         topics_out.append({"topic": topic, "partitions": parts_out})

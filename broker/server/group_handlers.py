@@ -7,7 +7,9 @@ rules (epochs, assignment, fencing, expiry) live in ``broker.groups``.
 A group exists if the coordinator knows it *or* it has committed offsets (as in Kafka): a
 group whose clients only ever committed (``assign()`` and commit, no membership) is listed and
 described as ``Empty`` with no members, and DeleteGroups deletes it; deleting any group
-deletes its committed offsets too, so a group made again under the name starts afresh.
+deletes its committed offsets too, so a group made again under the name starts afresh. A Kafka
+client's classic group with members is described too, in the same shape (its members' hosts
+and client ids beside the KIP-848 members'), so ``tslog groups describe`` shows every group.
 
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
@@ -82,8 +84,11 @@ async def handle_consumer_group_heartbeat(services: GroupApis, body: dict) -> di
         return {"error_code": int(code), "member_id": body["member_id"],
                 "member_epoch": body["member_epoch"], "heartbeat_interval_ms": 0,
                 "assignment": None}
+    # "client": (client id, host), put in by the connection from the request's header and
+    # its peer address (the wire's body has no such field).
     answer = await services.groups.heartbeat(group_id, body["member_id"], body["member_epoch"],
-                                             body["subscribed_topics"], _pairs(body["owned"]))
+                                             body["subscribed_topics"], _pairs(body["owned"]),
+                                             body.get("client", ("", "")))
     return {"error_code": int(answer.error), "member_id": answer.member_id,
             "member_epoch": answer.member_epoch,
             "heartbeat_interval_ms": answer.heartbeat_interval_ms,
@@ -94,7 +99,8 @@ def _member(member: MemberDescription) -> dict:
     return {"member_id": member.member_id, "member_epoch": member.member_epoch,
             "state": member.state.name, "subscribed_topics": sorted(member.subscribed_topics),
             "assigned": _by_topic(member.assigned), "revoking": _by_topic(member.revoking),
-            "target": _by_topic(member.target)}
+            "target": _by_topic(member.target), "client_id": member.client_id,
+            "client_host": member.client_host}
 
 
 def _group(group: GroupDescription) -> dict:
@@ -118,6 +124,10 @@ def _offsets_only(services: GroupApis, group_id: str) -> dict:
 
 def _describe(services: GroupApis, group_id: str) -> dict:
     described = services.groups.coordinator.describe(group_id)
+    if not described.members:  # a group id is one kind while it has members (ListGroups)
+        classic = services.groups.classic_describe(group_id)
+        if classic is not None:
+            return classic
     if (described.error is ErrorCode.GROUP_ID_NOT_FOUND
             and services.offsets.has_offsets(group_id)):
         return _offsets_only(services, group_id)

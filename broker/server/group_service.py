@@ -96,6 +96,8 @@ class GroupService:
         self.classic_busy: Callable[[str], bool] = lambda group_id: False
         # (group id, state, member count) of every Kafka classic group, for ListGroups.
         self.classic_listing: Callable[[], list[tuple[str, str, int]]] = lambda: []
+        # A Kafka classic group with members in ConsumerGroupDescribe's shape, else None.
+        self.classic_describe: Callable[[str], dict | None] = lambda group_id: None
         if store is not None:
             self._term = self._restore(FileGroupRecords(store), store.load())
 
@@ -191,13 +193,15 @@ class GroupService:
     # -- requests ----------------------------------------------------------------------------
 
     async def heartbeat(self, group_id: str, member_id: str, member_epoch: int,
-                        subscribed_topics, owned) -> HeartbeatResponse:
+                        subscribed_topics, owned,
+                        client: tuple[str, str] = ("", "")) -> HeartbeatResponse:
         """One member's heartbeat, answered once the group's resulting state is durable. A
         join to a group id that a Kafka classic group uses answers INCONSISTENT_GROUP_PROTOCOL.
 
         A failed write (or no term at all) answers COORDINATOR_NOT_AVAILABLE: the member
         retries the same heartbeat, which the coordinator accepts again (it keeps the
-        previous epoch), or finds the coordinator that replaced this one."""
+        previous epoch), or finds the coordinator that replaced this one. ``client`` is the
+        member's (client id, host), kept from its join for describe."""
         term = self._term
         if term is None:
             return HeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id,
@@ -208,7 +212,8 @@ class GroupService:
                                      member_epoch, 0, None)
         term.coordinator.set_topics(self._partition_counts())
         answer = term.coordinator.heartbeat(group_id, member_id, member_epoch,
-                                            subscribed_topics, owned, self.clock.now_ms())
+                                            subscribed_topics, owned, self.clock.now_ms(),
+                                            client)
         if answer.error is not ErrorCode.NONE:
             return answer
         if not await self._persist(term, group_id):

@@ -112,6 +112,7 @@ class Broker:
         self.classic_groups = ClassicGroupService(clock, self._native_group_busy)
         self.groups.classic_busy = self.classic_groups.has_members
         self.groups.classic_listing = self.classic_groups.listings
+        self.groups.classic_describe = self.classic_groups.described
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,

@@ -161,6 +161,16 @@ class LogConfig:
                     f"{self.message_timestamp_after_max_ms} ms after the broker time {now}")
         return None
 
+    def size_problem(self, size: int) -> str | None:
+        """Why a batch of ``size`` bytes may not be appended, naming the setting and its value
+        (the producer's user must know which limit to raise or which batch to shrink), or
+        None. One rule for the log and for a broker checking a whole request first."""
+        for key, limit in (("max.message.bytes", self.max_message_bytes),
+                           ("segment.bytes", self.segment_bytes)):
+            if size > limit:
+                return f"a batch of {size} bytes is larger than the topic's {key} ({limit})"
+        return None
+
     @property
     def max_index_entries(self) -> int:
         """Entries per segment before the time index (the largest entry) is full."""

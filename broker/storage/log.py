@@ -208,11 +208,8 @@ class PartitionLog:
                           header.batch_length)
 
     def _validate(self, batch, validate=validate_batch):
-        size = len(batch)
-        if size > self.config.max_message_bytes or size > self.config.segment_bytes:
-            raise RecordTooLargeError(f"batch of {size} bytes exceeds max.message.bytes "
-                                      f"{self.config.max_message_bytes} or segment.bytes "
-                                      f"{self.config.segment_bytes}")
+        if (problem := self.config.size_problem(len(batch))) is not None:
+            raise RecordTooLargeError(problem)
         try:
             return validate(batch)
         except BatchFormatError as error:

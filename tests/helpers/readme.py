@@ -35,8 +35,9 @@ def python_block(heading: str) -> str:
     return code
 
 
-def run_shell(line: str, bootstrap: str, cwd: Path) -> str:
-    bindir = Path(sys.executable).parent
+def run_shell(line: str, bootstrap: str, cwd: Path, bindir: Path | None = None) -> str:
+    """``bindir``: the venv whose ``bin`` stands for ``.venv/bin/`` (default: this one's)."""
+    bindir = bindir or Path(sys.executable).parent
     line = line.replace(".venv/bin/", f"{bindir}/").replace("127.0.0.1:9092", bootstrap)
     result = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=120,
                             cwd=cwd, env={**os.environ, "TSLOG_BOOTSTRAP": bootstrap})
@@ -45,8 +46,8 @@ def run_shell(line: str, bootstrap: str, cwd: Path) -> str:
 
 
 def run_python(code: str, bootstrap: str, cwd: Path, env: dict | None = None,
-               timeout_s: float = 120) -> str:
-    result = subprocess.run([sys.executable, "-c", code.replace("127.0.0.1:9092", bootstrap)],
+               timeout_s: float = 120, python: str = sys.executable) -> str:
+    result = subprocess.run([python, "-c", code.replace("127.0.0.1:9092", bootstrap)],
                             capture_output=True, text=True, timeout=timeout_s, cwd=cwd,
                             env=env)
     assert result.returncode == 0, result.stderr[-3000:]

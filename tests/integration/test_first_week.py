@@ -157,7 +157,13 @@ def test_the_python_producer_names_the_sizes_and_max_message_bytes(broker, caplo
         with caplog.at_level(logging.WARNING, logger="tslog"):
             with pytest.raises(MessageTooLargeError) as refused:
                 producer.send("limited", b"v" * 2_000_000).get(30)
+    with Admin(broker.bootstrap) as admin:
+        limit = int(admin.describe_configs("limited")["max.message.bytes"].value)
     message = str(refused.value)
-    assert re.search(r"a batch of 20000\d\d bytes of records to limited-0", message), message
-    assert "max.message.bytes" in message
+    # The broker's words: the batch's size as it measured it, the setting and its value.
+    said = re.search(r"produce to limited-0 refused: a batch of (\d+) bytes is larger "
+                     r"than the topic's max\.message\.bytes \((\d+)\)", message)
+    assert said is not None and int(said.group(2)) == limit, message
+    assert 2_000_000 < int(said.group(1)) < 2_001_000, message  # the value and its framing
+    assert refused.value.broker_message == said.group(0).split("refused: ")[1]
     assert not [r for r in caplog.records if "producer id" in r.getMessage()]

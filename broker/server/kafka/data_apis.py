@@ -190,7 +190,8 @@ def _produce_response(services: KafkaServices, body: dict, native: dict | None,
                 lat = result["log_append_time"]
             out.append({"index": index, "error_code": int(result["error_code"]),
                         "base_offset": result["base_offset"], "log_append_time_ms": lat,
-                        "log_start_offset": result["log_start_offset"]})
+                        "log_start_offset": result["log_start_offset"],
+                        "error_message": result.get("error_message")})  # v8+ carry it
         responses.append({"name": name, "partition_responses": out})
     return {"responses": responses, "throttle_time_ms": 0}
 

@@ -4,6 +4,7 @@ authorizer judges Kafka requests as native ones; a Fetch long-polls."""
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
@@ -248,3 +249,23 @@ def test_a_pipelined_burst_past_max_in_flight_is_answered_in_order(tmp_path):
             assert batches[0].values == [b"s%d" % i for i in range(10)]
     finally:
         broker.process.cleanup()
+
+
+def test_a_batch_over_max_message_bytes_is_refused_with_its_size_and_the_limit(kafka_broker):
+    """Produce v8+ has an error_message per partition: a batch over the topic's
+    max.message.bytes is refused (MESSAGE_TOO_LARGE) with a message naming the batch's size,
+    the setting and its value, as tslog's own protocol says it."""
+    from tslog.protocol.kafka.record_batch import encode_batch
+
+    topic = kafka_broker.topic("limited", max_message_bytes="2000")
+    batch = encode_batch([b"z" * 5000], None, 1_700_000_000_000)
+    with _connect(kafka_broker) as sock:
+        _send(sock, encode_request(0, 9, 1, "too-large", {"acks": 1, "timeout_ms": 10_000,
+              "topic_data": [{"name": topic, "partition_data": [{"index": 0,
+                                                                  "records": batch}]}]}))
+        (answer,) = decode_response(0, 9, _receive(sock))[1]["responses"][0][
+            "partition_responses"]
+    assert answer["error_code"] == 10  # MESSAGE_TOO_LARGE
+    said = re.fullmatch(r"a batch of (\d+) bytes is larger than the topic's "
+                        r"max\.message\.bytes \(2000\)", answer["error_message"] or "")
+    assert said is not None and int(said.group(1)) > 2000, answer

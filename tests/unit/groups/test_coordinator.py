@@ -272,3 +272,25 @@ def test_groups_package_imports_only_protocol_errors_and_the_stdlib():
                     top = name.split(".")[0]
                     assert top in sys.stdlib_module_names or top == "__future__", (path, name)
                     assert top not in {"asyncio", "socket", "time", "threading"}, (path, name)
+
+
+def test_a_members_client_id_and_host_come_from_its_join_and_survive_a_restore():
+    coordinator = make()
+    answer = coordinator.heartbeat("g", "", 0, ["t"], None, 0, client=("billing", "10.0.0.7"))
+    coordinator.heartbeat("g", answer.member_id, answer.member_epoch, None, [], 10)
+    (member,) = coordinator.describe("g").members
+    assert (member.client_id, member.client_host) == ("billing", "10.0.0.7")
+    record = json.loads(json.dumps(coordinator.to_record()))
+    restored = GroupCoordinator.from_record(record, 0, CONFIG, counter_ids("n"))
+    assert restored.describe("g") == coordinator.describe("g")
+
+
+def test_a_record_from_before_client_ids_were_kept_is_read_with_empty_ones():
+    coordinator = make()
+    joined(coordinator, 1)
+    record = json.loads(json.dumps(coordinator.to_record()))
+    for member in record["groups"][0]["members"]:
+        del member["client_id"], member["client_host"]
+    restored = GroupCoordinator.from_record(record, 0, CONFIG, counter_ids("n"))
+    (member,) = restored.describe("g").members
+    assert (member.client_id, member.client_host) == ("", "")
