@@ -85,13 +85,60 @@ def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
     The same rules and errors as ``kafka_to_tslog`` (which the property tests hold it to),
     plus ``decode_batch``'s errors for malformed bytes; the Kafka attributes are returned so
     the caller can refuse transactional or control batches."""
+    head, columns = _checked_columns(data)
+    return head.attributes, _seal_range(head, columns, 0, head.record_count)
+
+
+def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[bytes]]:
+    """(attributes, tslog batches) of one Kafka batch's bytes: one batch, as
+    ``kafka_bytes_to_tslog`` gives it, when that is at most ``limit`` bytes; else its records
+    cut into consecutive runs (halved until each fits, or is one record) whose batches are.
+
+    Why: a tslog batch is larger than the Kafka batch it came from (fixed-width CreateTimes
+    and lengths against Kafka's varints: 116 against about 110 bytes for a 100-byte value,
+    16 against 7 for an empty one), and librdkafka fills batches up to ``batch.size``,
+    1,000,000 bytes by default, whenever records queue up. Such a batch is within Kafka's
+    ``max.message.bytes`` but its tslog batch was not, and the broker answered
+    MESSAGE_TOO_LARGE, which librdkafka reports as a permanent delivery failure. A
+    non-idempotent batch's records may be stored as several batches (appended all or
+    nothing); an idempotent one may not (its sequence numbers name one batch), so the
+    caller passes only non-idempotent batches here."""
+    head, columns = _checked_columns(data)
+    runs, out = [(0, head.record_count)], []
+    while runs:
+        start, stop = runs.pop()
+        batch = _seal_range(head, columns, start, stop)
+        if len(batch) <= limit or stop - start == 1:
+            out.append(batch)
+            continue
+        middle = (start + stop) // 2
+        runs += [(middle, stop), (start, middle)]  # popped first: the runs stay in order
+    return head.attributes, out
+
+
+def _checked_columns(data):
     head, columns = decode_batch_columns(data)
     n = head.record_count
     if n == 0:
         raise KafkaBatchError("a Kafka batch without records cannot become a tslog batch")
     if not (columns.offset_deltas == _counting(n)).all():
         raise KafkaBatchError("a produced batch must have offset deltas 0..n-1")
-    deltas = columns.timestamp_deltas
+    return head, columns
+
+
+def _seal_range(head, columns, start: int, stop: int) -> bytes:
+    """The tslog batch of records ``start:stop`` of a decoded Kafka batch."""
+    n = head.record_count
+    whole = start == 0 and stop == n
+    key_lengths, value_lengths = columns.key_lengths, columns.value_lengths
+    keys, values, deltas = columns.keys, columns.values, columns.timestamp_deltas
+    headers = columns.headers
+    if not whole:
+        keys = _cut(keys, key_lengths, start, stop)
+        values = _cut(values, value_lengths, start, stop)
+        key_lengths, value_lengths = key_lengths[start:stop], value_lengths[start:stop]
+        deltas = deltas[start:stop]
+        headers = None if headers is None else headers[start:stop]
     base = head.base_timestamp
     low, high = base + int(deltas.min()), base + int(deltas.max())
     if low < _INT64_MIN or high > _INT64_MAX:
@@ -99,22 +146,29 @@ def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
                               "does not fit in an int64")
     times = deltas + np.int64(base)
     headers_blob = b""
-    if columns.headers is not None:
+    if headers is not None:
         headers_blob = _pack_headers(
             [[(key, b"" if value is None else value) for key, value in pairs] or None
-             for pairs in columns.headers], n)
-    parts = [SECTION_SIZES.pack(len(columns.keys), len(columns.values), len(headers_blob)),
+             for pairs in headers], stop - start)
+    parts = [SECTION_SIZES.pack(len(keys), len(values), len(headers_blob)),
              times.astype("<i8", copy=False).tobytes(),
-             columns.key_lengths.astype("<i4", copy=False).tobytes(),
-             columns.value_lengths.astype("<i4", copy=False).tobytes(), columns.keys,
-             columns.values, headers_blob]
-    section = Section(parts, n, int(times[0]), low, high, bool(headers_blob))
+             key_lengths.astype("<i4", copy=False).tobytes(),
+             value_lengths.astype("<i4", copy=False).tobytes(), keys, values, headers_blob]
+    section = Section(parts, stop - start, int(times[0]), low, high, bool(headers_blob))
     codec = COMPRESSION_NONE if head.compression == compression.NONE else COMPRESSION_ZSTD
     try:
-        return head.attributes, seal_section(section, codec, head.producer_id,
-                                             head.producer_epoch, head.base_sequence)
+        return seal_section(section, codec, head.producer_id, head.producer_epoch,
+                            head.base_sequence)
     except ValueError as exc:
         raise KafkaBatchError(f"the Kafka batch does not fit a tslog batch: {exc}") from None
+
+
+def _cut(blob, lengths: np.ndarray, start: int, stop: int):
+    """The bytes of records ``start:stop`` in a blob of records' bytes back to back
+    (a length of -1, a null, holds none)."""
+    sizes = np.maximum(lengths, 0)
+    first = int(sizes[:start].sum())
+    return memoryview(blob)[first:first + int(sizes[start:stop].sum())]
 
 
 def tslog_to_kafka(batch, timestamp_type: int = LOG_APPEND_TIME, *,

@@ -25,6 +25,7 @@ import asyncio
 import inspect
 import logging
 
+from tslog.protocol.batch_header import parse_header
 from tslog.protocol.errors import BatchFormatError, ErrorCode
 from tslog.protocol.kafka import convert, record_batch
 from tslog.protocol.kafka.errors import KafkaBatchError
@@ -72,8 +73,15 @@ def _then(result, finish):
 # ------------------------------------------------------------------------------------ produce
 
 
-def _to_tslog(records) -> bytes:
+def _to_tslog(records, limit: int | None = None) -> bytes:
     """A Kafka ``records`` field (batches back to back) as tslog batches back to back.
+
+    ``limit``: the partition's largest batch (``max.message.bytes``, or ``segment.bytes`` if
+    smaller). A Kafka batch within it whose tslog batch is not (tslog's fixed-width columns
+    take more room than Kafka's varints) is stored as several tslog batches when it is not
+    idempotent (``convert.kafka_bytes_to_tslog_within``), so a batch Kafka would take is
+    taken; a Kafka batch over the limit is left whole, for the native handler to refuse with
+    MESSAGE_TOO_LARGE as Kafka would.
 
     Raises:
         KafkaBatchError: a malformed batch (``UnsupportedCompression`` for a codec this
@@ -84,6 +92,10 @@ def _to_tslog(records) -> bytes:
         attributes, batch = convert.kafka_bytes_to_tslog(piece)
         if attributes & (_TRANSACTIONAL | _CONTROL):
             raise _Transactional("transactional batches are not served (no transactions)")
+        if limit is not None and len(batch) > limit >= len(piece) and \
+                parse_header(batch).producer_id < 0:
+            pieces += convert.kafka_bytes_to_tslog_within(piece, limit)[1]
+            continue
         pieces.append(batch)
     if not pieces:
         raise KafkaBatchError("records holds no batch")
@@ -94,7 +106,8 @@ class _Transactional(KafkaBatchError):
     error_code = ErrorCode.INVALID_REQUEST
 
 
-def _convert_produce(body: dict, info: KafkaRequestInfo) -> tuple[list, dict]:
+def _convert_produce(services: KafkaServices, body: dict,
+                     info: KafkaRequestInfo) -> tuple[list, dict]:
     """(native topics, refused partitions) of a Kafka Produce body: every partition's
     batches converted, or its error noted. Pure apart from logging: it may run in a thread."""
     refused: dict[tuple[str, int], tuple[int, str]] = {}
@@ -105,7 +118,8 @@ def _convert_produce(body: dict, info: KafkaRequestInfo) -> tuple[list, dict]:
         for entry in group["partition_data"]:
             try:
                 partitions.append({"partition": entry["index"],
-                                   "records": _to_tslog(entry["records"])})
+                                   "records": _to_tslog(entry["records"], services.batch_limit(
+                                       name, entry["index"]))})
             except KafkaBatchError as exc:
                 code = int(getattr(exc, "error_code", _CORRUPT))
                 refused[name, entry["index"]] = (code, str(exc))
@@ -142,14 +156,14 @@ def produce(services: KafkaServices, body: dict, version: int, info: KafkaReques
     size = sum(len(entry["records"] or b"") for group in body["topic_data"]
                for entry in group["partition_data"])
     if body["acks"] == 0 or (size <= OFF_LOOP_BYTES and order.tail is None):
-        return _append(services, body, *_convert_produce(body, info))
+        return _append(services, body, *_convert_produce(services, body, info))
     previous = order.tail
     turn = order.tail = asyncio.get_running_loop().create_future()
 
     async def later():
         try:
-            converted = await asyncio.to_thread(_convert_produce, body, info) \
-                if size > OFF_LOOP_BYTES else _convert_produce(body, info)
+            converted = await asyncio.to_thread(_convert_produce, services, body, info) \
+                if size > OFF_LOOP_BYTES else _convert_produce(services, body, info)
             if previous is not None:
                 await previous
             result = _append(services, body, *converted)

@@ -59,3 +59,10 @@ class KafkaServices:
         not hosted here answers LogAppendTime; the native handler refuses it anyway."""
         plog = self.topics.logs.get((topic, partition))
         return "LogAppendTime" if plog is None else plog.config.message_timestamp_type
+
+    def batch_limit(self, topic: str, partition: int) -> int | None:
+        """The largest batch the partition's open log takes (``max.message.bytes``, or
+        ``segment.bytes`` if smaller), None for a partition not hosted here."""
+        plog = self.topics.logs.get((topic, partition))
+        return None if plog is None else min(plog.config.max_message_bytes,
+                                             plog.config.segment_bytes)

@@ -38,7 +38,8 @@ def _services(seen: list):
              "log_append_time": -1}]}]}
     return SimpleNamespace(native={ApiKey.PRODUCE: native_produce},
                            produce_order=ProduceOrder(),
-                           timestamp_type=lambda topic, partition: "CreateTime")
+                           timestamp_type=lambda topic, partition: "CreateTime",
+                           batch_limit=lambda topic, partition: None)
 
 
 def test_a_small_produce_after_a_large_one_is_appended_after_it():
