@@ -2,7 +2,6 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -18,13 +17,25 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
-# Tests that share one heavy service per process run on one worker together; every other test
-# file is a group of its own, so its module-scoped fixtures start once (``--dist loadgroup``).
-_SHARED_WORKER_MARKERS = ("spark", "kafka_reference", "console", "faults")
 
+# Each test file runs on one worker (its module-scoped brokers start once), and the folders
+# whose tests share one heavy service per process run on one worker each (one SparkSession,
+# one Apache Kafka, one browser, one set of network namespaces). xdist's ``loadgroup`` marks
+# cannot do this on pytest 9 (they rename node ids, which pytest 9 no longer allows), so the
+# scheduler is xdist's by-scope one with the scope chosen here.
+_SHARED_WORKER_FOLDERS = ("tests/spark/", "tests/kafka_reference/", "tests/integration/console/",
+                          "tests/faults/")
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        group = next((name for name in _SHARED_WORKER_MARKERS
-                      if item.get_closest_marker(name)), None)
-        item.add_marker(pytest.mark.xdist_group(group or str(item.path)))
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # without pytest-xdist the suite runs in one process
+    LoadScopeScheduling = None
+
+if LoadScopeScheduling is not None:
+    class _ByFileOrSharedService(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            folder = next((f for f in _SHARED_WORKER_FOLDERS if nodeid.startswith(f)), None)
+            return folder or nodeid.split("::", 1)[0]
+
+    def pytest_xdist_make_scheduler(config, log):
+        return _ByFileOrSharedService(config, log)
