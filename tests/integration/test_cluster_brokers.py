@@ -187,7 +187,7 @@ def describe_rows(broker: BrokerProcess, topic: str) -> dict[int, tuple]:
     for line in result.stdout.decode().splitlines():
         fields = line.split()
         if fields and fields[0].isdigit():
-            partition, leader, epoch, replicas, isr = fields
+            partition, leader, epoch, replicas, isr = fields[:5]  # then start, end, records
             rows[int(partition)] = (int(leader), int(epoch),
                                     tuple(map(int, replicas.split(","))),
                                     tuple(map(int, isr.split(","))))

@@ -54,9 +54,12 @@ def settled_snapshot(directory: Path) -> dict[str, tuple[int, int]]:
 
 
 def run_second_broker(data_dir: Path, port: int) -> subprocess.CompletedProcess:
+    """Without the test process's TSLOG_ variables (another test's may be set in this
+    worker), as BrokerProcess starts brokers: its output is then exactly the refusal."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TSLOG_")}
     return subprocess.run([sys.executable, "-m", "tslog.broker", "--data-dir", str(data_dir),
                            "--listen", f"127.0.0.1:{port}"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=environment)
 
 
 def values(broker: BrokerProcess, topic: str) -> list[bytes]:
