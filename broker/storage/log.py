@@ -17,9 +17,8 @@ One owner: the log is the only object that reads or writes its segment list, loc
 counters. What it delegates are collaborators it builds and hands what they need: lookups by
 time (``lookups.TimeLookups``), flush and checkpoint (``durability.LogDurability``), rolls
 (``segment_roll.SegmentRoller``); retention's choice is a function over the segments
-(``retention.expired_segments``). Other modules use the public methods below, which say why
-they exist (``reset_to``, ``headers_from``, ``header_at``, ``sibling_files``). Sealed
-segments keep their files open within the broker's budget (``handles.py``).
+(``retention.expired_segments``). Other modules use the public methods below (``reset_to``,
+``headers_from``, ``header_at``, ``sibling_files``); sealed segments stay open within budget.
 
 Durability: see ``durability.py``. Opening after a crash moves the recovery point to the log
 end once recovery has validated and synced the tail (``recovery.py``). A follower's
@@ -129,7 +128,10 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return max(self._segments[0].base_offset, min(self._start.offset, self.log_end_offset))
+        """max(first base, min(DeleteRecords' start, end)), by comparisons: min/max parse keywords."""
+        start, end, base = self._start.offset, self._segments[-1].next_offset, self._segments[0].base_offset
+        start = start if start < end else end
+        return start if start > base else base
 
     @property
     def log_end_offset(self) -> int:
@@ -312,8 +314,9 @@ class PartitionLog:
             lookups = self._lookups
             found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read
-            start = self.log_start_offset  # DeleteRecords may start the log inside a segment
-            return found if found is None or found.offset >= start else found._replace(offset=start)
+            if found is None or found.offset >= self._start.offset:  # hence >= log_start_offset
+                return found
+            return found._replace(offset=max(found.offset, self.log_start_offset))  # DeleteRecords
 
     def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
         """``read(segment)`` under the lock, or None once ``segment`` has left the log: how

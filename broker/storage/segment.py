@@ -65,6 +65,7 @@ _MAX_CREATE_TIME_FIELD = BatchHeader._fields.index("max_create_time")
 _LAST_OFFSET = -1  # "no record yet" for the running CreateTime maximum
 # States of _next_is_indexed[k]: is the batch after entry k's batch entry k + 1's batch?
 _NOT_KNOWN, _YES, _NO = 0, 1, 2
+_new_tuple = tuple.__new__  # tuple.__new__(OffsetAndTimestamp, pair): a NamedTuple without its Python __new__
 
 
 class Segment(LoadMixin):
@@ -330,12 +331,17 @@ class Segment(LoadMixin):
     def find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any.
 
-        The hot path of a time lookup: index positions as plain ints (``index.position``) and
-        the answer built once, here, rather than as a pair the log wraps again."""
+        The hot path of a time lookup: when the index entry found is known to follow its
+        predecessor's batch directly (``_YES``), the answer is that entry, read with one
+        struct call, and the tuple is made in C (a NamedTuple's ``__new__`` is Python code)."""
         if self.size == 0 or self.max_log_append_time < timestamp:
             return None
         index = self.time_index
         i = index.count_keys_below(timestamp)
+        if 0 < i < index.entries and self._next_is_indexed[i - 1] == _YES:
+            self.last_scan_bytes = 0
+            time, relative, _ = index.entry(i)
+            return _new_tuple(OffsetAndTimestamp, (self.base_offset + relative, time))
         found = self._scan_before(index, i, _LAT_FIELD, timestamp)
         if found is not None:
             fields = found[1]

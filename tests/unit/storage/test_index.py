@@ -20,6 +20,9 @@ def test_timestamp_search_matches_bisect_on_a_sorted_list(tmp_path_factory, time
     index.make_writable(capacity_entries * 16)  # smaller than needed: appends must grow it
     for i, ts in enumerate(timestamps):
         index.append(ts, i, i * 10)
+        if i % 7 == 0:  # searched while it grows: the sampled first level follows the appends
+            for probe in probes[:5]:
+                assert index.count_keys_below(probe) == bisect.bisect_left(timestamps[: i + 1], probe)
     for probe in probes + timestamps:
         assert index.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
         assert index.count_keys_at_or_below(probe) == bisect.bisect_right(timestamps, probe)
@@ -31,7 +34,36 @@ def test_timestamp_search_matches_bisect_on_a_sorted_list(tmp_path_factory, time
     reopened = TimestampIndex(path)
     assert reopened.entries == len(timestamps)
     assert [reopened.entry(i)[0] for i in range(reopened.entries)] == timestamps
+    for probe in probes:
+        assert reopened.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
     reopened.close()
+
+
+@given(
+    timestamps=st.lists(st.integers(0, 2**40), min_size=1, max_size=200).map(sorted),
+    keep=st.integers(0, 200),
+    more=st.lists(st.integers(0, 2**40), max_size=60).map(sorted),
+    probes=st.lists(st.integers(-1, 2**41), max_size=30),
+)
+def test_timestamp_search_after_truncation_and_more_appends(tmp_path_factory, timestamps, keep, more, probes):
+    """A follower truncates an index and appends again: searches before and after agree with
+    a sorted list cut and extended the same way."""
+    index = TimestampIndex(tmp_path_factory.mktemp("idx") / "0.timeindex")
+    index.make_writable(1 << 12)
+    for i, ts in enumerate(timestamps):
+        index.append(ts, i, i * 10)
+    oracle = list(timestamps)
+    for probe in probes:
+        assert index.count_keys_below(probe) == bisect.bisect_left(oracle, probe)
+    index.truncate_entries(keep)
+    oracle = oracle[:keep]
+    start = oracle[-1] if oracle else 0
+    for ts in more:
+        index.append(start + ts, len(oracle), len(oracle) * 10)
+        oracle.append(start + ts)
+    for probe in probes + oracle:
+        assert index.count_keys_below(probe) == bisect.bisect_left(oracle, probe)
+    index.close()
 
 
 @given(offsets=st.lists(st.integers(0, 2**31 - 1), unique=True, max_size=200).map(sorted))
