@@ -55,7 +55,7 @@ AUTO_BUCKETS_MAX = 120  # a chart whose bucket was not asked for: an hour by min
 
 def pick_bucket(from_ms: int, to_ms: int, asked: str | None) -> int:
     """The bucket asked for, or the smallest that keeps the chart within AUTO_BUCKETS_MAX
-    bars (each bar edge is one ListOffsets request for every partition)."""
+    bars (each bar edge is one more lookup in every partition)."""
     if asked:
         if asked not in BUCKET_MS:
             raise ValueError(f"bucket must be one of {', '.join(BUCKET_MS)}, not {asked!r}")
