@@ -5,11 +5,12 @@ group has not consumed, now minus the LogAppendTime of the record at its committ
 (0 when caught up, unknown when nothing is committed). The record is read with the console's
 ``RecordReader`` (one record per lagging partition, all in one fetch).
 
-A reset to a moment follows ``tslog groups reset-offsets --to-datetime``'s rules: each
-partition goes to the first offset at or after the moment (the log end where no record is that
-late), clamped to [log start, log end]; ``earliest`` and ``latest`` are accepted too; a group
-with live members is refused (their consumers would overwrite the change). The plan is
-computed once for the confirmation page, and exactly that plan is applied.
+A reset to a moment follows ``tslog groups reset-offsets --to-datetime``'s rules, which both
+take from ``tslog.client.group_resets``: each partition goes to the first offset at or after
+the moment (the log end where no record is that late), clamped to [log start, log end];
+``earliest`` and ``latest`` are accepted too; a group with live members is refused (their
+consumers would overwrite the change). The plan is computed once for the confirmation page,
+and exactly that plan is applied.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import time
 from dataclasses import dataclass
 
 from tslog.client.aio import AsyncAdmin, TopicPartition
-from tslog.client.errors import GroupIdNotFoundError, NonEmptyGroupError
+from tslog.client.errors import GroupIdNotFoundError
+from tslog.client.group_resets import at_keyword, at_moment, clamped, keyword, live_group_refusal
 from tslog.client.times import parse_time_ms
 
 from .reads import bounds
-from .records import RecordReader, positions_at
+from .records import RecordReader
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,9 @@ class ResetPlan:
 
 async def refuse_live_group(admin: AsyncAdmin, group_id: str) -> None:
     group, _ = await describe(admin, group_id)
-    if group is not None and group.members:
-        raise NonEmptyGroupError(
-            f"group {group_id!r} has {len(group.members)} live members (state {group.state}): "
-            "stop its consumers (or wait until their session times out) before resetting")
+    refusal = live_group_refusal(group_id, group)
+    if refusal is not None:
+        raise refusal
 
 
 async def plan_reset(admin: AsyncAdmin, group_id: str, topic: str, moment: str,
@@ -100,21 +101,19 @@ async def plan_reset(admin: AsyncAdmin, group_id: str, topic: str, moment: str,
     """What a reset of ``group_id`` on ``topic`` to ``moment`` would set, per partition."""
     await refuse_live_group(admin, group_id)
     description = await admin.describe_topic(topic)
-    numbers = [info.partition for info in description.partitions]
-    tps = [TopicPartition(topic, p) for p in numbers]
+    tps = [TopicPartition(topic, info.partition) for info in description.partitions]
     limits = await bounds(admin, tps)
     _, committed = await describe(admin, group_id)
-    keyword = moment.strip().lower()
+    word = keyword(moment)
     moment_ms = None
-    if keyword in ("earliest", "latest"):
-        targets = {p: limits[TopicPartition(topic, p)][keyword == "latest"] for p in numbers}
+    if word is not None:
+        targets = at_keyword(word, tps, limits)
     else:
         moment_ms = parse_time_ms(moment)
-        targets = await positions_at(admin, topic, numbers, moment_ms, timestamp_type)
-    rows = []
-    for tp in tps:
-        low, high = limits[tp]
-        rows.append((tp.partition, committed.get(tp), min(max(targets[tp.partition], low), high)))
+        targets = at_moment(await admin.list_offsets({tp: moment_ms for tp in tps},
+                                                     timestamp_type), limits)
+    plan = clamped(targets, limits)
+    rows = [(tp.partition, committed.get(tp), plan[tp]) for tp in tps]
     return ResetPlan(group_id, topic, moment, moment_ms, rows)
 
 
