@@ -2,8 +2,9 @@
 
 Lag in seconds is what ``tslog groups describe`` prints: the age of the oldest record the
 group has not consumed, now minus the LogAppendTime of the record at its committed offset
-(0 when caught up, unknown when nothing is committed). The record is read with the console's
-``RecordReader`` (one record per lagging partition, all in one fetch).
+(0 when caught up, unknown when nothing is committed). Its time comes from its batch's
+header (``AsyncAdmin.log_append_times``: one Fetch for every lagging partition, no record
+decoded).
 
 A reset to a moment follows ``tslog groups reset-offsets --to-datetime``'s rules, which both
 take from ``tslog.client.group_resets``: each partition goes to the first offset at or after
@@ -24,7 +25,6 @@ from tslog.client.group_resets import at_keyword, at_moment, clamped, keyword, l
 from tslog.client.times import parse_time_ms
 
 from .reads import bounds
-from .records import RecordReader
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ async def describe(admin: AsyncAdmin, group_id: str):
     return group, {tp: meta.offset for tp, meta in committed.items()}
 
 
-async def lag_rows(admin: AsyncAdmin, reader: RecordReader, group, committed: dict) -> list:
+async def lag_rows(admin: AsyncAdmin, group, committed: dict) -> list:
     """One LagRow per partition the group committed or owns, sorted."""
     owners = {tp: member.member_id for member in (group.members if group else ())
               for tp in member.assigned}
@@ -65,13 +65,7 @@ async def lag_rows(admin: AsyncAdmin, reader: RecordReader, group, committed: di
     limits = await bounds(admin, partitions)
     behind = {tp: max(committed[tp], limits[tp][0]) for tp in partitions
               if tp in committed and committed[tp] < limits[tp][1]}
-    times: dict = {}
-    for topic in sorted({tp.topic for tp in behind}):
-        positions = {tp.partition: offset for tp, offset in behind.items() if tp.topic == topic}
-        page = await reader.page(admin, topic, positions, 1)
-        for partition, records in page.records.items():
-            if records:
-                times[TopicPartition(topic, partition)] = records[0].log_append_time
+    times = await admin.log_append_times(behind) if behind else {}
     return [LagRow(tp, committed.get(tp), limits[tp][1], owners.get(tp), times.get(tp))
             for tp in partitions]
 

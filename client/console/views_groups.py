@@ -39,7 +39,7 @@ async def group_page(request, console) -> HTMLResponse:
     group, committed = await describe(console.admin, group_id)
     if group is None and not committed:
         raise ValueError(f"group {group_id!r} does not exist")
-    rows = await lag_rows(console.admin, console.reader, group, committed)
+    rows = await lag_rows(console.admin, group, committed)
     now = now_ms()
     lag = table(["topic", "partition", "committed", "log end", "lag (records)", "lag (seconds)",
                  "member"],

@@ -6,6 +6,7 @@ else."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -96,3 +97,25 @@ def test_bad_times_are_refused_per_partition_and_the_broker_keeps_serving(loaded
         assert admin.list_offsets({TopicPartition(TOPIC, 0): -1})[TopicPartition(TOPIC, 0)]
         with pytest.raises(ValueError):
             admin.offsets_at_times({TopicPartition(TOPIC, 0): [-5]})
+
+
+def test_log_append_times_come_from_batch_headers_small_and_large(loaded):
+    """Admin.log_append_times: the LogAppendTime of the record at each offset, inside a
+    batch far larger than the per-partition limit the request asks for too; an offset at the
+    log end has none."""
+    broker, records = loaded
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topic("wide", partitions=2)
+        with Producer(broker.bootstrap, linger_ms=0) as producer:
+            big = producer.send_batch("wide", [os.urandom(1000) for _ in range(20)],
+                                     partition=0).get(10)
+            small = producer.send("wide", b"z", partition=1).get(10)
+        got = admin.log_append_times({TopicPartition(TOPIC, 0): 0,
+                                      TopicPartition("wide", 0): big[7].offset,
+                                      TopicPartition("wide", 1): small.offset + 1})
+        assert got == {TopicPartition("wide", 0): big[7].log_append_time,
+                       TopicPartition("wide", 1): None,  # the log end: no record yet
+                       TopicPartition(TOPIC, 0): min(r for r in records if r[0] == 0)[2]}
+        for p, offset, lat, _ in records:
+            one = admin.log_append_times({TopicPartition(TOPIC, p): offset})
+            assert one == {TopicPartition(TOPIC, p): lat}
