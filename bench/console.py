@@ -48,7 +48,9 @@ TOPIC = "traffic"
 def load(broker: BrokerProcess, partitions: int) -> None:
     """One record per partition per hour of the last day, by CreateTime; a lagging group."""
     with Admin(broker.bootstrap) as admin:
-        admin.create_topic(TOPIC, partitions=partitions)
+        # exist_ok: on a loaded machine the first CreateTopics may time out after it created
+        # the topic, and the admin's retry would then be refused
+        admin.create_topic(TOPIC, partitions=partitions, exist_ok=True)
     now_ms = time.time_ns() // 1_000_000
     with Producer(broker.bootstrap, acks=1, linger_ms=5) as producer:
         futures = [producer.send_batch(TOPIC, [b'{"hour": %d}' % hour], partition=partition,
