@@ -24,8 +24,11 @@ MAX_TIMES = 2048  # distinct times per partition the broker answers in one reque
 
 
 def _distinct_times(times) -> list[int]:
-    distinct = sorted(set(times))
-    if distinct and (distinct[0] < 0 or any(type(t) is not int for t in distinct)):
+    try:
+        distinct = sorted(set(times))
+    except TypeError:
+        raise ValueError("times must be epoch milliseconds (ints >= 0)") from None
+    if distinct and (distinct[0] < 0 or not set(map(type, distinct)) <= {int}):
         raise ValueError("times must be epoch milliseconds (ints >= 0)")
     if len(distinct) > MAX_TIMES:
         raise ValueError(f"{len(distinct)} distinct times in one partition is more than "
@@ -58,8 +61,17 @@ async def offsets_at_times(cluster: Cluster, times: dict[TopicPartition, list],
             await cluster.refresh_metadata()
             attempt += 1
         remaining = retry
-    return {tp: [answered[tp][t] if tp in answered else None for t in ts]
-            for tp, ts in times.items()}
+    return {tp: _in_asked_order(ts, asked[tp], answered.get(tp)) for tp, ts in times.items()}
+
+
+def _in_asked_order(times: list, distinct: list, answers: list | None) -> list:
+    """The answers (one per distinct time) in the caller's order, repeats included."""
+    if answers is None:
+        return [None] * len(times)
+    if times == distinct:  # sorted and without repeats already: the usual case (a chart)
+        return answers
+    by_time = dict(zip(distinct, answers))
+    return [by_time[t] for t in times]
 
 
 async def _ask_leaders(cluster: Cluster, remaining: dict, timestamp_type: str,
@@ -101,10 +113,18 @@ async def _ask_leaders(cluster: Cluster, remaining: dict, timestamp_type: str,
     return retry, last_error
 
 
-def _pairs(tp: TopicPartition, asked: list, part: dict) -> dict:
+def _pairs(tp: TopicPartition, asked: list, part: dict) -> list:
+    """One answer per asked time. Neighbouring times mostly share an answer (a chart's
+    empty buckets), and they share one object too: one is made per change, not per time."""
     offsets, stamps = part["offsets"], part["timestamps"]
     if len(offsets) != len(asked) or len(stamps) != len(asked):
         raise InvalidResponseError(f"OffsetsAtTimes answered {len(offsets)} offsets for "
                                    f"{len(asked)} times of {tp.topic}-{tp.partition}")
-    return {t: (None if offset < 0 else OffsetAndTimestamp(offset, stamp))
-            for t, offset, stamp in zip(asked, offsets, stamps)}
+    answers: list = []
+    last_offset = last_stamp = current = None
+    for offset, stamp in zip(offsets, stamps):
+        if offset != last_offset or stamp != last_stamp:
+            last_offset, last_stamp = offset, stamp
+            current = None if offset < 0 else OffsetAndTimestamp(offset, stamp)
+        answers.append(current)
+    return answers
