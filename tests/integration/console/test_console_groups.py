@@ -14,8 +14,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.broker_process import free_port
 from tests.helpers.group_wire import heartbeat
@@ -66,6 +68,28 @@ def test_lag_in_seconds_is_the_age_of_the_oldest_unconsumed_record(console, clus
                             str(ends[partition] - committed)]
         assert (before - oldest) / 1000 - 0.001 <= float(row[5]) <= (after - oldest) / 1000
     assert rows[2][4:6] == ["0", "0.0"]  # caught up
+
+
+def _requests_by_api(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    return {sample.labels["api"]: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == "tslog_requests_total"}
+
+
+def test_the_group_page_reads_lag_times_with_one_fetch(console, cluster_data):
+    """The guard of the group page's cost: every lagging partition's oldest unread time
+    comes from one Fetch (batch headers), whatever the number of lagging partitions."""
+    _commit(cluster_data.broker.bootstrap, "counted", {0: 0, 1: 0, 2: 0})
+    before = _requests_by_api(cluster_data.metrics_url)
+    status, body = console.get("/groups/counted")
+    after = _requests_by_api(cluster_data.metrics_url)
+    assert status == 200 and 'id="lag"' in body
+    grew = {api: after[api] - before.get(api, 0) for api in after
+            if after[api] != before.get(api, 0)}
+    assert grew.get("fetch") == 1
+    assert grew.get("list_offsets") == 2  # log start and log end
 
 
 def test_a_live_member_shows_its_host_and_client_id_and_a_reset_is_refused(
