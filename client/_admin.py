@@ -16,6 +16,8 @@ from ._acl_admin import AclAdmin
 from ._cluster import Cluster
 from ._group_admin import GroupAdmin
 from ._offsets import delete_records, list_offsets
+from ._batch_times import log_append_times
+from ._offsets_at_times import offsets_at_times
 from ._types import (
     AclBinding,
     AclBindingFilter,
@@ -210,6 +212,21 @@ class AsyncAdmin:
         return await list_offsets(self._cluster,
                                   {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
                                   timestamp_type)
+
+    async def offsets_at_times(self, times: dict, timestamp_type: str = "append"
+                               ) -> dict[TopicPartition, list[OffsetAndTimestamp | None]]:
+        """{tp: [ms, ...]} -> {tp: [OffsetAndTimestamp or None, ...]} in the same order:
+        per time, the first offset whose time is >= it, as ``list_offsets`` answers one time.
+        One request per leader for all of them (docs/client.md: charts of records per time)."""
+        return await offsets_at_times(self._cluster,
+                                      {TopicPartition(*tp): list(ts) for tp, ts in times.items()},
+                                      timestamp_type)
+
+    async def log_append_times(self, offsets: dict) -> dict[TopicPartition, int | None]:
+        """{tp: offset} -> {tp: LogAppendTime of the record there, or None}: read from its
+        batch's header (one Fetch per leader for all of them; no record is decoded)."""
+        return await log_append_times(self._cluster, {TopicPartition(*tp): offset
+                                                      for tp, offset in offsets.items()})
 
     # --------------------------------------------------------------------- consumer groups
 

@@ -29,7 +29,8 @@ import time
 
 from . import Admin, Consumer, TopicPartition
 from .cli_mirror import add_translate_command
-from .errors import GroupIdNotFoundError, NonEmptyGroupError
+from .errors import GroupIdNotFoundError
+from .group_resets import at_keyword, at_moment, clamped, keyword, live_group_refusal
 from .times import format_time_ms, parse_time_ms
 
 # Options whose value may be a relative time such as -3d: ``cli.main`` glues them to their
@@ -262,13 +263,12 @@ def _duration_time(text: str) -> str:
 
 
 def _by_time(admin, partitions, text: str, timestamp_type: str, bounds) -> dict:
-    keyword = text.strip().lower()
-    if keyword in ("earliest", "latest"):
-        return {tp: bounds[tp][0 if keyword == "earliest" else 1] for tp in partitions}
+    word = keyword(text)
+    if word is not None:
+        return at_keyword(word, partitions, bounds)
     moment = parse_time_ms(text)
-    found = admin.list_offsets({tp: moment for tp in partitions}, timestamp_type)
-    return {tp: (found[tp].offset if found[tp] is not None else bounds[tp][1])
-            for tp in partitions}
+    return at_moment(admin.list_offsets({tp: moment for tp in partitions}, timestamp_type),
+                     bounds)
 
 
 def _targets(args, admin, partitions, committed, bounds) -> dict:
@@ -279,9 +279,9 @@ def _targets(args, admin, partitions, committed, bounds) -> dict:
         return _by_time(admin, partitions, _duration_time(args.by_duration),
                         args.timestamp_type, bounds)
     if args.to_earliest:
-        return {tp: bounds[tp][0] for tp in partitions}
+        return at_keyword("earliest", partitions, bounds)
     if args.to_latest:
-        return {tp: bounds[tp][1] for tp in partitions}
+        return at_keyword("latest", partitions, bounds)
     if args.to_offset is not None:
         return {tp: args.to_offset for tp in partitions}
     if args.from_file is not None:
@@ -329,11 +329,9 @@ def _refuse_live_group(admin, group_id: str) -> None:
         group = admin.describe_consumer_groups([group_id])[group_id]
     except GroupIdNotFoundError:
         return
-    if group.members:
-        raise NonEmptyGroupError(
-            f"group {group_id!r} has {len(group.members)} live members (state {group.state}): "
-            "stop its consumers (or wait until their session times out) before resetting "
-            "its offsets")
+    refusal = live_group_refusal(group_id, group)
+    if refusal is not None:
+        raise refusal
 
 
 def reset_scope_problem(args) -> str | None:
@@ -351,7 +349,7 @@ def _reset_offsets(args) -> None:
         partitions = _scope(args, admin, committed)
         bounds = _bounds(admin, partitions)
         targets = _targets(args, admin, partitions, committed, bounds)
-        plan = {tp: min(max(targets[tp], bounds[tp][0]), bounds[tp][1]) for tp in partitions}
+        plan = clamped({tp: targets[tp] for tp in partitions}, bounds)
         times = record_times(args.bootstrap, {tp: offset for tp, offset in plan.items()
                                               if offset < bounds[tp][1]}, args.security)
         if args.execute:

@@ -23,6 +23,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Mapping
 
+# HTTP Basic, as the console's login and the broker's /metrics read it (one parser for both;
+# the console imports the client's public modules only, so it takes it from here)
+from tslog.protocol.http_basic import basic_credentials  # noqa: F401
+
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 

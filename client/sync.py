@@ -198,6 +198,12 @@ class Admin(_Facade):
     def list_offsets(self, timestamps, timestamp_type="append"):
         return self._run(self._core.list_offsets(timestamps, timestamp_type))
 
+    def offsets_at_times(self, times, timestamp_type="append"):
+        return self._run(self._core.offsets_at_times(times, timestamp_type))
+
+    def log_append_times(self, offsets):
+        return self._run(self._core.log_append_times(offsets))
+
     def list_consumer_groups(self):
         return self._run(self._core.list_consumer_groups())
 

@@ -71,6 +71,8 @@ class ApiKey(IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    # tslog's own (no Kafka API does this): numbered far past Kafka's keys
+    OFFSETS_AT_TIMES = 1000
 
 
 _API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
@@ -127,6 +129,11 @@ REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
         "replica_id": INT32,
         "timestamp_type": Choice("append", "create"),
         "topics": _tp_groups(Struct({"partition": PARTITION, "timestamp": INT64})),
+    }),
+    # many times per partition, each answered as ListOffsets answers one (time_series.py)
+    (ApiKey.OFFSETS_AT_TIMES, 0): Struct({
+        "timestamp_type": Choice("append", "create"),
+        "topics": _tp_groups(Struct({"partition": PARTITION, "timestamps": ListOf(INT64)})),
     }),
     (ApiKey.OFFSET_COMMIT, 0): Struct({
         "group_id": STR,
@@ -197,6 +204,10 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
     (ApiKey.LIST_OFFSETS, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
                                      "offset": INT64, "timestamp": INT64})),
+    }),
+    (ApiKey.OFFSETS_AT_TIMES, 0): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                                     "offsets": ListOf(INT64), "timestamps": ListOf(INT64)})),
     }),
     (ApiKey.OFFSET_COMMIT, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),

@@ -19,8 +19,6 @@ connections; a broken file leaves the running settings in place.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
 import socket
 import sys
@@ -28,6 +26,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from tslog.protocol.http_basic import basic_credentials
 
 from .collectors import render_disk, render_snapshot
 from .definitions import LOOP_FAMILIES, REGISTRY
@@ -86,15 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
         web = self.server.web
         if not web.users:
             return True
-        scheme, _, encoded = (self.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() != "basic":
-            return False
-        try:
-            username, sep, password = base64.b64decode(encoded.strip(), validate=True) \
-                .decode("utf-8").partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        return bool(sep) and web.check(username, password)
+        credentials = basic_credentials(self.headers.get("Authorization"))
+        return credentials is not None and web.check(*credentials)
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002
         """Scrapes every few seconds would flood the broker's log: say nothing."""

@@ -155,6 +155,8 @@ _fetch = _topic_partitions("Read", lambda p: {
     "log_start_offset": -1, "records": b""})
 _list_offsets = _topic_partitions("Describe", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED, "offset": -1, "timestamp": -1})
+_offsets_at_times = _topic_partitions("Describe", lambda p: {
+    "partition": p["partition"], "error_code": TOPIC_DENIED, "offsets": [], "timestamps": []})
 _delete_records = _topic_partitions("Delete", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED, "low_watermark": -1})
 _leader_epochs = _topic_partitions("Describe", lambda p: {
@@ -318,6 +320,7 @@ RULES: dict[int, Rule] = {
     51: _cluster("Alter"),                          # AlterUserScramCredentials
     68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
     69: _describe_groups,                           # ConsumerGroupDescribe: Describe group
+    1000: _offsets_at_times,                        # OffsetsAtTimes: Describe topic
 }
 
 

@@ -41,6 +41,7 @@ from .handlers import (
     handle_offset_commit,
     handle_offset_fetch,
 )
+from .offsets_at_times import handle_offsets_at_times
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .sasl_handlers import (
     handle_alter_user_scram_credentials,
@@ -55,6 +56,7 @@ DATA_PATH_HANDLERS = {
     ApiKey.FETCH: handle_fetch,
     ApiKey.LIST_OFFSETS: handle_list_offsets,
     ApiKey.DELETE_RECORDS: handle_delete_records,
+    ApiKey.OFFSETS_AT_TIMES: handle_offsets_at_times,
 }
 REPLICATION_HANDLERS = {
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,

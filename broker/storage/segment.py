@@ -366,6 +366,8 @@ class Segment(LoadMixin):
         raise CorruptIndexError(f"CreateTime {timestamp} not found though the segment max is later")
 
     def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp: int):
+        if header.first_create_time >= timestamp:  # the first record: its time is in the
+            return header.base_offset, header.first_create_time  # header (checked on append)
         batch = os.pread(self._log_fd(), header.batch_length,
                          position)
         self.last_scan_bytes += len(batch)

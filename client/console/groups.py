@@ -2,14 +2,16 @@
 
 Lag in seconds is what ``tslog groups describe`` prints: the age of the oldest record the
 group has not consumed, now minus the LogAppendTime of the record at its committed offset
-(0 when caught up, unknown when nothing is committed). The record is read with the console's
-``RecordReader`` (one record per lagging partition, all in one fetch).
+(0 when caught up, unknown when nothing is committed). Its time comes from its batch's
+header (``AsyncAdmin.log_append_times``: one Fetch for every lagging partition, no record
+decoded).
 
-A reset to a moment follows ``tslog groups reset-offsets --to-datetime``'s rules: each
-partition goes to the first offset at or after the moment (the log end where no record is that
-late), clamped to [log start, log end]; ``earliest`` and ``latest`` are accepted too; a group
-with live members is refused (their consumers would overwrite the change). The plan is
-computed once for the confirmation page, and exactly that plan is applied.
+A reset to a moment follows ``tslog groups reset-offsets --to-datetime``'s rules, which both
+take from ``tslog.client.group_resets``: each partition goes to the first offset at or after
+the moment (the log end where no record is that late), clamped to [log start, log end];
+``earliest`` and ``latest`` are accepted too; a group with live members is refused (their
+consumers would overwrite the change). The plan is computed once for the confirmation page,
+and exactly that plan is applied.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import time
 from dataclasses import dataclass
 
 from tslog.client.aio import AsyncAdmin, TopicPartition
-from tslog.client.errors import GroupIdNotFoundError, NonEmptyGroupError
+from tslog.client.errors import GroupIdNotFoundError
+from tslog.client.group_resets import at_keyword, at_moment, clamped, keyword, live_group_refusal
 from tslog.client.times import parse_time_ms
 
 from .reads import bounds
-from .records import RecordReader, positions_at
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ async def describe(admin: AsyncAdmin, group_id: str):
     return group, {tp: meta.offset for tp, meta in committed.items()}
 
 
-async def lag_rows(admin: AsyncAdmin, reader: RecordReader, group, committed: dict) -> list:
+async def lag_rows(admin: AsyncAdmin, group, committed: dict) -> list:
     """One LagRow per partition the group committed or owns, sorted."""
     owners = {tp: member.member_id for member in (group.members if group else ())
               for tp in member.assigned}
@@ -63,13 +65,7 @@ async def lag_rows(admin: AsyncAdmin, reader: RecordReader, group, committed: di
     limits = await bounds(admin, partitions)
     behind = {tp: max(committed[tp], limits[tp][0]) for tp in partitions
               if tp in committed and committed[tp] < limits[tp][1]}
-    times: dict = {}
-    for topic in sorted({tp.topic for tp in behind}):
-        positions = {tp.partition: offset for tp, offset in behind.items() if tp.topic == topic}
-        page = await reader.page(admin, topic, positions, 1)
-        for partition, records in page.records.items():
-            if records:
-                times[TopicPartition(topic, partition)] = records[0].log_append_time
+    times = await admin.log_append_times(behind) if behind else {}
     return [LagRow(tp, committed.get(tp), limits[tp][1], owners.get(tp), times.get(tp))
             for tp in partitions]
 
@@ -89,10 +85,9 @@ class ResetPlan:
 
 async def refuse_live_group(admin: AsyncAdmin, group_id: str) -> None:
     group, _ = await describe(admin, group_id)
-    if group is not None and group.members:
-        raise NonEmptyGroupError(
-            f"group {group_id!r} has {len(group.members)} live members (state {group.state}): "
-            "stop its consumers (or wait until their session times out) before resetting")
+    refusal = live_group_refusal(group_id, group)
+    if refusal is not None:
+        raise refusal
 
 
 async def plan_reset(admin: AsyncAdmin, group_id: str, topic: str, moment: str,
@@ -100,21 +95,19 @@ async def plan_reset(admin: AsyncAdmin, group_id: str, topic: str, moment: str,
     """What a reset of ``group_id`` on ``topic`` to ``moment`` would set, per partition."""
     await refuse_live_group(admin, group_id)
     description = await admin.describe_topic(topic)
-    numbers = [info.partition for info in description.partitions]
-    tps = [TopicPartition(topic, p) for p in numbers]
+    tps = [TopicPartition(topic, info.partition) for info in description.partitions]
     limits = await bounds(admin, tps)
     _, committed = await describe(admin, group_id)
-    keyword = moment.strip().lower()
+    word = keyword(moment)
     moment_ms = None
-    if keyword in ("earliest", "latest"):
-        targets = {p: limits[TopicPartition(topic, p)][keyword == "latest"] for p in numbers}
+    if word is not None:
+        targets = at_keyword(word, tps, limits)
     else:
         moment_ms = parse_time_ms(moment)
-        targets = await positions_at(admin, topic, numbers, moment_ms, timestamp_type)
-    rows = []
-    for tp in tps:
-        low, high = limits[tp]
-        rows.append((tp.partition, committed.get(tp), min(max(targets[tp.partition], low), high)))
+        targets = at_moment(await admin.list_offsets({tp: moment_ms for tp in tps},
+                                                     timestamp_type), limits)
+    plan = clamped(targets, limits)
+    rows = [(tp.partition, committed.get(tp), plan[tp]) for tp in tps]
     return ResetPlan(group_id, topic, moment, moment_ms, rows)
 
 

@@ -39,14 +39,14 @@ async def group_page(request, console) -> HTMLResponse:
     group, committed = await describe(console.admin, group_id)
     if group is None and not committed:
         raise ValueError(f"group {group_id!r} does not exist")
-    rows = await lag_rows(console.admin, console.reader, group, committed)
+    rows = await lag_rows(console.admin, group, committed)
     now = now_ms()
     lag = table(["topic", "partition", "committed", "log end", "lag (records)", "lag (seconds)",
                  "member"],
                 [(r.tp.topic, r.tp.partition, r.committed, r.log_end, r.lag,
                   r.lag_seconds(now), r.member) for r in rows], "lag")
-    members = table(["member", "epoch", "state", "assigned"],
-                    [(m.member_id, m.member_epoch, m.state,
+    members = table(["member", "host", "client id", "epoch", "state", "assigned"],
+                    [(m.member_id, m.client_host, m.client_id, m.member_epoch, m.state,
                       ", ".join(f"{tp.topic}-{tp.partition}" for tp in m.assigned))
                      for m in (group.members if group else ())], "members")
     state = group.state if group else "EMPTY"

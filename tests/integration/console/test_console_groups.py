@@ -1,6 +1,7 @@
 """Consumer groups in the console (real Chromium, real broker): lag in seconds is the age of
-the oldest unconsumed record; a reset to a moment shows a plan equal to the CLI's dry run
-(``tslog groups reset-offsets --to-datetime``: same rules) and then commits exactly that plan,
+the oldest unconsumed record; a reset to a moment shows the plan the acknowledged records
+give (per partition the first offset whose LogAppendTime is at or after the moment) and then
+commits exactly that plan,
 even when records arrive between the confirmation and the click; a read-only console refuses
 both steps, and a form it did not make is refused. Protected mode: beyond loopback the
 console will not start without a users file, and with one it asks every request to log in.
@@ -10,14 +11,17 @@ before and after the page loaded, never against a fixed figure."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.broker_process import free_port
+from tests.helpers.group_wire import heartbeat
+from tests.helpers.wire import Wire
 from tests.helpers.console_process import ConsoleProcess
 from tslog.client import Admin, Producer, TopicPartition
 from tslog.client.times import format_time_ms
@@ -66,13 +70,50 @@ def test_lag_in_seconds_is_the_age_of_the_oldest_unconsumed_record(console, clus
     assert rows[2][4:6] == ["0", "0.0"]  # caught up
 
 
-def _cli_plan(bootstrap: str, group: str, moment: str) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-m", "tslog.client.cli", "groups", "reset-offsets", group, "--topic",
-         "events", "--to-datetime", moment, "--format", "json", "--bootstrap", bootstrap],
-        capture_output=True, timeout=60)
-    assert result.returncode == 0, result.stderr.decode()
-    return {row["partition"]: row["new"] for row in map(json.loads, result.stdout.splitlines())}
+def _requests_by_api(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    return {sample.labels["api"]: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == "tslog_requests_total"}
+
+
+def test_the_group_page_reads_lag_times_with_one_fetch(console, cluster_data):
+    """The guard of the group page's cost: every lagging partition's oldest unread time
+    comes from one Fetch (batch headers), whatever the number of lagging partitions."""
+    _commit(cluster_data.broker.bootstrap, "counted", {0: 0, 1: 0, 2: 0})
+    before = _requests_by_api(cluster_data.metrics_url)
+    status, body = console.get("/groups/counted")
+    after = _requests_by_api(cluster_data.metrics_url)
+    assert status == 200 and 'id="lag"' in body
+    grew = {api: after[api] - before.get(api, 0) for api in after
+            if after[api] != before.get(api, 0)}
+    assert grew.get("fetch") == 1
+    assert grew.get("list_offsets") == 2  # log start and log end
+
+
+def test_a_live_member_shows_its_host_and_client_id_and_a_reset_is_refused(
+        writable_console, cluster_data, browser_page):
+    broker = cluster_data.broker
+    with Wire(broker.host, broker.port, client_id="billing-reader-7") as wire:
+        member_id = heartbeat(wire, "live", "", 0, ["events"])["member_id"]
+        try:
+            page = browser_page(writable_console).open("/groups/live")
+            (row,) = _rows(page, "members")
+            assert row[:3] == [member_id, "127.0.0.1", "billing-reader-7"]
+            status, body = writable_console.get("/groups/live/reset?topic=events&to=earliest")
+            assert status == 502 and "live members" in body  # as the CLI refuses
+        finally:
+            heartbeat(wire, "live", member_id, -1)  # leaves
+
+
+def _plan_oracle(bootstrap: str, metas, moment_ms: int) -> dict:
+    """Per partition the first offset whose LogAppendTime is >= the moment, else the log end."""
+    with Admin(bootstrap) as admin:
+        ends = admin.list_offsets({TopicPartition("events", p): -1 for p in (0, 1, 2)})
+    return {p: min((m.offset for m in metas if m.partition == p
+                    and m.log_append_time >= moment_ms),
+                   default=ends[TopicPartition("events", p)].offset) for p in (0, 1, 2)}
 
 
 def test_reset_to_a_moment_commits_exactly_the_confirmed_plan(writable_console, cluster_data,
@@ -80,7 +121,8 @@ def test_reset_to_a_moment_commits_exactly_the_confirmed_plan(writable_console, 
     bootstrap = cluster_data.broker.bootstrap
     metas = cluster_data.events
     _commit(bootstrap, "replay", {0: 0, 1: 0, 2: 0})
-    moment = format_time_ms(sorted(m.log_append_time for m in metas)[len(metas) // 3])
+    moment_ms = sorted(m.log_append_time for m in metas)[len(metas) // 3]
+    moment = format_time_ms(moment_ms)
     browser = browser_page(writable_console)
     page = browser.open("/groups/replay")
     page.select_option("select[name=topic]", "events")
@@ -89,7 +131,7 @@ def test_reset_to_a_moment_commits_exactly_the_confirmed_plan(writable_console, 
     page.wait_for_url("**/reset?**")
     assert browser.errors == []
     plan = {int(p): (current, int(new)) for p, current, new, _ in _rows(page, "plan")}
-    assert {p: new for p, (_, new) in plan.items()} == _cli_plan(bootstrap, "replay", moment)
+    assert {p: new for p, (_, new) in plan.items()} == _plan_oracle(bootstrap, metas, moment_ms)
     assert {p: current for p, (current, _) in plan.items()} == {0: "0", 1: "0", 2: "0"}
     assert _committed(bootstrap, "replay") == {0: 0, 1: 0, 2: 0}  # nothing changed yet
     page.click("#apply")

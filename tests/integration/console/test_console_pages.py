@@ -189,3 +189,31 @@ def test_traffic_chart_by_create_time_per_minute(console, cluster_data, browser_
     bars = _bars(page, "#traffic")
     assert bars == {start: expected.get(start, 0) for start in bars}
     assert sum(bars.values()) == len(sent)
+
+
+def _requests_by_api(url: str) -> dict[str, float]:
+    """{api: requests answered so far} from the broker's own counter."""
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    return {sample.labels["api"]: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == "tslog_requests_total"}
+
+
+@pytest.mark.parametrize("window,buckets", [
+    ("bucket=second&from=-2m", 121), ("bucket=minute&from=-1h", 61),
+    ("bucket=hour&from=-24h&time_type=create", 25)])
+def test_a_chart_costs_one_lookup_request_whatever_its_bucket_count(console, cluster_data,
+                                                                    window, buckets):
+    """The guard of the chart's cost: one OffsetsAtTimes for every edge of every partition
+    (one leader here), never one request per bucket; the partition table's three ListOffsets
+    (latest, first record, max timestamp) do not grow with the chart either."""
+    before = _requests_by_api(cluster_data.metrics_url)
+    status, body = console.get(f"/topics/events?{window}")
+    after = _requests_by_api(cluster_data.metrics_url)
+    assert status == 200
+    assert body.count('class="bar"') >= buckets  # the whole chart, and per partition
+    grew = {api: after[api] - before.get(api, 0) for api in after
+            if after[api] != before.get(api, 0)}
+    assert grew.get("offsets_at_times") == 1
+    assert grew.get("list_offsets") == 3

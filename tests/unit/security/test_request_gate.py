@@ -42,6 +42,12 @@ SAMPLES = {
         tp("a1", {"partition": 0, "timestamp": -1}), tp("b1", {"partition": 0, "timestamp": -1})]},
         lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0, "offset": 1,
                                                  "timestamp": -1}) for t in body["topics"]]}),
+    ApiKey.OFFSETS_AT_TIMES: ({"timestamp_type": "append", "topics": [
+        tp("a1", {"partition": 0, "timestamps": [1, 2]}),
+        tp("b1", {"partition": 0, "timestamps": [1]})]},
+        lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0,
+                                                 "offsets": [0, 1], "timestamps": [1, 2]})
+                                 for t in body["topics"]]}),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: ({"replica_id": -1, "topics": [
         tp("a1", {"partition": 0, "leader_epoch": 0}), tp("b1", {"partition": 0, "leader_epoch": 0})]},
         lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0,

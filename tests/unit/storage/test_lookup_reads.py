@@ -28,3 +28,27 @@ def test_a_lookup_between_index_entries_reads_the_log_once(tmp_path, monkeypatch
     assert len(reads) < 1.1 * len(times), len(reads)
     assert max(reads) <= 4096 + 80  # of at most an index interval and a header
     assert expected[times[7]].offset == 35 and expected[times[7]].timestamp == times[7]
+
+
+def test_a_lookup_by_create_time_that_lands_on_a_batchs_first_record_reads_only_headers(
+        tmp_path, monkeypatch):
+    """The first record's CreateTime is in the batch header (checked on append), so a lookup
+    whose answer is a batch's first record decodes no records: the reads are headers only.
+    A lookup inside a batch still reads that batch, once."""
+    clock = ManualClock(START_MS)
+    with open_log(tmp_path / "t-0", clock, index_interval_bytes=0) as log:
+        for i in range(50):  # CreateTimes 0, 10, ..., 40 after START_MS + 100 * i
+            log.append(make_batch(5, create_time=[START_MS + 100 * i + 10 * k
+                                                  for k in range(5)], value_size=200))
+            clock.advance(1)
+        reads = []
+        real_pread = os.pread
+        monkeypatch.setattr(os, "pread", lambda *a: (reads.append(a[1]), real_pread(*a))[1])
+        for i in range(50):
+            found = log.offset_for_time(START_MS + 100 * i - 50, "create")
+            assert tuple(found) == (5 * i, START_MS + 100 * i)
+        assert max(reads) < 200  # headers, never a batch of five 200-byte values
+        reads.clear()
+        found = log.offset_for_time(START_MS + 100 * 7 + 25, "create")
+        assert tuple(found) == (5 * 7 + 3, START_MS + 100 * 7 + 30)
+        assert max(reads) > 1000  # the batch, read to find its fourth record

@@ -1,0 +1,130 @@
+"""Many times per partition in one request (OffsetsAtTimes, tslog's api key 1000).
+
+Why its own module: ``list_offsets`` asks one time per partition; a chart of records per
+time bucket asks every bucket edge of every partition, and one request per edge would cost
+B round trips of P lookups. Here each leader gets one request carrying every partition's
+sorted, de-duplicated times; the answers come back in the caller's order. Partitions whose
+leader moved are asked again, as ``list_offsets`` does (the same retry rules).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+
+from tslog.protocol.messages import ApiKey
+
+from ._cluster import Cluster
+from ._offsets import TIMESTAMP_TYPES, group_by_topic
+from ._types import OffsetAndTimestamp, TopicPartition
+from .errors import InvalidResponseError, TslogError, error_for
+
+_OFFSETS_AT_TIMES = ApiKey.OFFSETS_AT_TIMES  # read per request (see ApiKey)
+MAX_TIMES = 2048  # distinct times per partition the broker answers in one request
+
+
+def _distinct_times(times) -> list[int]:
+    try:
+        distinct = sorted(set(times))
+    except TypeError:
+        raise ValueError("times must be epoch milliseconds (ints >= 0)") from None
+    if distinct and (distinct[0] < 0 or not set(map(type, distinct)) <= {int}):
+        raise ValueError("times must be epoch milliseconds (ints >= 0)")
+    if len(distinct) > MAX_TIMES:
+        raise ValueError(f"{len(distinct)} distinct times in one partition is more than "
+                         f"{MAX_TIMES}")
+    return distinct
+
+
+async def offsets_at_times(cluster: Cluster, times: dict[TopicPartition, list],
+                           timestamp_type: str = "append"
+                           ) -> dict[TopicPartition, list[OffsetAndTimestamp | None]]:
+    """{tp: [t, ...]} -> {tp: [the first offset whose time is >= t, and its time, or None]}.
+
+    Raises:
+        ValueError: a bad timestamp_type, a negative time, more than MAX_TIMES distinct
+        times in a partition. A ``TslogError`` subclass for a partition that still fails
+        after ``cluster.retries`` attempts.
+    """
+    if timestamp_type not in TIMESTAMP_TYPES:
+        raise ValueError(f"timestamp_type must be 'append' or 'create', not {timestamp_type!r}")
+    asked = {tp: _distinct_times(ts) for tp, ts in times.items()}
+    answered: dict[TopicPartition, dict] = {}
+    remaining = {tp: ts for tp, ts in asked.items() if ts}
+    attempt = 0
+    while remaining:
+        retry, last_error = await _ask_leaders(cluster, remaining, timestamp_type, answered)
+        if retry:
+            if attempt >= cluster.retries:
+                raise last_error
+            await asyncio.sleep(cluster.backoff_s(attempt))
+            await cluster.refresh_metadata()
+            attempt += 1
+        remaining = retry
+    return {tp: _in_asked_order(ts, asked[tp], answered.get(tp)) for tp, ts in times.items()}
+
+
+def _in_asked_order(times: list, distinct: list, answers: list | None) -> list:
+    """The answers (one per distinct time) in the caller's order, repeats included."""
+    if answers is None:
+        return [None] * len(times)
+    if times == distinct:  # sorted and without repeats already: the usual case (a chart)
+        return answers
+    by_time = dict(zip(distinct, answers))
+    return [by_time[t] for t in times]
+
+
+async def _ask_leaders(cluster: Cluster, remaining: dict, timestamp_type: str,
+                       answered: dict) -> tuple[dict, TslogError | None]:
+    """One request per leader; fills ``answered`` ({tp: {time: answer}}); returns the
+    partitions to ask again and the last retriable error."""
+    for topic in {tp.topic for tp in remaining}:
+        if not cluster.topics.get(topic) or cluster.metadata_stale():
+            await cluster.ensure_topic(topic)
+    by_node: dict[int, dict] = collections.defaultdict(dict)
+    retry: dict[TopicPartition, list] = {}
+    last_error: TslogError | None = None
+    for tp, ts in remaining.items():
+        leader = cluster.leader_for(tp)
+        if leader is None:
+            retry[tp] = ts
+            last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
+        else:
+            by_node[leader][tp] = {"timestamps": ts}
+    replies = await asyncio.gather(*(cluster.request(node, _OFFSETS_AT_TIMES, {
+        "timestamp_type": timestamp_type, "topics": group_by_topic(parts)})
+        for node, parts in by_node.items()))
+    for body in replies:
+        for topic in body["topics"]:
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], part["partition"])
+                if tp not in remaining:
+                    continue
+                if part["error_code"]:
+                    error = error_for(part["error_code"])(f"{tp.topic}-{tp.partition}")
+                    if not error.retriable:
+                        raise error
+                    retry[tp], last_error = remaining[tp], error
+                    continue
+                answered[tp] = _pairs(tp, remaining[tp], part)
+    unanswered = [tp for tp in remaining if tp not in answered and tp not in retry]
+    if unanswered:
+        raise InvalidResponseError(f"OffsetsAtTimes did not answer for {unanswered}")
+    return retry, last_error
+
+
+def _pairs(tp: TopicPartition, asked: list, part: dict) -> list:
+    """One answer per asked time. Neighbouring times mostly share an answer (a chart's
+    empty buckets), and they share one object too: one is made per change, not per time."""
+    offsets, stamps = part["offsets"], part["timestamps"]
+    if len(offsets) != len(asked) or len(stamps) != len(asked):
+        raise InvalidResponseError(f"OffsetsAtTimes answered {len(offsets)} offsets for "
+                                   f"{len(asked)} times of {tp.topic}-{tp.partition}")
+    answers: list = []
+    last_offset = last_stamp = current = None
+    for offset, stamp in zip(offsets, stamps):
+        if offset != last_offset or stamp != last_stamp:
+            last_offset, last_stamp = offset, stamp
+            current = None if offset < 0 else OffsetAndTimestamp(offset, stamp)
+        answers.append(current)
+    return answers
