@@ -299,8 +299,7 @@ class Segment(LoadMixin):
         """Bytes from ``position`` (a batch start) up to the last batch that ends by ``end``."""
         i = self.offset_index.count_positions_at_or_below(end)
         hop = max(position, self.offset_index.entry(i - 1)[1]) if i else position
-        window = HeaderWindow(self._log_fd(), end,
-                              self.index_interval_bytes)
+        window = HeaderWindow(self._log_fd(), end, self.index_interval_bytes)
         while hop + HEADER_SIZE <= end:
             length = window.fields_at(hop)[3]
             if hop + length > end:
@@ -329,11 +328,8 @@ class Segment(LoadMixin):
         return found
 
     def find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
-        """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any.
-
-        The hot path of a time lookup: when the index entry found is known to follow its
-        predecessor's batch directly (``_YES``), the answer is that entry, read with one
-        struct call, and the tuple is made in C (a NamedTuple's ``__new__`` is Python code)."""
+        """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any. The hot
+        path: an entry known to follow its predecessor's batch (``_YES``) is the answer as is."""
         if self.size == 0 or self.max_log_append_time < timestamp:
             return None
         index = self.time_index
@@ -368,8 +364,7 @@ class Segment(LoadMixin):
     def _first_record_at_or_after(self, position: int, header: BatchHeader, timestamp: int):
         if header.first_create_time >= timestamp:  # the first record: its time is in the
             return header.base_offset, header.first_create_time  # header (checked on append)
-        batch = os.pread(self._log_fd(), header.batch_length,
-                         position)
+        batch = os.pread(self._log_fd(), header.batch_length, position)
         self.last_scan_bytes += len(batch)
         create_times = decode_columns(batch).create_time
         first = int(np.argmax(create_times >= timestamp))
@@ -381,8 +376,7 @@ class Segment(LoadMixin):
         self._next_is_indexed[k] = _YES if start + self._first_batch_length == end else _NO
 
     def read_header_at(self, position: int) -> BatchHeader:
-        return parse_header(os.pread(self._log_fd(),
-                                     HEADER_SIZE, position))
+        return parse_header(os.pread(self._log_fd(), HEADER_SIZE, position))
 
     # -- truncation, lifecycle -------------------------------------------------------------
 
