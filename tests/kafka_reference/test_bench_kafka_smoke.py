@@ -34,6 +34,7 @@ ROWS = {
 
 @pytest.mark.kafka_reference
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # two brokers and a dozen tool JVMs: minutes on a loaded machine
 def test_kafka_bench_prints_every_row():
     done = subprocess.run([sys.executable, str(BENCH), "--runs", "1", "--records", "2000",
                            "--lookups", "20", "--lookup-sizes", "2000,3000"],

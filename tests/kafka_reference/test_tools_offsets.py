@@ -4,7 +4,7 @@ and tslog's Kafka listener (see test_tools_topics.py): what the tool prints must
 The session: a group commits offsets on two partitions (a console consumer that has left);
 the offsets of one partition are deleted, then of the whole topic; a group that does not
 exist is refused; while a console consumer of the group is subscribed to the topic, the
-tool is refused (GROUP_SUBSCRIBED_TO_TOPIC) and the offsets stay. Each step's effect is
+tool is refused on tslog (GROUP_SUBSCRIBED_TO_TOPIC) and the offsets stay. Each step's effect is
 read back with ``--describe``, and the final offsets through tslog's own client.
 """
 
@@ -48,7 +48,11 @@ def test_delete_offsets_of_a_partition_a_topic_an_unknown_group_and_a_subscribed
         return out
 
     kafka, tslog = both(pair, session)
-    assert kafka == tslog
+    # Apache Kafka 4.4 answered GROUP_SUBSCRIBED_TO_TOPIC here in one run and deleted the
+    # offsets in another (same session; its classic group's subscriptions are computed at
+    # each rebalance): that step is tslog's alone to assert, as Kafka documents it.
+    assert {k: v for k, v in kafka.items() if k != "subscribed"} == \
+        {k: v for k, v in tslog.items() if k != "subscribed"}
     assert tslog["one"][-2:] == [["TOPIC", "PARTITION", "STATUS"], [topic, "0", "Successful"]]
     assert [row[2] for row in tslog["after one"][1:]] == ["1"]  # partition 1's stays
     assert "does not exist" in " ".join(map(" ".join, tslog["unknown"]))
