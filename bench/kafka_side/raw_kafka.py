@@ -53,6 +53,7 @@ def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int
                 {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
         frames.append(struct.pack(">I", len(data)) + data)
     with connect(bootstrap) as sock:
+        wait_for_leader(sock, topic)
         sent = answered = 0
         started = time.perf_counter()
         while sent < min(window, batches):
@@ -68,6 +69,24 @@ def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int
                 sock.sendall(frames[sent])
                 sent += 1
         return time.perf_counter() - started
+
+
+def wait_for_leader(sock: socket.socket, topic: str, tries: int = 300) -> None:
+    """Until partition 0 of a topic just created has a leader that answers (Kafka answers
+    NOT_LEADER_OR_FOLLOWER for a moment after CreateTopics; clients retry, this loop does
+    not): a ListOffsets for the log end, which writes nothing, every 0.1 s."""
+    from tslog.protocol.kafka import decode_response, encode_request
+
+    for n in range(tries):
+        data = encode_request(2, 7, n, "bench", {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+        sock.sendall(struct.pack(">I", len(data)) + data)
+        _, body = decode_response(2, 7, read_frame(sock))
+        if body["topics"][0]["partitions"][0]["error_code"] == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"partition 0 of {topic} has no leader after {tries} tries")
 
 
 def list_offsets_loop(bootstrap: str, topic: str, times: list[int]) -> list[float]:
