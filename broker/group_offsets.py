@@ -96,6 +96,17 @@ class GroupOffsetStore:
         else:
             await asyncio.to_thread(self.delete, group_id)
 
+    async def forget_partitions(self, group_id: str, partitions: list) -> None:
+        """Drop the group's committed offsets of ``partitions`` ((topic, partition) pairs;
+        Kafka's OffsetDelete), durably; a group left with none loses its file. The caller
+        serialises it with the group's commits. Raises OSError."""
+        gone = set(partitions)
+        kept = {tp: value for tp, value in self.fetch(group_id).items() if tp not in gone}
+        if kept:
+            await asyncio.to_thread(self.write, group_id, kept)
+        else:
+            await asyncio.to_thread(self.delete, group_id)
+
     async def forget_group(self, group_id: str) -> None:
         """Delete all of the group's committed offsets durably (DeleteGroups): its file goes,
         so a restart does not bring them back. The caller serialises it with the group's

@@ -98,6 +98,7 @@ class ErrorCode(IntEnum):
     OFFSET_NOT_AVAILABLE = 78, True, "The new leader's high watermark has not caught up yet."
     MEMBER_ID_REQUIRED = 79, False, "Join the classic group again with the member id given."
     GROUP_MAX_SIZE_REACHED = 81, False, "The group already has as many members as allowed."
+    GROUP_SUBSCRIBED_TO_TOPIC = 86, False, "The group's members are subscribed to the topic."
     INVALID_RECORD = 87, False, "A record failed the broker's validation and was rejected."
     RESOURCE_NOT_FOUND = 91, False, "The requested resource (user, ACL) does not exist."
     DUPLICATE_RESOURCE = 92, False, "The request names the same resource twice."

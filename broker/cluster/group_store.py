@@ -40,7 +40,7 @@ def group_hash(group_id: str) -> str:
 
 class EtcdGroupOffsetStore:
     """GroupOffsetStore's interface (``fetch``, ``all_groups``, ``commit``, ``forget_topic``,
-    ``forget_group``) over etcd."""
+    ``forget_partitions``, ``forget_group``) over etcd."""
 
     def __init__(self, etcd: Etcd, cluster_name: str) -> None:
         self.etcd = etcd
@@ -85,6 +85,20 @@ class EtcdGroupOffsetStore:
         delete; the other brokers drop them from their caches by the watch). Raises OSError."""
         await self._delete_prefix(group_id, f"{topic}/",
                                   [tp for tp in self.fetch(group_id) if tp[0] == topic])
+
+    async def forget_partitions(self, group_id: str, partitions: list) -> None:
+        """Delete the group's committed offsets of ``partitions`` ((topic, partition) pairs;
+        Kafka's OffsetDelete) from etcd: one key each, in transactions of at most
+        ``MAX_TXN_OPS``. Raises OSError."""
+        base = self.prefix + group_hash(group_id) + "/"
+        deletes = [self.etcd.delete(f"{base}{topic}/{partition}")
+                   for topic, partition in sorted(partitions)]
+        try:
+            for start in range(0, len(deletes), MAX_TXN_OPS):
+                _, revision = await self.etcd.txn([], deletes[start:start + MAX_TXN_OPS])
+        except EtcdError as exc:
+            raise OSError(str(exc)) from None
+        self._forget(group_id, list(partitions), revision)
 
     async def forget_group(self, group_id: str) -> None:
         """Delete every committed offset of the group from etcd (DeleteGroups: one prefix

@@ -29,6 +29,8 @@ class OffsetStore(Protocol):
 
     async def forget_topic(self, group_id: str, topic: str) -> None: ...
 
+    async def forget_partitions(self, group_id: str, partitions: list) -> None: ...
+
     async def forget_group(self, group_id: str) -> None: ...
 
 
@@ -66,6 +68,12 @@ class CommittedOffsets:
         a group made again under the name starts from its consumers' reset policy). The
         caller holds ``group_lock(group_id)``. Raises OSError."""
         await self.store.forget_group(group_id)
+
+    async def forget_partitions(self, group_id: str, partitions: list) -> None:
+        """Delete the group's committed offsets of ``partitions`` ((topic, partition) pairs),
+        durably, in order with its commits (Kafka's OffsetDelete). Raises OSError."""
+        async with self.group_lock(group_id):
+            await self.store.forget_partitions(group_id, partitions)
 
     async def forget_topic(self, topic: str) -> None:
         """A deleted topic's committed offsets leave every group, as in Kafka: re-created

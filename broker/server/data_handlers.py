@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 
 from tslog.protocol.batch_header import (
     BatchFormatError,
@@ -40,12 +41,26 @@ log = logging.getLogger("tslog.broker.handlers")
 # ------------------------------------------------------------------------------------ produce
 
 
-def _precheck(plog: PartitionLog, batch, now_ms: int) -> tuple:
+@dataclass(frozen=True, slots=True)
+class SentSize:
+    """A produced partition's one idempotent batch as its producer sent it, before a front
+    door converted it (the Kafka listener: a tslog batch takes more room than the Kafka
+    batch it comes from). ``max.message.bytes`` is counted against ``sent_bytes``, as Kafka
+    counts it, so a batch Kafka would take is taken; ``segment.bytes`` still bounds what
+    is stored. A type of its own, not a number in the body: native bodies are decoded
+    from msgpack, which never makes one, so only the broker's own adapter can say it."""
+
+    sent_bytes: int
+
+
+def _precheck(plog: PartitionLog, batch, now_ms: int, sent: SentSize | None = None) -> tuple:
     """The checks ``append`` makes, done for every batch before the first is written, so a
     bad batch later in a request cannot leave its predecessors behind. Returns what
     ``append(validated=...)`` takes, so the records are read once."""
     config = plog.config
-    if (problem := config.size_problem(len(batch))) is not None:
+    problem = config.size_problem(len(batch)) if sent is None else \
+        config.size_problem(sent.sent_bytes, stored=len(batch))
+    if problem is not None:
         raise RecordTooLargeError(problem)
     try:
         validated = validate_batch_for_stamping(batch)
@@ -58,10 +73,12 @@ def _precheck(plog: PartitionLog, batch, now_ms: int) -> tuple:
     return validated
 
 
-def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple[int, int, int]:
+def append_records(part: Partition, records: bytes, clock: BrokerClock,
+                   sent: SentSize | None = None) -> tuple[int, int, int]:
     """Append every batch in ``records``, all or nothing; return (first offset, LAT, end
     offset). A retried idempotent batch already in the log answers its original offsets
-    without being written again.
+    without being written again. ``sent``: the size of ``records``' one idempotent batch
+    as its producer sent it (``SentSize``), when a front door converted it.
 
     Raises:
         StorageError subclasses, OutOfOrderSequenceError, InvalidProducerEpochError (nothing
@@ -77,8 +94,8 @@ def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple
     with clock.frozen() as now_ms:
         if len(batches) == 1:
             validated = None
-            if parse_header(records).producer_id >= 0:
-                validated = _precheck(plog, records, now_ms)  # size, format, create times
+            if parse_header(records).producer_id >= 0:  # size, format, create times:
+                validated = _precheck(plog, records, now_ms, sent)
                 header = validated[0]
                 duplicate = replica.producers.check(header)
                 if duplicate is not None:
@@ -132,9 +149,10 @@ def handle_produce(services: DataPath, body: dict):
             else:
                 plog = part.log
                 try:
-                    records = entry["records"]
+                    records, sent = entry["records"], entry.get("sent")
                     result["base_offset"], result["log_append_time"], end = append_records(
-                        part, records, services.clock)
+                        part, records, services.clock,
+                        sent if isinstance(sent, SentSize) else None)
                     services.notifier.notify(part)  # followers' long polls
                     if part.alone:  # consumers wait for the HW, which is the log end here
                         services.notifier.notify(plog)

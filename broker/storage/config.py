@@ -161,14 +161,27 @@ class LogConfig:
                     f"{self.message_timestamp_after_max_ms} ms after the broker time {now}")
         return None
 
-    def size_problem(self, size: int) -> str | None:
+    def size_problem(self, size: int, stored: int | None = None) -> str | None:
         """Why a batch of ``size`` bytes may not be appended, naming the setting and its value
         (the producer's user must know which limit to raise or which batch to shrink), or
-        None. One rule for the log and for a broker checking a whole request first."""
-        for key, limit in (("max.message.bytes", self.max_message_bytes),
-                           ("segment.bytes", self.segment_bytes)):
-            if size > limit:
-                return f"a batch of {size} bytes is larger than the topic's {key} ({limit})"
+        None. One rule for the log and for a broker checking a whole request first.
+
+        ``stored``: the batch's size in the log when ``size`` is its size as its producer
+        sent it in another format (a Kafka batch, which the Kafka listener converts and
+        which grows doing so): ``max.message.bytes`` then bounds what was sent, as Kafka's
+        own does, and ``segment.bytes`` what is stored."""
+        if size > self.max_message_bytes:
+            return (f"a batch of {size} bytes is larger than the topic's max.message.bytes "
+                    f"({self.max_message_bytes})")
+        return self.stored_size_problem(size if stored is None else stored)
+
+    def stored_size_problem(self, stored: int) -> str | None:
+        """Why a batch taking ``stored`` bytes in the log cannot be kept (it must fit in one
+        segment), or None. A follower checks only this: it copies what its leader took,
+        as Kafka's followers ignore ``max.message.bytes``."""
+        if stored > self.segment_bytes:
+            return (f"a batch of {stored} bytes is larger than the topic's segment.bytes "
+                    f"({self.segment_bytes})")
         return None
 
     @property

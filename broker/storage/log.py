@@ -196,7 +196,7 @@ class PartitionLog:
     def append_as_follower(self, batch: bytes | bytearray) -> AppendInfo:
         """Follower append: the leader's bytes as they are, after checking them and their order."""
         self._check_open()
-        header = self._validate(batch)
+        header = self._validate(batch, follower=True)
         if header.base_offset != self.log_end_offset:
             raise NonContiguousOffsetError(f"batch starts at offset {header.base_offset}, "
                                            f"log ends at {self.log_end_offset}")
@@ -209,8 +209,9 @@ class PartitionLog:
         return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
                           header.batch_length)
 
-    def _validate(self, batch, validate=validate_batch):
-        if (problem := self.config.size_problem(len(batch))) is not None:
+    def _validate(self, batch, validate=validate_batch, follower: bool = False):
+        check = self.config.stored_size_problem if follower else self.config.size_problem
+        if (problem := check(len(batch))) is not None:
             raise RecordTooLargeError(problem)
         try:
             return validate(batch)

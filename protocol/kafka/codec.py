@@ -31,7 +31,7 @@ API_NAMES = {
     13: "LeaveGroup", 14: "SyncGroup", 17: "SaslHandshake", 18: "ApiVersions",
     19: "CreateTopics", 20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId",
     32: "DescribeConfigs",
-    36: "SaslAuthenticate",
+    36: "SaslAuthenticate", 47: "OffsetDelete",
 }
 API_KEYS = {name: key for key, name in API_NAMES.items()}
 API_VERSIONS = 18

@@ -36,6 +36,11 @@ MVN_TIMEOUT_S = 900.0
 # JIT at C1 only and the serial GC: the tools are short-lived and the machine has 2 cores.
 JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
              f"-Dlog4j2.configurationFile={LOG4J}"]
+# What Kafka's own bin/kafka-run-class.sh passes (G1, the full JIT): for benchmarks, which
+# must run Kafka and its tools as a user would, not trimmed for many short test runs.
+KAFKA_SCRIPT_FLAGS = ["-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                      "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                      "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J}"]
 
 # Kafka 4.x's command-line tools (bin/kafka-*.sh) by main class.
 TOPICS = "org.apache.kafka.tools.TopicCommand"
@@ -76,14 +81,16 @@ def jars(side: str) -> Path:
 
 
 def java_command(main_class: str, *args: str, heap: str = "256m",
-                 share: list[str] = ()) -> list[str]:
-    return ["java", f"-Xmx{heap}", *JVM_FLAGS, *share, "-cp", f"{jars('broker')}/*",
+                 share: list[str] = (), flags: list[str] = JVM_FLAGS) -> list[str]:
+    return ["java", f"-Xmx{heap}", *flags, *share, "-cp", f"{jars('broker')}/*",
             main_class, *args]
 
 
 def run_tool(main_class: str, *args: str, input: str | None = None,
-             timeout_s: float = 180.0) -> subprocess.CompletedProcess:
-    """Run a Kafka tool to its end; stdout and stderr as text.
+             timeout_s: float = 180.0, as_scripts: bool = False) -> subprocess.CompletedProcess:
+    """Run a Kafka tool to its end; stdout and stderr as text. ``as_scripts``: with the
+    JVM flags and heap of Kafka's own scripts (``KAFKA_SCRIPT_FLAGS``, 512 MiB as the perf
+    tools' scripts set), without the class-data archive below: for benchmarks.
 
     Why a class-data archive: a tool's JVM spends most of its start loading and verifying
     Kafka's classes, and the tests start a hundred of them. The first tool run dumps the
@@ -92,6 +99,10 @@ def run_tool(main_class: str, *args: str, input: str | None = None,
     cannot use it (another Java) runs without it (``-Xshare:auto``); ``-Xlog:cds=off`` keeps
     its warnings out of what the tool prints.
     """
+    if as_scripts:
+        return subprocess.run(java_command(main_class, *args, heap="512m",
+                                           flags=KAFKA_SCRIPT_FLAGS),
+                              input=input, capture_output=True, text=True, timeout=timeout_s)
     archive, dumping = CACHE / "tools.jsa", None
     if archive.exists():
         share = [f"-XX:SharedArchiveFile={archive}"]
@@ -131,8 +142,14 @@ def _api_versions_answered(port: int) -> bool:
 class KafkaReference:
     """One single-node KRaft Apache Kafka in ``base``; ``bootstrap`` is its listener."""
 
-    def __init__(self, base: Path, config: dict | None = None) -> None:
+    def __init__(self, base: Path, config: dict | None = None,
+                 as_scripts: bool = False) -> None:
+        """``as_scripts``: the broker's JVM as ``bin/kafka-server-start.sh`` starts it (1 GiB
+        heap, ``KAFKA_SCRIPT_FLAGS``), for benchmarks; else trimmed for tests (768 MiB,
+        C1 JIT, serial GC)."""
         self.base = Path(base)
+        self.jvm = {"heap": "1g", "flags": ["-Xms1g", *KAFKA_SCRIPT_FLAGS]} if as_scripts \
+            else {"heap": "768m"}
         self.port, self.controller_port = free_port(), free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.log_path = self.base / "kafka.log"
@@ -164,7 +181,7 @@ class KafkaReference:
             raise ReferenceUnavailable(f"kafka-storage format failed:\n{fmt.stderr}")
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(java_command("kafka.Kafka", str(properties),
-                                                         heap="768m"),
+                                                         **self.jvm),
                                             stdout=log, stderr=subprocess.STDOUT)
         self._wait_ready()
         return self

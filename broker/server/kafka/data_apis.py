@@ -31,6 +31,7 @@ from tslog.protocol.kafka import convert, record_batch
 from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.messages import ApiKey
 
+from ..data_handlers import SentSize
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
 
@@ -73,33 +74,39 @@ def _then(result, finish):
 # ------------------------------------------------------------------------------------ produce
 
 
-def _to_tslog(records, limit: int | None = None) -> bytes:
-    """A Kafka ``records`` field (batches back to back) as tslog batches back to back.
+def _to_tslog(records, limit: int | None = None) -> tuple[bytes, SentSize | None]:
+    """A Kafka ``records`` field (batches back to back) as tslog batches back to back, and
+    for one idempotent batch its size as sent (``SentSize``), else None.
 
     ``limit``: the partition's largest batch (``max.message.bytes``, or ``segment.bytes`` if
     smaller). A Kafka batch within it whose tslog batch is not (tslog's fixed-width columns
-    take more room than Kafka's varints) is stored as several tslog batches when it is not
-    idempotent (``convert.kafka_bytes_to_tslog_within``), so a batch Kafka would take is
-    taken; a Kafka batch over the limit is left whole, for the native handler to refuse with
-    MESSAGE_TOO_LARGE as Kafka would.
+    take more room than Kafka's varints) is taken as Kafka would take it: stored as several
+    tslog batches when it is not idempotent (``convert.kafka_bytes_to_tslog_within``);
+    stored whole when it is (its sequence numbers name one batch, so a retry is recognised
+    as the same batch), the native handler counting ``max.message.bytes`` against the Kafka
+    batch's size, as Kafka does. A Kafka batch over the limit is refused MESSAGE_TOO_LARGE
+    by the native handler, as Kafka would.
 
     Raises:
         KafkaBatchError: a malformed batch (``UnsupportedCompression`` for a codec this
             install cannot read), or a transactional or control batch.
     """
-    pieces = []
+    pieces, sent = [], None
     for piece in record_batch.split_batches(records):
         attributes, batch = convert.kafka_bytes_to_tslog(piece)
         if attributes & (_TRANSACTIONAL | _CONTROL):
             raise _Transactional("transactional batches are not served (no transactions)")
-        if limit is not None and len(batch) > limit >= len(piece) and \
-                parse_header(batch).producer_id < 0:
+        if parse_header(batch).producer_id >= 0:
+            sent = SentSize(len(piece))
+        elif limit is not None and len(batch) > limit >= len(piece):
             pieces += convert.kafka_bytes_to_tslog_within(piece, limit)[1]
             continue
         pieces.append(batch)
     if not pieces:
         raise KafkaBatchError("records holds no batch")
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    if len(pieces) == 1:
+        return pieces[0], sent
+    return b"".join(pieces), None  # several: the native handler refuses idempotent ones
 
 
 class _Transactional(KafkaBatchError):
@@ -117,9 +124,10 @@ def _convert_produce(services: KafkaServices, body: dict,
         partitions = []
         for entry in group["partition_data"]:
             try:
-                partitions.append({"partition": entry["index"],
-                                   "records": _to_tslog(entry["records"], services.batch_limit(
-                                       name, entry["index"]))})
+                batches, sent = _to_tslog(entry["records"],
+                                          services.batch_limit(name, entry["index"]))
+                partitions.append({"partition": entry["index"], "records": batches,
+                                   "sent": sent})
             except KafkaBatchError as exc:
                 code = int(getattr(exc, "error_code", _CORRUPT))
                 refused[name, entry["index"]] = (code, str(exc))

@@ -23,6 +23,7 @@ from .admin_apis import ADMIN_ADAPTERS
 from .data_apis import DATA_ADAPTERS
 from .group_admin_apis import GROUP_ADMIN_ADAPTERS
 from .group_apis import GROUP_ADAPTERS
+from .offset_delete_api import OFFSET_DELETE_ADAPTERS
 
 Adapter = Callable[..., Any]
 
@@ -36,7 +37,8 @@ def api_versions(services, body: dict, version: int, info) -> dict:
 LISTENER_ADAPTERS: dict[int, Adapter] = {ApiKey.API_VERSIONS: api_versions}
 ADAPTER_GROUPS: tuple[dict[int, Adapter], ...] = (LISTENER_ADAPTERS, DATA_ADAPTERS,
                                                   ADMIN_ADAPTERS, GROUP_ADAPTERS,
-                                                  GROUP_ADMIN_ADAPTERS)
+                                                  GROUP_ADMIN_ADAPTERS,
+                                                  OFFSET_DELETE_ADAPTERS)
 
 # Fetch stops at 12 and Metadata's topic ids stay null: Fetch 13+ names topics by id, which
 # tslog does not have. ListOffsets stops at 7 (8+ adds tiered-storage timestamps -4/-5).

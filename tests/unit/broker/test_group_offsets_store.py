@@ -25,3 +25,16 @@ async def test_a_group_whose_last_topic_is_deleted_has_no_offsets_left(tmp_path)
     await store.forget_topic("g", "u")
     assert "g" not in store.all_groups()
     assert GroupOffsetStore(tmp_path).all_groups() == {}
+
+
+async def test_deleted_partitions_stay_deleted_after_a_reopen(tmp_path):
+    """Kafka's OffsetDelete: the named partitions go, the group's others stay; the last one
+    gone takes the group with it."""
+    store = GroupOffsetStore(tmp_path)
+    await store.commit("g", {("t", 0): (5, ""), ("t", 1): (6, ""), ("t", 10): (7, "")})
+    await store.forget_partitions("g", [("t", 1)])
+    assert GroupOffsetStore(tmp_path).all_groups() == {"g": {("t", 0): (5, ""),
+                                                             ("t", 10): (7, "")}}
+    await store.forget_partitions("g", [("t", 0), ("t", 10)])
+    assert "g" not in store.all_groups()
+    assert GroupOffsetStore(tmp_path).all_groups() == {}

@@ -328,6 +328,26 @@ def test_follower_copies_bytes_and_ends_with_identical_files(tmp_path):
         assert a == b, name
 
 
+def test_a_follower_takes_a_batch_over_max_message_bytes_but_not_over_segment_bytes(tmp_path):
+    """The leader may store a batch larger than ``max.message.bytes`` (a Kafka producer's
+    idempotent batch, counted as sent); its followers copy it, as Kafka's followers ignore
+    the setting. A batch that cannot fit a segment is still refused, and nothing written."""
+    leader = open_log(tmp_path / "l-0", ManualClock(START_MS), segment_bytes=20_000)
+    leader.append(make_batch(50, value_size=100))
+    stored = leader.read(0)
+    leader.close()
+    follower = open_log(tmp_path / "f-0", ManualClock(START_MS), max_message_bytes=2_000,
+                        segment_bytes=20_000)
+    assert len(stored) > 2_000
+    assert follower.append_as_follower(stored).last_offset == 49
+    small = open_log(tmp_path / "s-0", ManualClock(START_MS), segment_bytes=2_000)
+    with pytest.raises(RecordTooLargeError, match="segment.bytes"):
+        small.append_as_follower(stored)
+    assert (follower.log_end_offset, small.log_end_offset, small.size_bytes) == (50, 0, 0)
+    follower.close()
+    small.close()
+
+
 def test_follower_refuses_gaps_and_time_going_back(tmp_path):
     clock = ManualClock(START_MS)
     leader = open_log(tmp_path / "l-0", clock)
