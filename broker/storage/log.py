@@ -177,8 +177,7 @@ class PartitionLog:
         self._check_open()
         header, records_crc = validated or self._validate(batch, validate_batch_for_stamping)
         now = self.clock.now_ms()
-        problem = self.config.create_time_problem(header.min_create_time,
-                                                  header.max_create_time, now)
+        problem = self.config.create_time_problem(header.min_create_time, header.max_create_time, now)
         if problem:
             raise InvalidTimestampError(problem)
         log_append_time = max(self._last_log_append_time, now)
