@@ -20,7 +20,6 @@ import time
 from tslog.protocol.batch_header import (
     BatchFormatError,
     newest_create_time,
-    parse_header,
     validate_batch_for_stamping,
 )
 from tslog.protocol.errors import ErrorCode
@@ -76,10 +75,9 @@ def append_records(part: Partition, records: bytes, clock: BrokerClock) -> tuple
     replica, plog, epoch = part.replica, part.log, part.leader_epoch
     with clock.frozen() as now_ms:
         if len(batches) == 1:
-            validated = None
-            if parse_header(records).producer_id >= 0:
-                validated = _precheck(plog, records, now_ms)  # size, format, create times
-                header = validated[0]
+            validated = _precheck(plog, records, now_ms)  # the one parse of its header
+            header = validated[0]
+            if header.producer_id >= 0:
                 duplicate = replica.producers.check(header)
                 if duplicate is not None:
                     return duplicate[0], duplicate[1], duplicate[0] + header.record_count
