@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from tslog.protocol.batch_header import (
     BatchFormatError,
     newest_create_time,
-    parse_header,
     validate_batch_for_stamping,
 )
 from tslog.protocol.errors import ErrorCode
@@ -93,10 +92,9 @@ def append_records(part: Partition, records: bytes, clock: BrokerClock,
     replica, plog, epoch = part.replica, part.log, part.leader_epoch
     with clock.frozen() as now_ms:
         if len(batches) == 1:
-            validated = None
-            if parse_header(records).producer_id >= 0:  # size, format, create times:
-                validated = _precheck(plog, records, now_ms, sent)
-                header = validated[0]
+            validated = _precheck(plog, records, now_ms, sent)  # the one parse of its header
+            header = validated[0]
+            if header.producer_id >= 0:
                 duplicate = replica.producers.check(header)
                 if duplicate is not None:
                     return duplicate[0], duplicate[1], duplicate[0] + header.record_count

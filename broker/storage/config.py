@@ -10,6 +10,7 @@ range (``RANGES``, documented in docs/protocol.md); a value outside it is refuse
 
 from __future__ import annotations
 
+
 import dataclasses
 import re
 import typing
@@ -153,6 +154,9 @@ class LogConfig:
         """Why a batch with these CreateTimes may not be appended at broker time ``now``
         (``message.timestamp.before/after.max.ms``), or None. One rule for the log and for a
         broker that checks a whole request before appending any of it."""
+        if (now - min_create_time <= self.message_timestamp_before_max_ms
+                and max_create_time - now <= self.message_timestamp_after_max_ms):
+            return None  # every append asks: the common answer first
         if now - min_create_time > self.message_timestamp_before_max_ms:
             return (f"CreateTime {min_create_time} is more than "
                     f"{self.message_timestamp_before_max_ms} ms before the broker time {now}")

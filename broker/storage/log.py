@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from tslog.protocol.batch_header import (HEADER_SIZE, NO_TIMESTAMP, BatchFormatError,
-                                         BatchHeader, stamped_header, validate_batch,
+                                         BatchHeader, stamped, validate_batch,
                                          validate_batch_for_stamping)
 
 from . import dir_lock, files, recovery
@@ -57,6 +57,7 @@ from .types import AppendInfo, DeletedSegment, OffsetAndTimestamp
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
+_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without ``_make``'s Python frame
 
 
 class PartitionLog:
@@ -170,27 +171,27 @@ class PartitionLog:
     def append(self, batch, leader_epoch: int = 0, validated: tuple | None = None) -> AppendInfo:
         """Leader append: validate, stamp offset/epoch/LAT, write. Nothing is written on error.
 
-        ``validated``: what ``validate_batch_for_stamping`` returned for these very bytes (a
-        caller that checked a whole request first), sparing a second pass over the records.
-        Raises CorruptRecordError, RecordTooLargeError or InvalidTimestampError.
-        """
+        ``validated``: what ``validated_for_append`` returned for these very bytes (the header
+        is parsed once and travels on). Raises CorruptRecordError, RecordTooLargeError or
+        InvalidTimestampError."""
         self._check_open()
-        header, records_crc = validated or self._validate(batch, validate_batch_for_stamping)
+        header, records_crc = validated or self.validated_for_append(batch)
         now = self.clock.now_ms()
-        problem = self.config.create_time_problem(header.min_create_time, header.max_create_time, now)
-        if problem:
+        if (problem := self.config.create_time_problem(header.min_create_time, header.max_create_time, now)):
             raise InvalidTimestampError(problem)
         log_append_time = max(self._last_log_append_time, now)
         with self._lock:
-            base_offset = self.log_end_offset
-            new_header = stamped_header(batch, header, base_offset, leader_epoch,
-                                        log_append_time, records_crc)
-            header = header._replace(base_offset=base_offset, leader_epoch=leader_epoch,
-                                     log_append_time=log_append_time)
+            header_bytes, header = stamped(batch, header, self._segments[-1].next_offset,
+                                           leader_epoch, log_append_time, records_crc)
             with memoryview(batch) as view, view[HEADER_SIZE:] as body:
-                self._append_locked((new_header, body), header)
+                self._append_locked((header_bytes, body), header)
         self._durability.maybe_flush(header.record_count, now)
-        return AppendInfo(base_offset, header.last_offset, log_append_time, header.batch_length)
+        return _new_tuple(AppendInfo, (header.base_offset, header.base_offset + header.last_offset_delta,
+                                       log_append_time, header.batch_length))
+
+    def validated_for_append(self, batch) -> tuple[BatchHeader, int]:
+        """(header, records' CRC) of a batch this log would take as leader, or a typed error."""
+        return self._validate(batch, validate_batch_for_stamping)
 
     def append_as_follower(self, batch: bytes | bytearray) -> AppendInfo:
         """Follower append: the leader's bytes as they are, after checking them and their order."""
@@ -307,8 +308,7 @@ class PartitionLog:
         ``timestamp`` >= 0: the first record whose time (LogAppendTime for ``"append"``,
         CreateTime for ``"create"``) is >= it, or None. LATEST (-1): the log end offset.
         EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
-        largest time. Time values in the answers are the record's own time (-1 for -1/-2).
-        """
+        largest time. Time values in the answers are the record's own time (-1 for -1/-2)."""
         with self._lock:  # retention in another thread cannot close the segment under us
             self._check_open()
             lookups = self._lookups

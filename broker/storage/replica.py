@@ -101,9 +101,11 @@ class ReplicaLog:
 
     def append_as_leader(self, batch, leader_epoch: int,
                          validated: tuple | None = None) -> AppendInfo:
-        """Stamp and append one batch (see ``PartitionLog.append``); track its producer."""
+        """Stamp and append one batch (see ``PartitionLog.append``); track its producer.
+        The header comes from the validation (``validated``, or made here), not parsed again."""
+        validated = validated or self.log.validated_for_append(batch)
         info = self.log.append(batch, leader_epoch, validated)
-        header = parse_header(batch)
+        header = validated[0]
         if header.producer_id >= 0:
             self.producers.update(header._replace(
                 base_offset=info.base_offset, log_append_time=info.log_append_time))

@@ -162,12 +162,12 @@ class Segment(LoadMixin):
         """Write one checked, stamped batch, given as a sequence of buffers, at the end;
         return its position."""
         position = self.size
-        if self._index_due(position):  # its entries' space first: ENOSPC before any byte
+        indexed = self._index_due(position)
+        if indexed:  # its entries' space first: ENOSPC before any byte
             for index in self.indexes:
                 index.reserve_entry()
-        write_fully(self._log_fd(), parts, position,
-                    header.batch_length)
-        self._track(position, header)
+        write_fully(self._fd if self._fd >= 0 else self._open_log(), parts, position, header.batch_length)
+        self._track(position, header, indexed)
         return position
 
     def _index_due(self, position: int) -> bool:
@@ -175,20 +175,12 @@ class Segment(LoadMixin):
         ``index.interval.bytes``)."""
         return position == 0 or position - self._last_indexed_position >= self.index_interval_bytes
 
-    def _track(self, position: int, header: BatchHeader) -> None:
-        """Account for a batch now at ``position``: index it if due, update the summary."""
+    def _track(self, position: int, header: BatchHeader, indexed: bool) -> None:
+        """Account for a batch now at ``position``: index it if ``_index_due`` said so, update the summary."""
         if self.max_create_time < header.max_create_time:
             self.max_create_time = header.max_create_time
-        if self._index_due(position):
-            relative = header.base_offset - self.base_offset
-            self.offset_index.append(relative, position)
-            self.time_index.append(header.log_append_time, relative, position)
-            self.create_time_index.append(self.max_create_time, relative, position)
-            self._last_indexed_position = position
-            if self._next_is_indexed:
-                self._next_is_indexed[-1] = _NO if self._tail_unindexed else _YES
-            self._next_is_indexed.append(_NOT_KNOWN)
-            self._tail_unindexed = False
+        if indexed:
+            self._add_entries(position, header)
         else:
             self._tail_unindexed = True
         if position == 0:
@@ -196,6 +188,17 @@ class Segment(LoadMixin):
         self.max_log_append_time = header.log_append_time
         self.next_offset = header.base_offset + header.record_count
         self.size = position + header.batch_length
+
+    def _add_entries(self, position: int, header: BatchHeader) -> None:
+        relative = header.base_offset - self.base_offset
+        self.offset_index.append(relative, position)
+        self.time_index.append(header.log_append_time, relative, position)
+        self.create_time_index.append(self.max_create_time, relative, position)
+        self._last_indexed_position = position
+        if self._next_is_indexed:
+            self._next_is_indexed[-1] = _NO if self._tail_unindexed else _YES
+        self._next_is_indexed.append(_NOT_KNOWN)
+        self._tail_unindexed = False
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ class LoadMixin:
             except BatchFormatError:
                 break
             last_time = header.log_append_time
-            self._track(position, header)
+            self._track(position, header, self._index_due(position))
         truncated = valid_bytes - self.size
         if truncated:
             os.ftruncate(fd, self.size)

@@ -60,15 +60,16 @@ def roll_reason(active: Segment, header, config) -> str | None:
     """Why the batch with ``header`` must start a new segment, or None. Decided from the
     log's contents alone (sizes, LATs, offsets; never the clock or how appends were
     grouped), so leader, follower and recovery cut segments at the same offsets."""
-    if active.is_empty:
+    size = active.size
+    if not size:
         return None
-    if active.size + header.batch_length > config.segment_bytes:
+    if size + header.batch_length > config.segment_bytes:
         return "size"
     if header.log_append_time - active.first_log_append_time > config.segment_ms:
         return "time"
-    if active.index_entries >= config.max_index_entries:
+    if active.offset_index.entries >= config.max_index_entries:
         return "index_full"
-    if header.last_offset - active.base_offset > _RELATIVE_OFFSET_MAX:
+    if header.base_offset + header.last_offset_delta - active.base_offset > _RELATIVE_OFFSET_MAX:
         return "offset_overflow"
     return None
 

@@ -37,6 +37,8 @@ def test_bench_broker_quick_prints_its_tables(tmp_path):
     else:
         assert "replication rows SKIPPED" in out, out
     assert "tslog.client.Producer" in out and "raw Fetch loop" in out
+    assert "Producer(linger_ms=0, max_in_flight=8, acks=1) sending records one by one" in out
+    assert "records per batch" in out
     assert "connection set-up to first answer (ms)" in out
     assert "client alone, produce_batch" in out and "confluent-kafka consume, CPU: client" in out
     assert list(tmp_path.iterdir()) == []  # the temporary data directory was removed

@@ -1,0 +1,83 @@
+"""A leader's append of a one-record batch, guarded by counting rather than timing (issue 37,
+small batches; issue 41 found a produced batch's header decoded 3-4 times on its way to disk).
+
+Goal: the append path stays what it was made: its header is decoded once (the one
+``unpack_from`` of the validation; the stamped header is built from that tuple, not parsed
+from the new bytes), the batch reaches the file in one ``pwritev``, and the number of Python
+calls per append stays within today's count plus a little room. Method: ``sys.setprofile``
+counts Python calls and C calls by name during warm appends through ``ReplicaLog`` (what the
+produce handler calls) on a real log in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import pytest
+
+from tslog.broker.storage import LogConfig, ManualClock, PartitionLog
+from tslog.broker.storage.replica import ReplicaLog
+from tslog.protocol.batch_header import parse_header
+from tslog.protocol.records import build_batch
+
+START_MS = 1_700_000_000_000
+PYTHON_CALLS_MAX = 22  # today's count for a one-record append (21; main had 42), plus one
+
+
+def counted(function, *args) -> Counter:
+    """Python calls (``python``, and by function name) and C calls by name during
+    ``function(*args)``."""
+    calls = Counter()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls["python"] += 1
+            calls[frame.f_code.co_name] += 1
+        elif event == "c_call":
+            calls[arg.__name__] += 1
+
+    sys.setprofile(profile)
+    try:
+        function(*args)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@pytest.fixture()
+def replica(tmp_path):
+    clock = ManualClock(START_MS)
+    replica = ReplicaLog(PartitionLog(tmp_path / "events-0",
+                                      LogConfig(index_interval_bytes=1 << 20), clock))
+    for _ in range(3):  # warm: the first batch of a segment is indexed, later ones are not
+        replica.append_as_leader(build_batch([b"warm"], create_times=START_MS), 0)
+    yield replica
+    replica.log.close()
+
+
+@pytest.mark.parametrize("key, value", [(None, b"v" * 100), (b"k", b""), (None, None)])
+def test_a_one_record_append_decodes_its_header_once_and_writes_once(replica, key, value):
+    batch = build_batch([value], keys=[key], create_times=START_MS)
+    calls = counted(replica.append_as_leader, batch, 0)
+    assert calls["unpack_from"] == 1, calls  # the validation's; nothing parses it again
+    assert calls["parse_header"] == 0, calls
+    assert calls["pwritev"] == 1 and calls["write"] == calls["pwrite"] == 0, calls
+    assert calls["python"] <= PYTHON_CALLS_MAX, calls
+    stored = replica.log.read(replica.log.log_end_offset - 1)
+    assert parse_header(stored).record_count == 1 and stored[80:] == batch[80:]
+
+
+def test_an_idempotent_one_record_append_also_decodes_its_header_once(replica):
+    batch = build_batch([b"v"], create_times=START_MS, producer_id=7, producer_epoch=0,
+                        base_sequence=0)
+    calls = counted(replica.append_as_leader, batch, 0)
+    assert calls["unpack_from"] == 1, calls
+    assert replica.producers.check(parse_header(batch)) is not None  # it was recorded
+
+
+def test_a_batch_of_many_records_decodes_its_header_once_too(replica):
+    batch = build_batch([b"v"] * 100, create_times=START_MS)
+    calls = counted(replica.append_as_leader, batch, 0)
+    assert calls["parse_header"] == 1, calls  # after the fast path's one look, which declined
+    assert calls["pwritev"] == 1, calls
