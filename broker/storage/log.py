@@ -308,12 +308,17 @@ class PartitionLog:
         largest time. Time values in the answers are the record's own time (-1 for -1/-2).
         """
         with self._lock:  # retention in another thread cannot close the segment under us
-            self._check_open()
+            if self._closed:
+                self._check_open()
             lookups = self._lookups
             found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read
-            start = self.log_start_offset  # DeleteRecords may start the log inside a segment
-            return found if found is None or found.offset >= start else found._replace(offset=start)
+            # DeleteRecords may start the log inside a segment. A found offset at or past
+            # that start is in the log (it lies in a segment): no property call is needed.
+            if found is None or found.offset >= self._start.offset:
+                return found
+            start = self.log_start_offset
+            return found if found.offset >= start else found._replace(offset=start)
 
     def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
         """``read(segment)`` under the lock, or None once ``segment`` has left the log: how
