@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.helpers.cluster_view import MemoryClusterView
 from tests.helpers.handlers import call
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import TIME_LOOKUP_DURATION, TIME_LOOKUP_SCANNED_BYTES
@@ -77,3 +78,43 @@ async def test_a_list_offsets_for_many_partitions_costs_a_few_calls_per_partitio
     # Each lookup is counted in both histograms, in one observation per request.
     assert histogram_count(TIME_LOOKUP_DURATION) == observed[0] + 3 * PARTITIONS
     assert histogram_count(TIME_LOOKUP_SCANNED_BYTES) == observed[1] + 3 * PARTITIONS
+
+
+async def test_metadata_builds_a_topics_partition_list_once_until_it_changes(broker):
+    await topic_with_one_batch_each(broker, "kept", PARTITIONS)
+    everything = {"topics": None}
+    first = await call(broker, ApiKey.METADATA, everything)
+    builds = broker.partition_lists.builds
+    calls, again = await counted_calls(broker, ApiKey.METADATA, everything)
+    assert again == first and broker.partition_lists.builds == builds
+    assert calls < PARTITIONS / 2, calls  # no call per partition: the kept list is sent
+    grown = await call(broker, ApiKey.CREATE_PARTITIONS, {"topics": [
+        {"topic": "kept", "count": PARTITIONS + 2}], "validate_only": False, "timeout_ms": 1000})
+    assert grown["topics"][0]["error_code"] == 0
+    after = await call(broker, ApiKey.METADATA, {"topics": ["kept"]})
+    assert [p["partition"] for p in after["topics"][0]["partitions"]] == list(
+        range(PARTITIONS + 2))
+    deleted = await call(broker, ApiKey.DELETE_TOPICS, {"topics": ["kept"], "timeout_ms": 1000})
+    assert deleted["topics"][0]["error_code"] == 0
+    assert (await call(broker, ApiKey.METADATA, everything))["topics"] == []
+
+
+async def test_metadata_shows_a_partitions_new_leader_and_isr_at_once(make_broker):
+    view = MemoryClusterView(0, {0: ("127.0.0.1", 1), 1: ("127.0.0.1", 2)})
+    broker = make_broker(cluster=view)
+    created = await call(broker, ApiKey.CREATE_TOPICS, {"topics": [{
+        "topic": "moving", "partitions": 3, "replication_factor": 1, "configs": {}}],
+        "timeout_ms": 1000})
+    assert created["topics"][0]["error_code"] == 0
+    for partition in range(3):
+        view.set("moving", partition, leader=0, epoch=0, isr=(0, 1), replicas=(0, 1))
+
+    def leaders(response):
+        return [(p["leader"], p["leader_epoch"], p["isr"])
+                for p in response["topics"][0]["partitions"]]
+
+    asked = {"topics": ["moving"]}
+    assert leaders(await call(broker, ApiKey.METADATA, asked)) == [(0, 0, [0, 1])] * 3
+    view.set("moving", 1, leader=1, epoch=1, isr=(1,), replicas=(0, 1))
+    assert leaders(await call(broker, ApiKey.METADATA, asked)) == [
+        (0, 0, [0, 1]), (1, 1, [1]), (0, 0, [0, 1])]
