@@ -78,7 +78,8 @@ class PartitionLog:
         files, the flush policy's fsyncs, a truncation's unlinks and checkpoint); None: that
         work runs at once, on this thread. ``budget``: the broker's ``handles.HandleBudget``
         (None: the process's). ``defer_sync``: the caller makes the clean-shutdown marker's
-        removal durable before any append (one ``files.sync_filesystem`` for all its logs)."""
+        removal, and what recovery rewrote, durable before any append (one
+        ``files.sync_filesystem`` for all its logs), then ``recovery.save_recovered_point``."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
@@ -93,7 +94,7 @@ class PartitionLog:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._segments, self._last_log_append_time, self.recovery_report = \
                 recovery.open_segments(self.directory, self.config.index_interval_bytes,
-                                       self.config.segment_index_bytes)
+                                       self.config.segment_index_bytes, defer_sync)
         except BaseException:
             self._let_go()
             raise
@@ -308,14 +309,11 @@ class PartitionLog:
         largest time. Time values in the answers are the record's own time (-1 for -1/-2).
         """
         with self._lock:  # retention in another thread cannot close the segment under us
-            if self._closed:
-                self._check_open()
+            self._check_open()
             lookups = self._lookups
             found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read
-            # DeleteRecords may start the log inside a segment. A found offset at or past
-            # that start is in the log (it lies in a segment): no property call is needed.
-            if found is None or found.offset >= self._start.offset:
+            if found is None or found.offset >= self._start.offset:  # past any DeleteRecords
                 return found
             start = self.log_start_offset
             return found if found.offset >= start else found._replace(offset=start)
