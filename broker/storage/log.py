@@ -91,7 +91,7 @@ class PartitionLog:
         self._checkpoint_lock = threading.Lock()
         self._closed = False
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            files.ensure_directory(self.directory)
             self._segments, self._last_log_append_time, self.recovery_report = \
                 recovery.open_segments(self.directory, self.config.index_interval_bytes,
                                        self.config.segment_index_bytes, defer_sync)
