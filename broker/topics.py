@@ -32,6 +32,7 @@ from .storage import Clock, ConfigError, LogClosedError, LogConfig, PartitionLog
 from .storage.background import IOWorker
 from .storage.fanout import map_in_threads
 from .storage.handles import HandleBudget
+from .storage.recovery import save_recovered_point
 from .storage import shutdown
 from .storage.files import (partition_dir_name, partition_directories, remove_retired,
                             retired_directories, sync_filesystem)
@@ -106,8 +107,11 @@ class TopicManager:
         # fsyncs; the clean-shutdown markers' removal is made durable once, after.
         for key, plog in zip(wanted, map_in_threads(self._open_log, wanted, "tslog-open")):
             self.logs[key[0], key[1]] = plog
-        if wanted:  # the logs' clean-shutdown markers are gone, durably, before any append
-            sync_filesystem(self.data_dir)
+        if wanted:  # the logs' clean-shutdown markers are gone and what recovery rewrote
+            sync_filesystem(self.data_dir)  # is on disk, durably, before any append
+            recovered = [plog for plog in self.logs.values()
+                         if not plog.recovery_report.clean_shutdown]
+            map_in_threads(save_recovered_point, recovered, "tslog-recovered")
 
     def _open_log(self, wanted: tuple[str, int, LogConfig]) -> PartitionLog:
         name, partition, log_config = wanted

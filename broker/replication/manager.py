@@ -152,7 +152,10 @@ class ReplicaManager:
             part = self.get(*key)
             state = self.view.partition_state(*key)
             if part is not None and state is not None:
-                self._apply(part, state)
+                self._apply(part, state, announce=False)
+        leading = sum(part.role == LEADER for part in self.partitions.values())
+        log.info("leading %d of the %d partitions hosted here (each from its log end; "
+                 "later changes are logged one by one)", leading, len(self.partitions))
         self._spawn(self._isr_loop(), "tslog-isr-check")
 
     async def stop(self) -> None:
@@ -197,7 +200,7 @@ class ReplicaManager:
         if part is not None:
             self._apply(part, state)
 
-    def _apply(self, part: Partition, state: PartitionState) -> None:
+    def _apply(self, part: Partition, state: PartitionState, announce: bool = True) -> None:
         self.notify(part)  # long-polling followers re-check who leads
         current = part.state
         if current is not None and state.version < current.version and (
@@ -215,7 +218,7 @@ class ReplicaManager:
             if self._clustered and (part.role != LEADER
                                     or part.leader_epoch != state.leader_epoch):
                 metrics.leader_elected()
-            part.become_leader(state, self.now_ms())
+            part.become_leader(state, self.now_ms(), announce)
             self.notify(part.log)  # the HW may have moved
         elif self.node_id in state.replicas:
             leader_changed = (part.role != FOLLOWER or current is None

@@ -81,7 +81,9 @@ class Partition:
 
     # -- transitions -----------------------------------------------------------------------
 
-    def become_leader(self, state: PartitionState, now_ms: int) -> None:
+    def become_leader(self, state: PartitionState, now_ms: int, announce: bool = True) -> None:
+        """Lead in ``state``'s epoch. ``announce``: log it (a broker's start logs one line
+        for every partition it leads instead, ``ReplicaManager.start``)."""
         new_epoch = self.role != LEADER or state.leader_epoch != self.leader_epoch
         if self.alone:  # everything was committed while alone: the HW must not step back
             self.replica.high_watermark = max(self.replica.high_watermark,
@@ -98,8 +100,9 @@ class Partition:
             self.follower_leo = {r: -1 for r in state.replicas if r != self.node_id}
             self.caught_up_ms = {r: now_ms for r in state.replicas if r != self.node_id}
             self._last_fetch = {}
-            log.info("%s-%d: leader in epoch %d from offset %d, ISR %s", self.topic,
-                     self.partition, state.leader_epoch, self.epoch_start_offset, state.isr)
+            if announce:
+                log.info("%s-%d: leader in epoch %d from offset %d, ISR %s", self.topic,
+                         self.partition, state.leader_epoch, self.epoch_start_offset, state.isr)
         for replica in state.replicas:  # replicas added to the assignment since
             if replica != self.node_id and replica not in self.follower_leo:
                 self.follower_leo[replica] = -1

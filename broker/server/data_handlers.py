@@ -27,7 +27,7 @@ from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from tslog.protocol.records import split_batches
 
-from ..metrics.observe import observe_fetch, observe_lookup, observe_produce
+from ..metrics.observe import observe_fetch, observe_lookups, observe_produce
 from ..replication.partition import LEADER, NotLeaderError, Partition
 from ..storage import CorruptRecordError, InvalidTimestampError, PartitionLog, RecordTooLargeError
 from .clock import BrokerClock
@@ -346,50 +346,74 @@ async def _long_poll(services: DataPath, body: dict, plan: list) -> dict:
 # ------------------------------------------------------------------------------- list offsets
 
 
-def _list_one(part: Partition, timestamp: int, timestamp_type: str,
-              replica_id: int) -> tuple[int, int, int]:
-    """(error code, offset, timestamp) for one partition. Consumers see only what is below
-    the high watermark (an uncommitted match answers "none", as Kafka does); replicas see
-    the log end."""
-    plog = part.log
-    limit = plog.log_end_offset if replica_id >= 0 else part.high_watermark
+def _list_special(part: Partition, timestamp: int, limit: int) -> tuple[int, int, int]:
+    """(error code, offset, timestamp) for LATEST, EARLIEST or an invalid negative time."""
     if timestamp == LATEST_TIMESTAMP:
         return 0, limit, -1
     if timestamp == EARLIEST_TIMESTAMP:
-        return 0, plog.log_start_offset, -1
-    if timestamp < 0 and timestamp != MAX_TIMESTAMP:
-        return ErrorCode.INVALID_REQUEST, -1, -1
-    scanned = plog.lookup_bytes_read
-    started = time.perf_counter()
-    found = plog.offset_for_time(timestamp, timestamp_type)
-    observe_lookup(time.perf_counter() - started, plog.lookup_bytes_read - scanned)
-    if found is None or found.offset >= limit:
-        return 0, -1, -1
-    return 0, found.offset, found.timestamp
+        return 0, part.log.log_start_offset, -1
+    return ErrorCode.INVALID_REQUEST, -1, -1
+
+
+class _Lookups:
+    """One ListOffsets' lookups by time, counted for the metrics once per request: the
+    partitions' count and the log bytes they read, summed as the loop goes."""
+
+    __slots__ = ("count", "scanned")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.scanned = 0
+
+
+def _list_partitions(services: DataPath, topic: str, entries: list, timestamp_type: str,
+                     replica_id: int, lookups: _Lookups) -> list[dict]:
+    """One topic's partitions. Consumers see only what is below the high watermark (an
+    uncommitted match answers "none", as Kafka does); replicas see the log end.
+
+    The per-partition work is the log's own lookup and a few attribute reads: the
+    partition's state and the limit are read once each, and nothing is timed or observed
+    here (``handle_list_offsets`` does that once for the request)."""
+    get = services.replicas.get
+    out = []
+    for entry in entries:
+        partition, timestamp = entry["partition"], entry["timestamp"]
+        part = get(topic, partition)
+        code = offset = found_time = -1
+        if part is None:
+            code = missing_code(services.topics, topic, partition)
+        elif part.role != LEADER:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        else:
+            plog = part.log
+            try:
+                limit = plog.log_end_offset if replica_id >= 0 else part.high_watermark
+                if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
+                    scanned = plog.lookup_bytes_read
+                    found = plog.offset_for_time(timestamp, timestamp_type)
+                    lookups.count += 1
+                    lookups.scanned += plog.lookup_bytes_read - scanned
+                    code = 0
+                    if found is not None and found.offset < limit:
+                        offset, found_time = found
+                else:
+                    code, offset, found_time = _list_special(part, timestamp, limit)
+            except Exception as exc:  # noqa: BLE001
+                code = error_code_for(exc, f"list offsets {topic}-{partition}")
+                offset = found_time = -1
+        out.append({"partition": partition, "error_code": code, "offset": offset,
+                    "timestamp": found_time})
+    return out
 
 
 def handle_list_offsets(services: DataPath, body: dict) -> dict:
     timestamp_type = body["timestamp_type"]
     replica_id = body["replica_id"]
-    topics_out = []
-    for group in body["topics"]:
-        topic = group["topic"]
-        parts_out = []
-        for entry in group["partitions"]:
-            partition = entry["partition"]
-            part = services.replicas.get(topic, partition)
-            if part is None:
-                code, offset, timestamp = missing_code(services.topics, topic, partition), -1, -1
-            elif part.role != LEADER:
-                code, offset, timestamp = ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
-            else:
-                try:
-                    code, offset, timestamp = _list_one(part, entry["timestamp"],
-                                                        timestamp_type, replica_id)
-                except Exception as exc:  # noqa: BLE001
-                    code = error_code_for(exc, f"list offsets {topic}-{partition}")
-                    offset = timestamp = -1
-            parts_out.append({"partition": partition, "error_code": code, "offset": offset,
-                              "timestamp": timestamp})
-        topics_out.append({"topic": topic, "partitions": parts_out})
+    lookups = _Lookups()
+    started = time.perf_counter()
+    topics_out = [{"topic": group["topic"], "partitions": _list_partitions(
+        services, group["topic"], group["partitions"], timestamp_type, replica_id, lookups)}
+        for group in body["topics"]]
+    if lookups.count:
+        observe_lookups(lookups.count, time.perf_counter() - started, lookups.scanned)
     return {"topics": topics_out}

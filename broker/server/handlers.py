@@ -20,7 +20,6 @@ import logging
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import api_versions_list
 
-from ..cluster.view import NO_LEADER
 from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
 from ..metrics.observe import observe_commit
@@ -38,20 +37,16 @@ def handle_api_versions(services: AdminApis, body: dict) -> dict:
     return {"error_code": 0, "api_keys": _API_KEYS}
 
 
-def _partition_metadata(services: AdminApis, topic: str, partition: int) -> dict:
-    state = services.cluster.partition_state(topic, partition)
-    if state is None:  # the topic's record arrived before this partition's state
-        return {"partition": partition, "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
-                "leader": NO_LEADER, "leader_epoch": -1, "replicas": [], "isr": []}
-    return {"partition": partition,
-            "error_code": ErrorCode.LEADER_NOT_AVAILABLE if state.leader == NO_LEADER else 0,
-            "leader": state.leader, "leader_epoch": state.leader_epoch,
-            "replicas": list(state.replicas), "isr": list(state.isr)}
-
-
 def handle_metadata(services: AdminApis, body: dict) -> dict:
+    """Every topic asked for (all of them for ``topics: None``) with its partitions' leaders
+    and ISR; each topic's partition list is kept between changes (``partition_lists.py``)."""
     known = services.topics.topics
-    names = sorted(known) if body["topics"] is None else body["topics"]
+    lists = services.partition_lists
+    if body["topics"] is None:
+        names = sorted(known)
+        lists.keep_only(known)
+    else:
+        names = body["topics"]
     topics_out = []
     for name in names:
         topic = known.get(name)
@@ -60,8 +55,7 @@ def handle_metadata(services: AdminApis, body: dict) -> dict:
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             topics_out.append({"topic": name, "error_code": code, "partitions": []})
             continue
-        topics_out.append({"topic": name, "error_code": 0, "partitions": [
-            _partition_metadata(services, name, p) for p in range(topic.partitions)]})
+        topics_out.append({"topic": name, "error_code": 0, "partitions": lists.get(topic)})
     brokers = [{"node_id": node, "host": host, "port": port}
                for node, (host, port) in sorted(services.cluster.brokers().items())]
     return {"brokers": brokers, "controller_id": services.cluster.controller_id(),

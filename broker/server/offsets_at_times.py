@@ -19,7 +19,7 @@ import time
 
 from tslog.protocol.errors import ErrorCode
 
-from ..metrics.observe import observe_lookup
+from ..metrics.observe import observe_lookups
 from ..replication.partition import LEADER
 from ..storage.time_series import TimeSeriesError, offsets_for_times
 from .error_codes import error_code_for
@@ -58,9 +58,8 @@ def _answer(services: DataPath, topic: str, partition: int, timestamps: list,
         return _failed(partition, _INVALID_REQUEST)
     except Exception as exc:  # noqa: BLE001 - a closed log, a disk error: a code, logged
         return _failed(partition, error_code_for(exc, f"offsets at times {topic}-{partition}"))
-    if lookups:  # one sample per partition, the mean of its lookups (O(1) per partition)
-        observe_lookup((time.perf_counter() - started) / lookups,
-                       (plog.lookup_bytes_read - scanned) // lookups)
+    if lookups:  # each lookup at the partition's mean, as ListOffsets (O(1) per partition)
+        observe_lookups(lookups, time.perf_counter() - started, plog.lookup_bytes_read - scanned)
     offsets, times = [], []
     for answer in found:
         if answer is None or answer.offset >= limit:

@@ -45,6 +45,7 @@ from .clock import BrokerClock
 from .committed_offsets import CommittedOffsets
 from .durability import AppendNotifier, GroupCommitter
 from .group_service import GroupService
+from .partition_lists import PartitionLists
 from .topic_service import TopicService
 
 
@@ -82,6 +83,7 @@ class AdminApis(Protocol):
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig  # node_id
+    partition_lists: PartitionLists  # Metadata's kept partition lists
 
 
 class GroupApis(Protocol):
@@ -127,6 +129,7 @@ class AdminServices:
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig
+    partition_lists: PartitionLists
 
 
 @dataclass(frozen=True, slots=True)

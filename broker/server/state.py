@@ -43,6 +43,7 @@ from .group_service import GroupService
 from .dispatch import Dispatch, bind_handlers
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
+from .partition_lists import PartitionLists
 from .services import (
     AclServices,
     AdminServices,
@@ -113,6 +114,8 @@ class Broker:
         self.groups.classic_busy = self.classic_groups.has_members
         self.groups.classic_listing = self.classic_groups.listings
         self.groups.classic_describe = self.classic_groups.described
+        # Metadata's partition list per topic, kept until the topic or a state changes.
+        self.partition_lists = PartitionLists(self.cluster)
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
@@ -139,7 +142,8 @@ class Broker:
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
-            AdminServices(topics, self.topic_service, self.cluster, config),
+            AdminServices(topics, self.topic_service, self.cluster, config,
+                          self.partition_lists),
             GroupServices(topics, self.offsets, self.groups, self.cluster),
             AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,

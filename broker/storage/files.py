@@ -98,6 +98,14 @@ def remove_retired(directory: Path) -> None:
     shutil.rmtree(directory)
 
 
+def ensure_directory(path: Path) -> None:
+    """Make ``path`` (and its parents) unless it is a directory already. Checked with a
+    ``stat`` first: ``mkdir`` of an existing directory still locks its parent exclusively,
+    and a broker's start opens ten thousand logs of one data directory from many threads."""
+    if not os.path.isdir(path):
+        path.mkdir(parents=True, exist_ok=True)
+
+
 def read_small(path: Path) -> bytes:
     """A small file's whole content, in three system calls (``Path.read_bytes`` makes
     nine): a broker's start reads four such files per partition. Raises OSError."""

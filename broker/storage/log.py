@@ -77,8 +77,8 @@ class PartitionLog:
         """``worker``: the data directory's ``background.IOWorker`` (seals, the next segment's
         files, the flush policy's fsyncs, a truncation's unlinks and checkpoint); None: that
         work runs at once, on this thread. ``budget``: the broker's ``handles.HandleBudget``
-        (None: the process's). ``defer_sync``: the caller makes the clean-shutdown marker's
-        removal durable before any append (one ``files.sync_filesystem`` for all its logs)."""
+        (None: the process's). ``defer_sync``: the caller makes the marker's removal and what
+        recovery rewrote durable (one ``files.sync_filesystem`` for all logs) before any append."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
@@ -90,10 +90,10 @@ class PartitionLog:
         self._checkpoint_lock = threading.Lock()
         self._closed = False
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            files.ensure_directory(self.directory)
             self._segments, self._last_log_append_time, self.recovery_report = \
                 recovery.open_segments(self.directory, self.config.index_interval_bytes,
-                                       self.config.segment_index_bytes)
+                                       self.config.segment_index_bytes, defer_sync)
         except BaseException:
             self._let_go()
             raise

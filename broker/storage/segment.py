@@ -41,15 +41,8 @@ from typing import Iterator
 
 import numpy as np
 
-from tslog.protocol.batch_header import (
-    HEADER_SIZE,
-    HEADER_STRUCT,
-    NO_TIMESTAMP,
-    BatchFormatError,
-    BatchHeader,
-    check_header,
-    parse_header,
-)
+from tslog.protocol.batch_header import (HEADER_SIZE, HEADER_STRUCT, NO_TIMESTAMP, BatchFormatError,
+                                         BatchHeader, check_header, parse_header)
 from tslog.protocol.records import decode_columns
 
 from . import files
@@ -315,6 +308,9 @@ class Segment(LoadMixin):
         between entry i - 1's batch and entry i's, or None: then the answer is entry i's
         batch (if there is an entry i). Entries [0, i) have keys < ``target``. Reads no log
         when nothing lies between the two entries, and learns whether it does when unsure."""
+        if i == 0 and index.entries:  # entry 0 is the batch at position 0: none before it
+            self.last_scan_bytes = 0
+            return None
         between = 0 < i < index.entries
         if between and self._next_is_indexed[i - 1] == _YES:
             self.last_scan_bytes = 0

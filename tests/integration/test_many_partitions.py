@@ -1,6 +1,7 @@
 """A broker with thousands of partitions: it starts (cleanly and after SIGKILL) with every
 record, answers one Metadata and one ListOffsets by time for all of them, and holds about one
-descriptor per partition at rest (an index map holds none, ``broker/storage/maps.py``).
+descriptor per partition at rest (an index map holds none, ``broker/storage/maps.py``), and
+logs one line at start for the partitions it leads rather than one per partition.
 
 CI runs 2,000 partitions (2 topics x 1,000); ``bench/partitions.py`` measures 10,000 and times
 what this only checks. Counts, not times: descriptors are read from /proc/<pid>/fd.
@@ -59,8 +60,13 @@ def test_thousands_of_partitions_start_serve_and_hold_one_descriptor_each(broker
         for topic, partition in placed():
             value = b"%s-%d" % (topic.encode(), partition)
             assert wire.produce(topic, partition, batch([value]))["error_code"] == 0
+    announced = broker.log_text().count("leader in epoch")  # one line a partition, at first use
     for kill in (False, True):
         broker.restart(kill=kill)
         at_rest = len(os.listdir(f"/proc/{broker.process.pid}/fd"))
         assert at_rest <= 1.2 * len(placed()) + FIXED_DESCRIPTORS, at_rest
         assert_serves_every_partition(broker)
+    # A start logs one line for the partitions it leads, not one per partition.
+    text = broker.log_text()
+    assert text.count("leader in epoch") == announced
+    assert text.count(f"leading {len(placed())} of the {len(placed())} partitions") == 2

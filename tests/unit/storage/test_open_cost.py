@@ -30,6 +30,8 @@ def test_a_clean_reopen_opens_each_file_once_and_maps_each_index_once(tmp_path, 
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", counting_open)
+    made = []  # an existing directory is not made again (mkdir locks the data directory)
+    monkeypatch.setattr(os, "mkdir", lambda *args, **kwargs: made.append(args))
     maps_before = maps.maps_made
     reopened = ReplicaLog(open_log(directory))
     monkeypatch.undo()
@@ -37,6 +39,7 @@ def test_a_clean_reopen_opens_each_file_once_and_maps_each_index_once(tmp_path, 
     assert reopened.log.recovery_report.clean_shutdown
     assert maps.maps_made - maps_before == 3  # offset, time and CreateTime index, once each
     assert opened and max(opened.values()) == 1, opened
+    assert made == []
     assert read_all(reopened.log) == records
     assert reopened.log.append(make_batch(1)).base_offset == 12  # the active segment writes
     reopened.log.close()
