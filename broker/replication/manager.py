@@ -101,7 +101,10 @@ class ReplicaManager:
         if part is not None and part.log is plog:
             return part
         if plog is None:
-            self.partitions.pop((topic, partition), None)
+            gone = self.partitions.pop((topic, partition), None)
+            if gone is not None:  # deleted or moved off this broker: nothing waits on it
+                self._stop_following(gone)
+                gone.fail_waiters()
             return None
         if plog.log_end_offset > plog.log_start_offset:
             log.warning("%s-%d: replication state of a log with batches built on the loop "

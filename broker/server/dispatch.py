@@ -41,6 +41,10 @@ from .handlers import (
     handle_offset_commit,
     handle_offset_fetch,
 )
+from .reassign_handlers import (
+    handle_alter_partition_reassignments,
+    handle_list_partition_reassignments,
+)
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .sasl_handlers import (
     handle_alter_user_scram_credentials,
@@ -68,6 +72,8 @@ ADMIN_HANDLERS = {
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
 }
 GROUP_HANDLERS = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,

@@ -52,6 +52,7 @@ from .services import (
     ReplicationServices,
     SecurityServices,
 )
+from .reassign_service import ReassignmentService
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
 __all__ = ["Broker", "BrokerClock"]
@@ -117,6 +118,8 @@ class Broker:
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
             login=inter_broker_login(config), peer_ssl=peer_context(config))
+        # Partition reassignments: etcd's store when clustered (cluster_sync attaches it).
+        self.reassignments = ReassignmentService(self.cluster, self.replicas)
         # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
         # ``cluster_sync.open_clustered``). ``gate`` is None when the authorizer is off:
         # connections then call the handlers directly and pay nothing for it.
@@ -139,7 +142,7 @@ class Broker:
             DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
-            AdminServices(topics, self.topic_service, self.cluster, config),
+            AdminServices(topics, self.topic_service, self.cluster, config, self.reassignments),
             GroupServices(topics, self.offsets, self.groups, self.cluster),
             AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
