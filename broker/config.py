@@ -109,6 +109,7 @@ class BrokerConfig:
     broker_session_timeout_ms: int = 10_000  # etcd lease TTL: how long a dead broker stays
     replica_fetch_wait_max_ms: int = 500  # a follower's long poll at its leader (ms)
     unclean_leader_election_enable: bool = False  # elect an out-of-sync replica if none is in
+    auto_leader_rebalance_enable: bool = True  # leadership returns to the preferred replica
     # Consumer groups (docs/groups.md), Kafka's group.consumer.* defaults:
     group_session_timeout_ms: int = 45_000  # a member silent this long is removed
     group_heartbeat_interval_ms: int = 5_000  # what members are told; < the session timeout

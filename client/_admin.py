@@ -148,6 +148,13 @@ class AsyncAdmin:
         only, if given), with each new replica's progress as its leader sees it."""
         return await self._reassign.list(partitions)
 
+    async def elect_leaders(self, partitions=None) -> dict:
+        """Give leadership back to each partition's preferred replica (its first), Kafka's
+        ``electLeaders(PREFERRED, ...)``: of ``partitions``, or of every partition it does not
+        lead when None. Returns {TopicPartition: None if elected, else the error saying why
+        not: ElectionNotNeededError, PreferredLeaderNotAvailableError, ...}."""
+        return await self._reassign.elect_preferred(self._controller(), partitions)
+
     async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         body = await self._cluster.request(self._controller(), ApiKey.DELETE_TOPICS, {
             "topics": [name],

@@ -78,3 +78,14 @@ class ReassignAdmin:
         if not answered and failure is not None:
             raise failure
         return dict(sorted(merged.items()))
+
+    async def elect_preferred(self, controller: int | None, partitions=None) -> dict:
+        """{TopicPartition: None (elected) or the TslogError that says why not}."""
+        body = await self._cluster.request(controller, ApiKey.ELECT_LEADERS, {
+            "timeout_ms": self._timeout_ms,
+            "topics": None if partitions is None else _grouped((tp, tp.partition)
+                                                               for tp in partitions)})
+        await self._cluster.refresh_metadata()
+        return {TopicPartition(topic["topic"], r["partition"]):
+                error_for(r["error_code"])(r["error_message"]) if r["error_code"] else None
+                for topic in body["topics"] for r in topic["partitions"]}

@@ -177,6 +177,9 @@ class Admin(_Facade):
     def list_partition_reassignments(self, partitions=None):
         return self._run(self._core.list_partition_reassignments(partitions))
 
+    def elect_leaders(self, partitions=None):
+        return self._run(self._core.elect_leaders(partitions))
+
     def list_topics(self):
         return self._run(self._core.list_topics())
 

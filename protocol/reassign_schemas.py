@@ -1,5 +1,5 @@
-"""Request and response schemas of AlterPartitionReassignments (Kafka's api key 45) and
-ListPartitionReassignments (46).
+"""Request and response schemas of AlterPartitionReassignments (Kafka's api key 45),
+ListPartitionReassignments (46) and ElectLeaders (43, preferred leaders only).
 
 Kafka's fields in snake case, grouped as every tslog per-partition API is (``topic``, then
 ``partitions``). Alter: ``replicas`` is the partition's new replica set, preferred leader
@@ -7,7 +7,8 @@ first, or null to cancel the reassignment under way. List: Kafka's ``replicas``,
 ``adding_replicas`` and ``removing_replicas``, and, for progress, the partition's leader,
 ISR, the leader's log end offset and each added replica's log end offset as the leader last
 saw it (``-1``: not known to the broker that answered, which is not the leader, or no fetch
-yet). ``messages.py`` merges these into its tables.
+yet). ElectLeaders: the partitions whose preferred replica should lead (null: every one that
+it does not lead), answered per partition. ``messages.py`` merges these into its tables.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .schema import (
 
 ALTER_PARTITION_REASSIGNMENTS = 45
 LIST_PARTITION_REASSIGNMENTS = 46
+ELECT_LEADERS = 43
 
 _BROKER = NON_NEGATIVE_INT32
 
@@ -48,11 +50,17 @@ REASSIGN_REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
     }),
 }
 
+REASSIGN_REQUEST_SCHEMAS[ELECT_LEADERS, 0] = Struct({
+    "timeout_ms": NON_NEGATIVE_INT32,
+    "topics": Nullable(_tp_groups(PARTITION)),
+})
+
+_PARTITION_RESULT = Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                            "error_message": NULLABLE_STR})
+
 REASSIGN_RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
-    (ALTER_PARTITION_REASSIGNMENTS, 0): Struct({
-        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
-                                     "error_message": NULLABLE_STR})),
-    }),
+    (ELECT_LEADERS, 0): Struct({"topics": _tp_groups(_PARTITION_RESULT)}),
+    (ALTER_PARTITION_REASSIGNMENTS, 0): Struct({"topics": _tp_groups(_PARTITION_RESULT)}),
     (LIST_PARTITION_REASSIGNMENTS, 0): Struct({
         "topics": _tp_groups(Struct({
             "partition": PARTITION, "replicas": ListOf(INT32),

@@ -21,6 +21,10 @@ Start-up grace: a broker that is not registered counts as dead only once this br
 watched the cluster for one session timeout, or once it saw that broker's registration go.
 So a whole cluster starting again, brokers a few seconds apart, keeps its leaders and ISRs
 instead of the first broker up taking every partition over.
+
+Beyond failover, the sweep completes reassignments (``reassignment.completed``) and, with
+``auto_leader_rebalance_enable``, gives leadership back to each partition's preferred
+replica once it is live and in the ISR (``reassignment.preferred``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from .errors import EtcdError
-from .reassignment import completed
+from .reassignment import completed, preferred
 from .records import ClusterCache, ClusterKeys, encode_state
 from .view import NO_LEADER, PartitionState
 
@@ -187,13 +191,16 @@ class Controller:
     def _next_state(self, state: PartitionState, live: set[int],
                     unclean: bool) -> PartitionState | None:
         """What ``state`` should become: the failover rules first; when they have nothing
-        to change, the end of a reassignment whose target replicas are all in sync."""
+        to change, the end of a reassignment whose target replicas are all in sync, or else
+        (``auto_leader_rebalance_enable``) leadership back to the preferred replica."""
         decision = decide(state, live, unclean, self._presumed(state, live))
         if decision is not None:
             leader, epoch, isr = decision
             return replace(state, leader=leader, leader_epoch=epoch, isr=isr)
         if state.target:
             return completed(state, live)
+        if self.view.config.auto_leader_rebalance_enable:
+            return preferred(state, live)
         return None
 
     def _presumed(self, state: PartitionState, live: set[int]) -> frozenset[int]:

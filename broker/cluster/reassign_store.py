@@ -14,7 +14,7 @@ import asyncio
 from tslog.protocol.errors import ErrorCode
 
 from .etcd_view import EtcdClusterView
-from .reassignment import ReassignmentError, cancelled, started
+from .reassignment import ReassignmentError, cancelled, preferred, started
 from .records import encode_state
 from .view import PartitionState
 
@@ -30,12 +30,38 @@ class EtcdReassignments:
     async def alter(self, topic: str, partition: int, target: tuple[int, ...] | None) -> None:
         """Reassign the partition to ``target``, or cancel its reassignment (None).
         Raises ReassignmentError, or EtcdError when etcd cannot be reached."""
+        registered = self.view.cache.brokers
+
+        def change(state: PartitionState) -> PartitionState | None:
+            return cancelled(state) if target is None else started(state, target,
+                                                                   set(registered))
+        await self._write(topic, partition, change)
+
+    async def elect_preferred(self, topic: str, partition: int) -> None:
+        """Make the partition's preferred replica its leader. Raises ReassignmentError
+        (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE) or EtcdError."""
+        live = self.view.cache.brokers
+
+        def change(state: PartitionState) -> PartitionState:
+            new = preferred(state, set(live))
+            if new is not None:
+                return new
+            if state.leader == state.replicas[0]:
+                raise ReassignmentError(ErrorCode.ELECTION_NOT_NEEDED,
+                                        f"broker {state.leader} leads already")
+            raise ReassignmentError(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                                    f"broker {state.replicas[0]} is not live and in sync, "
+                                    f"or a reassignment runs")
+        await self._write(topic, partition, change)
+
+    async def _write(self, topic: str, partition: int, change) -> None:
+        """Apply ``change`` (state -> new state, or None for nothing to do) with a
+        compare-and-swap, again from the newer state after a lost race."""
         view = self.view
         etcd, key = view.etcd, view.keys.partition(topic, partition)
         for _ in range(ATTEMPTS):
             state = self.state(topic, partition)
-            new = (cancelled(state) if target is None
-                   else started(state, target, set(view.cache.brokers)))
+            new = change(state)
             if new is None:
                 return  # the replicas are the target already
             ok, revision = await etcd.txn([etcd.mod_is(key, state.version)],
@@ -58,3 +84,8 @@ class EtcdReassignments:
         """Every partition with a reassignment under way, by topic and partition."""
         return sorted((s for s in self.view.cache.partitions.values() if s.target),
                       key=lambda s: (s.topic, s.partition))
+
+    def not_preferred(self) -> list[tuple[str, int]]:
+        """(topic, partition) of every partition its preferred replica does not lead."""
+        return sorted(key for key, s in self.view.cache.partitions.items()
+                      if s.leader != s.replicas[0])

@@ -16,6 +16,10 @@ changes, and a controller that takes over finds it there and carries on.
 - **Cancel**: the target becomes the original replicas; completion then drops the added
   ones (and gives leadership back to an original replica if an added one led by then).
 
+Preferred leaders: ``preferred`` gives leadership back to a partition's first replica once
+it is live and in the ISR (the controller's sweep, with ``auto_leader_rebalance_enable``,
+and ElectLeaders on request).
+
 No I/O here: these are pure functions of a state, unit-tested on their own.
 """
 
@@ -25,7 +29,7 @@ from dataclasses import replace
 
 from tslog.protocol.errors import ErrorCode
 
-from .view import PartitionState
+from .view import NO_LEADER, PartitionState
 
 
 class ReassignmentError(Exception):
@@ -102,3 +106,14 @@ def completed(state: PartitionState, live: set[int]) -> PartitionState | None:
         leader, epoch = candidates[0], epoch + 1
     return replace(state, leader=leader, leader_epoch=epoch, isr=target, replicas=target,
                    target=(), adding=())
+
+
+def preferred(state: PartitionState, live: set[int]) -> PartitionState | None:
+    """``state`` led by its preferred replica (the first), epoch + 1, or None when it leads
+    already, is not live or not in the ISR, or while a reassignment runs (its completion
+    decides the leader)."""
+    first = state.replicas[0]
+    if (state.target or state.leader in (first, NO_LEADER) or first not in state.isr
+            or first not in live):
+        return None
+    return replace(state, leader=first, leader_epoch=state.leader_epoch + 1)

@@ -8,7 +8,7 @@ counters stay 0, the gauge of under-replicated partitions 0, and ``tslog_followe
 _records`` has no series, which is the truth for a broker with no followers.
 
     from tslog.broker.metrics import replication as replication_metrics
-    replication_metrics.set_under_replicated(count)       # after every ISR or assignment change
+    replication_metrics.set_under_replicated(count, reassigning)  # after ISR/assignment changes
     replication_metrics.isr_shrunk(); replication_metrics.isr_expanded()
     replication_metrics.leader_elected()                  # this broker became a leader
     replication_metrics.set_follower_fetch_lag(topic, partition, records)
@@ -23,7 +23,12 @@ from .definitions import REGISTRY
 
 UNDER_REPLICATED_PARTITIONS = Gauge(
     "tslog_under_replicated_partitions",
-    "Partitions this broker leads whose ISR is smaller than their replica set.",
+    "Partitions this broker leads whose ISR is smaller than their replica set (replicas a "
+    "reassignment adds not counted, as Kafka's KIP-352).",
+    registry=REGISTRY)
+REASSIGNING_PARTITIONS = Gauge(
+    "tslog_reassigning_partitions",
+    "Partitions this broker leads with a reassignment under way (0 once every move is done).",
     registry=REGISTRY)
 ISR_SHRINKS = Counter("tslog_isr_shrinks_total",
                       "ISR shrinks of partitions this broker leads (its own proposals or the "
@@ -42,8 +47,9 @@ FOLLOWER_FETCH_LAG = Gauge(
     registry=REGISTRY)
 
 
-def set_under_replicated(count: int) -> None:
+def set_under_replicated(count: int, reassigning: int) -> None:
     UNDER_REPLICATED_PARTITIONS.set(count)
+    REASSIGNING_PARTITIONS.set(reassigning)
 
 
 def isr_shrunk() -> None:

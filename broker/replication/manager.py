@@ -233,10 +233,18 @@ class ReplicaManager:
             self._stop_following(part)
             part.become_follower(state)
         if self._clustered and (current is None or current.isr != state.isr
-                                or current.leader != state.leader):
-            metrics.set_under_replicated(sum(
-                1 for p in self.partitions.values() if p.role == LEADER and p.state is not None
-                and len(p.state.isr) < len(p.state.replicas)))
+                                or current.leader != state.leader
+                                or current.replicas != state.replicas):
+            self._count_led_states()
+
+    def _count_led_states(self) -> None:
+        """Under-replicated (ISR smaller than the replicas before a reassignment added any)
+        and reassigning partitions among those led here, for the gauges."""
+        led = [p.state for p in self.partitions.values()
+               if p.role == LEADER and p.state is not None]
+        metrics.set_under_replicated(
+            sum(1 for s in led if len(s.isr) < len(s.replicas) - len(s.adding)),
+            sum(1 for s in led if s.target))
 
     def _stop_following(self, part: Partition) -> None:
         for fetcher in self.fetchers.values():

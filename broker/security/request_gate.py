@@ -314,6 +314,7 @@ RULES: dict[int, Rule] = {
     36: _nothing,                                   # SaslAuthenticate
     37: _create_partitions,                         # CreatePartitions: Alter topic
     42: _delete_groups,                             # DeleteGroups: Delete group
+    43: _cluster("Alter"),                          # ElectLeaders
     45: _cluster("Alter"),                          # AlterPartitionReassignments
     46: _cluster("Describe"),                       # ListPartitionReassignments
     50: _cluster("Describe"),                       # DescribeUserScramCredentials

@@ -43,6 +43,7 @@ from .handlers import (
 )
 from .reassign_handlers import (
     handle_alter_partition_reassignments,
+    handle_elect_leaders,
     handle_list_partition_reassignments,
 )
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
@@ -74,6 +75,7 @@ ADMIN_HANDLERS = {
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
 }
 GROUP_HANDLERS = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,

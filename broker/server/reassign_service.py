@@ -1,4 +1,5 @@
-"""AlterPartitionReassignments and ListPartitionReassignments, for both front doors.
+"""AlterPartitionReassignments, ListPartitionReassignments and ElectLeaders (preferred),
+for both front doors.
 
 Why a service: the work is the cluster's (``cluster/reassign_store.py`` writes etcd, the
 controller completes the moves), but progress is the leader's to tell (how far each added
@@ -74,6 +75,40 @@ class ReassignmentService:
             raise ReassignmentError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                     f"a single broker (node {self.cluster.node_id}) can only "
                                     f"hold a partition itself, not on {list(target)}")
+
+    async def elect(self, topics: list[dict] | None, known: set[str]) -> list[dict]:
+        """ElectLeaders (preferred): per partition named, or every one whose preferred
+        replica does not lead when ``topics`` is None."""
+        if topics is None:
+            named = self._not_preferred()
+        else:
+            named = [(t["topic"], p) for t in topics for p in t["partitions"]]
+        grouped: dict[str, list[dict]] = {}
+        for topic, partition in named:
+            try:
+                if self.store is not None:
+                    await self.store.elect_preferred(topic, partition)
+                else:
+                    self._elect_alone(topic, partition, known)
+                code, message = ErrorCode.NONE, None
+            except ReassignmentError as exc:
+                code, message = exc.error_code, str(exc)
+            except EtcdError:
+                code, message = (ErrorCode.REQUEST_TIMED_OUT,
+                                 "the cluster's metadata store (etcd) is unreachable")
+            grouped.setdefault(topic, []).append({"partition": partition, "error_code": code,
+                                                  "error_message": message})
+        return [{"topic": topic, "partitions": items} for topic, items in grouped.items()]
+
+    def _not_preferred(self) -> list[tuple[str, int]]:
+        return [] if self.store is None else self.store.not_preferred()
+
+    def _elect_alone(self, topic: str, partition: int, known: set[str]) -> None:
+        if topic not in known or self.replicas.get(topic, partition) is None:
+            raise ReassignmentError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                    f"no partition {topic}-{partition}")
+        raise ReassignmentError(ErrorCode.ELECTION_NOT_NEEDED,
+                                "a single broker leads every partition already")
 
     def listed(self, topics: list[dict] | None) -> list[dict]:
         """Every reassignment under way (of the partitions named, if any), with progress

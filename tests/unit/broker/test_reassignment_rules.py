@@ -14,6 +14,7 @@ from tslog.broker.cluster.reassignment import (
     adding_replicas,
     cancelled,
     completed,
+    preferred,
     original_replicas,
     removing_replicas,
     started,
@@ -109,3 +110,23 @@ def test_a_state_without_a_reassignment_keeps_its_old_json():
     plain = state([0, 1])
     assert encode_state(plain) == (b'{"isr":[0,1],"leader":0,"leader_epoch":3,'
                                    b'"replicas":[0,1]}')
+
+
+@given(replica_sets, st.data())
+def test_the_preferred_replica_leads_again_only_when_live_and_in_sync(replicas, data):
+    isr = tuple(data.draw(st.lists(st.sampled_from(replicas), unique=True, min_size=1)))
+    leader = data.draw(st.sampled_from(isr))
+    live = set(data.draw(st.lists(st.sampled_from(BROKERS), unique=True)))
+    current = state(replicas, isr, leader)
+    new = preferred(current, live)
+    first = replicas[0]
+    if leader == first or first not in isr or first not in live:
+        assert new is None
+    else:
+        assert (new.leader, new.leader_epoch, new.isr) == (first, 4, isr)
+
+
+def test_no_preferred_election_while_a_reassignment_runs_or_without_a_leader():
+    moving = started(state([0, 1], leader=1), (1, 2), set(BROKERS))
+    assert preferred(moving, set(BROKERS)) is None
+    assert preferred(state([0, 1], leader=-1), set(BROKERS)) is None
