@@ -52,7 +52,8 @@ def register(commands, common) -> None:
     reassign.set_defaults(handler=_reassign, check=_check)
     listing = actions.add_parser("reassignments", parents=[common],
                                  help="the moves under way and how far the new replicas are")
-    listing.add_argument("--format", choices=["text", "json"], default="text")
+    listing.add_argument("--format", choices=["text", "json"], default="text",
+                         help="a table or one JSON object per partition (default: %(default)s)")
     listing.set_defaults(handler=_list)
     elect = actions.add_parser("elect-leaders", parents=[common],
                                help="make each partition's preferred replica its leader")
