@@ -11,6 +11,7 @@ _records`` has no series, which is the truth for a broker with no followers.
     replication_metrics.set_under_replicated(count, reassigning)  # after ISR/assignment changes
     replication_metrics.isr_shrunk(); replication_metrics.isr_expanded()
     replication_metrics.leader_elected()                  # this broker became a leader
+    replication_metrics.catch_up_served(size); replication_metrics.catch_up_throttled()
     replication_metrics.set_follower_fetch_lag(topic, partition, records)
     replication_metrics.forget_follower(topic, partition) # stopped following it
 """
@@ -40,6 +41,16 @@ ISR_EXPANDS = Counter("tslog_isr_expands_total",
 LEADER_ELECTIONS = Counter("tslog_leader_elections_total",
                            "Times this broker became the leader of a partition.",
                            registry=REGISTRY)
+CATCH_UP_BYTES = Counter(
+    "tslog_reassignment_catch_up_bytes_total",
+    "Bytes this broker, as leader, served to replicas a reassignment is adding before they "
+    "joined the ISR (the traffic leader_replication_throttled_rate limits).",
+    registry=REGISTRY)
+CATCH_UP_THROTTLED = Counter(
+    "tslog_reassignment_throttled_reads_total",
+    "Catch-up reads this broker answered with no data because the catch-up bytes were over "
+    "leader_replication_throttled_rate.",
+    registry=REGISTRY)
 FOLLOWER_FETCH_LAG = Gauge(
     "tslog_follower_fetch_lag_records",
     "On a follower: the leader's high watermark minus this replica's log end offset after "
@@ -62,6 +73,14 @@ def isr_expanded() -> None:
 
 def leader_elected() -> None:
     LEADER_ELECTIONS.inc()
+
+
+def catch_up_served(size: int) -> None:
+    CATCH_UP_BYTES.inc(size)
+
+
+def catch_up_throttled() -> None:
+    CATCH_UP_THROTTLED.inc()
 
 
 def set_follower_fetch_lag(topic: str, partition: int, records: int) -> None:

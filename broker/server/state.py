@@ -117,7 +117,8 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
-            login=inter_broker_login(config), peer_ssl=peer_context(config))
+            login=inter_broker_login(config), peer_ssl=peer_context(config),
+            throttle_rate_bytes_s=config.leader_replication_throttled_rate)
         # Partition reassignments: etcd's store when clustered (cluster_sync attaches it).
         self.reassignments = ReassignmentService(self.cluster, self.replicas)
         # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
