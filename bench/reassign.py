@@ -20,7 +20,7 @@ and the load average when the table was printed. The issue's target: the throttl
 throughput at least 0.7x the baseline's.
 
     python bench/reassign.py                    # 3 runs per mode, 64 MiB, 16 MiB/s
-    python bench/reassign.py --runs 1 --preload-mb 2 --baseline-s 1    # a quick look
+    python bench/reassign.py --quick            # a smoke run: 1 run, 1 MiB
 """
 
 from __future__ import annotations
@@ -123,7 +123,11 @@ def main() -> None:
     parser.add_argument("--preload-mb", type=int, default=64)
     parser.add_argument("--throttle-mb-s", type=float, default=16.0)
     parser.add_argument("--baseline-s", type=float, default=5.0)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 1 run per mode, 1 MiB, 0.5 s of baseline")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.preload_mb, args.baseline_s = 1, 1, 0.5
     rates: dict[str, list[float]] = {mode: [] for mode in MODES}
     moves: dict[str, list[float]] = {mode: [] for mode in MODES}
     for run in range(args.runs):

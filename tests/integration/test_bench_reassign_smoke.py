@@ -1,4 +1,4 @@
-"""``bench/reassign.py`` still runs end to end on a tiny move (so the benchmark cannot rot).
+"""``bench/reassign.py --quick`` still runs end to end on a tiny move (so the benchmark cannot rot).
 
 It starts its own etcd and brokers on free loopback ports; this test checks only that it
 exits 0 and prints each mode's row and the target line, never a timing."""
@@ -18,7 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "reassign.py"
 @pytest.mark.timeout(600)
 def test_bench_reassign_prints_every_mode():
     result = subprocess.run(
-        [sys.executable, str(BENCH), "--runs", "1", "--preload-mb", "1", "--baseline-s", "0.5"],
+        [sys.executable, str(BENCH), "--quick"],
         capture_output=True, text=True, timeout=540)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for row in ("|         no move |", "|            move |", "| move, throttled |"):
