@@ -109,6 +109,8 @@ class BrokerConfig:
     broker_session_timeout_ms: int = 10_000  # etcd lease TTL: how long a dead broker stays
     replica_fetch_wait_max_ms: int = 500  # a follower's long poll at its leader (ms)
     unclean_leader_election_enable: bool = False  # elect an out-of-sync replica if none is in
+    auto_leader_rebalance_enable: bool = True  # leadership returns to the preferred replica
+    leader_replication_throttled_rate: int = 0  # bytes/s for catching-up replicas; 0 = none
     # Consumer groups (docs/groups.md), Kafka's group.consumer.* defaults:
     group_session_timeout_ms: int = 45_000  # a member silent this long is removed
     group_heartbeat_interval_ms: int = 5_000  # what members are told; < the session timeout
@@ -281,6 +283,8 @@ def _value_problems(config: BrokerConfig) -> list[str]:
                  "max_unauthenticated_connections_per_address"):
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = no limit)")
+    if config.leader_replication_throttled_rate < 0:
+        problems.append("leader_replication_throttled_rate must be >= 0 (0 = no limit)")
     for name in ("storage_open_files_max", "storage_index_maps_max"):
         if getattr(config, name) < 0:
             problems.append(f"{name} must be >= 0 (0 = derived from the process's limits)")

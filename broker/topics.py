@@ -211,11 +211,14 @@ class TopicManager:
         return PartitionLog(directory, self.log_config_for(topic.configs), self.clock,
                             self.io_worker, self.handle_budget)
 
-    def drop_local_logs(self, name: str) -> tuple[list[PartitionLog], list[Path]]:
-        """Stop serving this broker's logs of a topic the cluster no longer has: each is
-        closed and its directory renamed aside, quick enough for the loop. Returns the logs
-        and the renamed directories, whose files ``remove_retired`` deletes in a thread."""
-        removed = [self.logs.pop(key) for key in [k for k in self.logs if k[0] == name]]
+    def drop_local_logs(self, name: str,
+                        partition: int | None = None) -> tuple[list[PartitionLog], list[Path]]:
+        """Stop serving this broker's logs of a topic the cluster no longer has (or of one
+        partition of it, moved to other brokers): each is closed and its directory renamed
+        aside, quick enough for the loop. Returns the logs and the renamed directories,
+        whose files ``remove_retired`` deletes in a thread."""
+        removed = [self.logs.pop(key) for key in [k for k in self.logs if k[0] == name and (
+            partition is None or k[1] == partition)]]
         retired = []
         for plog in removed:
             try:

@@ -15,6 +15,7 @@ from tslog.protocol.messages import ApiKey
 from ._acl_admin import AclAdmin
 from ._cluster import Cluster
 from ._group_admin import GroupAdmin
+from ._reassign_admin import ReassignAdmin
 from ._offsets import delete_records, list_offsets
 from ._batch_times import log_append_times
 from ._offsets_at_times import offsets_at_times
@@ -54,6 +55,7 @@ class AsyncAdmin:
         self._groups = GroupAdmin(self._cluster)
         self._acls = AclAdmin(self._cluster)
         self._users = UserAdmin(self._cluster)
+        self._reassign = ReassignAdmin(self._cluster, request_timeout_ms)
         self._closed = False
 
     async def start(self) -> None:
@@ -128,6 +130,32 @@ class AsyncAdmin:
         if failed:
             raise _failure(failed[0]["error_code"], failed[0]["error_message"],
                            f"create partitions of topic {failed[0]['topic']!r}")
+
+    async def alter_partition_reassignments(self, reassignments: dict) -> None:
+        """Move partitions to new replica sets while they serve: ``{TopicPartition("events",
+        0): [3, 4, 5]}``, preferred leader first; ``None`` instead of a list cancels the
+        reassignment under way. Returns once the change is in etcd; the move itself goes on
+        in the cluster (``list_partition_reassignments`` follows it; docs/cluster.md).
+
+        Raises (the first partition's failure, after every partition was tried):
+            InvalidReplicaAssignmentError: an empty or repeated set, or a broker not running.
+            ReassignmentInProgressError: the partition is being moved already.
+            NoReassignmentInProgressError: a cancel with nothing to cancel.
+            UnknownTopicOrPartitionError: no such partition.
+        """
+        await self._reassign.alter(self._controller(), reassignments)
+
+    async def list_partition_reassignments(self, partitions=None) -> dict:
+        """{TopicPartition: PartitionReassignment} of the moves under way (of ``partitions``
+        only, if given), with each new replica's progress as its leader sees it."""
+        return await self._reassign.list(partitions)
+
+    async def elect_leaders(self, partitions=None) -> dict:
+        """Give leadership back to each partition's preferred replica (its first), Kafka's
+        ``electLeaders(PREFERRED, ...)``: of ``partitions``, or of every partition it does not
+        lead when None. Returns {TopicPartition: None if elected, else the error saying why
+        not: ElectionNotNeededError, PreferredLeaderNotAvailableError, ...}."""
+        return await self._reassign.elect_preferred(self._controller(), partitions)
 
     async def delete_topic(self, name: str, timeout_ms: int | None = None) -> None:
         body = await self._cluster.request(self._controller(), ApiKey.DELETE_TOPICS, {

@@ -157,3 +157,24 @@ class AclBindingFilter(NamedTuple):
     permission: str | None = None
     pattern_type: str | None = None
     host: str | None = None
+
+
+class PartitionReassignment(NamedTuple):
+    """A reassignment under way (``Admin.list_partition_reassignments``), as Kafka's
+    ``PartitionReassignment``, plus its progress: the leader's log end offset and each
+    added replica's (as the leader last saw it; -1 when unknown)."""
+
+    replicas: list  # of int: the current replica set, original replicas first
+    adding_replicas: list  # of int: joining, they stay once it completes
+    removing_replicas: list  # of int: leaving once it completes
+    leader: int
+    isr: list  # of int
+    log_end_offset: int  # the leader's, -1 if no broker reported it
+    replica_log_end_offsets: dict  # adding replica -> its log end offset at the leader
+
+    def offsets_behind(self) -> dict:
+        """Adding replica -> how many offsets it still lacks (None when unknown)."""
+        if self.log_end_offset < 0:
+            return {b: None for b in self.adding_replicas}
+        return {b: None if leo < 0 else max(0, self.log_end_offset - leo)
+                for b, leo in self.replica_log_end_offsets.items()}

@@ -6,6 +6,8 @@
     tslog consume TOPIC --group G             # share the partitions, resume where G committed
     tslog offsets TOPIC --time 2026-11-21T10:00:00Z
     tslog groups list|describe|reset-offsets|delete ...   # see cli_groups.py
+    tslog partitions reassign|reassignments ...           # see cli_reassign.py
+    tslog brokers list|decommission N                     # see cli_brokers.py
     tslog acls add|remove|list ...            # see cli_acls.py
     tslog users create|delete|list ...                    # see cli_users.py
     tslog mirror --source A --target B --topics REGEX     # see cli_mirror.py
@@ -24,7 +26,15 @@ import logging
 import os
 import sys
 
-from . import cli_consume, cli_mirror, cli_offsets, cli_produce, cli_topics
+from . import (
+    cli_brokers,
+    cli_consume,
+    cli_mirror,
+    cli_offsets,
+    cli_produce,
+    cli_reassign,
+    cli_topics,
+)
 from .cli_common import EXPECTED_ERRORS, UsageError, error_line, installed_version
 from .cli_groups import TIME_OPTIONS as _GROUP_TIME_OPTIONS, add_groups_commands
 from .cli_acls import add_acls_commands
@@ -96,6 +106,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     cli_consume.register(commands, common)
     cli_offsets.register(commands, common)
+    cli_reassign.register(commands, common)
+    cli_brokers.register(commands, common)
     add_groups_commands(commands, common)
     add_acls_commands(commands, common)
     add_users_commands(commands, common)

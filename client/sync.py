@@ -171,6 +171,15 @@ class Admin(_Facade):
     def delete_topic(self, name, timeout_ms=None) -> None:
         return self._run(self._core.delete_topic(name, timeout_ms))
 
+    def alter_partition_reassignments(self, reassignments) -> None:
+        return self._run(self._core.alter_partition_reassignments(reassignments))
+
+    def list_partition_reassignments(self, partitions=None):
+        return self._run(self._core.list_partition_reassignments(partitions))
+
+    def elect_leaders(self, partitions=None):
+        return self._run(self._core.elect_leaders(partitions))
+
     def list_topics(self):
         return self._run(self._core.list_topics())
 

@@ -2,9 +2,9 @@
 versions this side speaks, and the declarative schemas ``messages.py`` checks bodies against.
 
 A table of its own (not part of the envelope codec in ``messages.py``) because it is what
-grows with every new API; the consumer-group, CreatePartitions, ACL and authentication
-schemas come from ``group_schemas.py``, ``partition_schemas.py``, ``acl_schemas.py`` and
-``sasl_schemas.py``.
+grows with every new API; the consumer-group, CreatePartitions, reassignment, ACL and
+authentication schemas come from ``group_schemas.py``, ``partition_schemas.py``,
+``reassign_schemas.py``, ``acl_schemas.py`` and ``sasl_schemas.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from enum import IntEnum
 from .acl_schemas import ACL_REQUEST_SCHEMAS, ACL_RESPONSE_SCHEMAS
 from .group_schemas import GROUP_REQUEST_SCHEMAS, GROUP_RESPONSE_SCHEMAS
 from .partition_schemas import PARTITION_REQUEST_SCHEMAS, PARTITION_RESPONSE_SCHEMAS
+from .reassign_schemas import REASSIGN_REQUEST_SCHEMAS, REASSIGN_RESPONSE_SCHEMAS
 from .sasl_schemas import SASL_REQUEST_SCHEMAS, SASL_RESPONSE_SCHEMAS
 from .schema import (
     BIN,
@@ -67,6 +68,9 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     CONSUMER_GROUP_HEARTBEAT = 68
@@ -229,6 +233,8 @@ REQUEST_SCHEMAS.update(GROUP_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(GROUP_RESPONSE_SCHEMAS)
 REQUEST_SCHEMAS.update(PARTITION_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(PARTITION_RESPONSE_SCHEMAS)
+REQUEST_SCHEMAS.update(REASSIGN_REQUEST_SCHEMAS)
+RESPONSE_SCHEMAS.update(REASSIGN_RESPONSE_SCHEMAS)
 REQUEST_SCHEMAS.update(ACL_REQUEST_SCHEMAS)
 RESPONSE_SCHEMAS.update(ACL_RESPONSE_SCHEMAS)
 REQUEST_SCHEMAS.update(SASL_REQUEST_SCHEMAS)

@@ -21,6 +21,10 @@ Start-up grace: a broker that is not registered counts as dead only once this br
 watched the cluster for one session timeout, or once it saw that broker's registration go.
 So a whole cluster starting again, brokers a few seconds apart, keeps its leaders and ISRs
 instead of the first broker up taking every partition over.
+
+Beyond failover, the sweep completes reassignments (``reassignment.completed``) and, with
+``auto_leader_rebalance_enable``, gives leadership back to each partition's preferred
+replica once it is live and in the ISR (``reassignment.preferred``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from .errors import EtcdError
+from .reassignment import completed, preferred
 from .records import ClusterCache, ClusterKeys, encode_state
 from .view import NO_LEADER, PartitionState
 
@@ -114,6 +119,7 @@ class Controller:
         self.view = view
         self.epoch = 0  # create_revision of our controller key while we hold it, else 0
         self.elections = 0  # leader changes this broker made as controller
+        self.reassignments_completed = 0  # partitions whose move this controller finished
         self._dirty = False
         self._task: asyncio.Task | None = None
 
@@ -177,14 +183,25 @@ class Controller:
             if not self.active:
                 return True
             live = set(view.cache.brokers)
-            decision = decide(state, live, unclean, self._presumed(state, live))
-            if decision is None:
-                continue
-            leader, epoch, isr = decision
-            if not await self._write(replace(state, leader=leader, leader_epoch=epoch, isr=isr),
-                                     state):
+            new = self._next_state(state, live, unclean)
+            if new is not None and not await self._write(new, state):
                 all_written = False
         return all_written
+
+    def _next_state(self, state: PartitionState, live: set[int],
+                    unclean: bool) -> PartitionState | None:
+        """What ``state`` should become: the failover rules first; when they have nothing
+        to change, the end of a reassignment whose target replicas are all in sync, or else
+        (``auto_leader_rebalance_enable``) leadership back to the preferred replica."""
+        decision = decide(state, live, unclean, self._presumed(state, live))
+        if decision is not None:
+            leader, epoch, isr = decision
+            return replace(state, leader=leader, leader_epoch=epoch, isr=isr)
+        if state.target:
+            return completed(state, live)
+        if self.view.config.auto_leader_rebalance_enable:
+            return preferred(state, live)
+        return None
 
     def _presumed(self, state: PartitionState, live: set[int]) -> frozenset[int]:
         """Replicas of ``state`` not registered but still within the start-up grace."""
@@ -229,7 +246,13 @@ class Controller:
         if not ok:
             return False
         new = replace(new, version=revision)
-        if new.leader != old.leader:
+        if old.target and not new.target:
+            self.reassignments_completed += 1
+            self.elections += new.leader != old.leader
+            log.info("%s-%d: reassignment done: replicas %s -> %s, leader %d, epoch %d",
+                     new.topic, new.partition, list(old.replicas), list(new.replicas),
+                     new.leader, new.leader_epoch)
+        elif new.leader != old.leader:
             self.elections += 1
             log.info("%s-%d: leader %d -> %d, epoch %d, isr %s", new.topic, new.partition,
                      old.leader, new.leader, new.leader_epoch, list(new.isr))

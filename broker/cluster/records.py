@@ -7,8 +7,9 @@ Layout under ``/<cluster_name>/`` (docs/cluster.md has the whole table):
 - ``controller``: ``{"node_id"}``, bound to the controller's lease; its create_revision is
   the controller epoch every controller write is fenced on
 - ``topics/<name>``: ``{"partitions", "replication_factor", "configs", "topic_id"}``
-- ``partitions/<topic>/<p>``: ``{"leader", "leader_epoch", "isr", "replicas"}``; the key's
-  mod_revision is ``PartitionState.version``
+- ``partitions/<topic>/<p>``: ``{"leader", "leader_epoch", "isr", "replicas"}`` (and
+  ``"target", "adding"`` while a reassignment runs); the key's mod_revision is
+  ``PartitionState.version``
 - ``producer_ids``: ``{"next"}``, the next unallocated producer id block
 - ``consumer_groups/<sha1 of group id>``: the group coordinator's record of one group, written
   by the controller only (``group_state_store.py``); the cache ignores these keys
@@ -64,15 +65,23 @@ def encode(document: dict) -> bytes:
 
 
 def encode_state(state: PartitionState) -> bytes:
-    return encode({"leader": state.leader, "leader_epoch": state.leader_epoch,
-                   "isr": list(state.isr), "replicas": list(state.replicas)})
+    """The partition key's JSON; ``target`` and ``adding`` only while a reassignment runs,
+    so a partition that never moved keeps the value it always had."""
+    document = {"leader": state.leader, "leader_epoch": state.leader_epoch,
+                "isr": list(state.isr), "replicas": list(state.replicas)}
+    if state.target:
+        document["target"] = list(state.target)
+        document["adding"] = list(state.adding)
+    return encode(document)
 
 
 def decode_state(topic: str, partition: int, value: bytes, version: int) -> PartitionState:
     doc = json.loads(value)
     return PartitionState(topic, partition, int(doc["leader"]), int(doc["leader_epoch"]),
                           tuple(int(b) for b in doc["isr"]),
-                          tuple(int(b) for b in doc["replicas"]), version)
+                          tuple(int(b) for b in doc["replicas"]), version,
+                          tuple(int(b) for b in doc.get("target", ())),
+                          tuple(int(b) for b in doc.get("adding", ())))
 
 
 class TopicRecord(NamedTuple):

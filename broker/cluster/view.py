@@ -31,6 +31,10 @@ class PartitionState:
     isr: tuple[int, ...]  # in-sync replicas, leader included
     replicas: tuple[int, ...]  # assigned replicas, preferred leader first
     version: int  # the store's version of this record; proposals compare-and-swap on it
+    # A reassignment under way (``cluster/reassignment.py``): the replica set asked for, and
+    # the replicas added to ``replicas`` for it. Both empty when none is.
+    target: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
 
 
 StateListener = Callable[[PartitionState], None]

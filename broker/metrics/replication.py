@@ -8,9 +8,10 @@ counters stay 0, the gauge of under-replicated partitions 0, and ``tslog_followe
 _records`` has no series, which is the truth for a broker with no followers.
 
     from tslog.broker.metrics import replication as replication_metrics
-    replication_metrics.set_under_replicated(count)       # after every ISR or assignment change
+    replication_metrics.set_under_replicated(count, reassigning)  # after ISR/assignment changes
     replication_metrics.isr_shrunk(); replication_metrics.isr_expanded()
     replication_metrics.leader_elected()                  # this broker became a leader
+    replication_metrics.catch_up_served(size); replication_metrics.catch_up_throttled()
     replication_metrics.set_follower_fetch_lag(topic, partition, records)
     replication_metrics.forget_follower(topic, partition) # stopped following it
 """
@@ -23,7 +24,12 @@ from .definitions import REGISTRY
 
 UNDER_REPLICATED_PARTITIONS = Gauge(
     "tslog_under_replicated_partitions",
-    "Partitions this broker leads whose ISR is smaller than their replica set.",
+    "Partitions this broker leads whose ISR is smaller than their replica set (replicas a "
+    "reassignment adds not counted, as Kafka's KIP-352).",
+    registry=REGISTRY)
+REASSIGNING_PARTITIONS = Gauge(
+    "tslog_reassigning_partitions",
+    "Partitions this broker leads with a reassignment under way (0 once every move is done).",
     registry=REGISTRY)
 ISR_SHRINKS = Counter("tslog_isr_shrinks_total",
                       "ISR shrinks of partitions this broker leads (its own proposals or the "
@@ -35,6 +41,16 @@ ISR_EXPANDS = Counter("tslog_isr_expands_total",
 LEADER_ELECTIONS = Counter("tslog_leader_elections_total",
                            "Times this broker became the leader of a partition.",
                            registry=REGISTRY)
+CATCH_UP_BYTES = Counter(
+    "tslog_reassignment_catch_up_bytes_total",
+    "Bytes this broker, as leader, served to replicas a reassignment is adding before they "
+    "joined the ISR (the traffic leader_replication_throttled_rate limits).",
+    registry=REGISTRY)
+CATCH_UP_THROTTLED = Counter(
+    "tslog_reassignment_throttled_reads_total",
+    "Catch-up reads this broker answered with no data because the catch-up bytes were over "
+    "leader_replication_throttled_rate.",
+    registry=REGISTRY)
 FOLLOWER_FETCH_LAG = Gauge(
     "tslog_follower_fetch_lag_records",
     "On a follower: the leader's high watermark minus this replica's log end offset after "
@@ -42,8 +58,9 @@ FOLLOWER_FETCH_LAG = Gauge(
     registry=REGISTRY)
 
 
-def set_under_replicated(count: int) -> None:
+def set_under_replicated(count: int, reassigning: int) -> None:
     UNDER_REPLICATED_PARTITIONS.set(count)
+    REASSIGNING_PARTITIONS.set(reassigning)
 
 
 def isr_shrunk() -> None:
@@ -56,6 +73,14 @@ def isr_expanded() -> None:
 
 def leader_elected() -> None:
     LEADER_ELECTIONS.inc()
+
+
+def catch_up_served(size: int) -> None:
+    CATCH_UP_BYTES.inc(size)
+
+
+def catch_up_throttled() -> None:
+    CATCH_UP_THROTTLED.inc()
 
 
 def set_follower_fetch_lag(topic: str, partition: int, records: int) -> None:

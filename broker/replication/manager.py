@@ -34,6 +34,7 @@ from ..storage.fanout import map_in_threads
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
+from .throttle import CatchUpThrottle
 
 log = logging.getLogger("tslog.broker.replication")
 
@@ -65,12 +66,13 @@ class ReplicaManager:
         fetch_wait_max_ms: how long a follower's Fetch long-polls its leader.
         clustered: report replication events to metrics (a single node has none to report).
         login: makes a follower connection's SCRAM login (``inter_broker_sasl_*``).
+        throttle_rate_bytes_s: ``leader_replication_throttled_rate`` (0 = no limit).
     """
 
     def __init__(self, hosted: HostedLogs, view: ClusterView, *, now_ms: Callable[[], int],
                  notify: Callable[[object], None], fetch_wait_max_ms: int,
                  clustered: bool, login: Callable[[], ScramLogin] | None = None,
-                 peer_ssl: ssl.SSLContext | None = None) -> None:
+                 peer_ssl: ssl.SSLContext | None = None, throttle_rate_bytes_s: int = 0) -> None:
         self.hosted = hosted
         self.peer_ssl = peer_ssl  # TLS to the leaders (the listener speaks TLS), or None
         self.view = view
@@ -80,6 +82,8 @@ class ReplicaManager:
         self.login = login  # followers' SCRAM login at their leaders (None: no SASL)
         self.node_id = view.node_id
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # What replicas a reassignment adds may fetch here before they are in sync.
+        self.throttle = CatchUpThrottle(throttle_rate_bytes_s)
         self.fetchers: dict[int, LeaderFetcher] = {}
         self._proposing: set[tuple[str, int]] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -101,7 +105,10 @@ class ReplicaManager:
         if part is not None and part.log is plog:
             return part
         if plog is None:
-            self.partitions.pop((topic, partition), None)
+            gone = self.partitions.pop((topic, partition), None)
+            if gone is not None:  # deleted or moved off this broker: nothing waits on it
+                self._stop_following(gone)
+                gone.fail_waiters()
             return None
         if plog.log_end_offset > plog.log_start_offset:
             log.warning("%s-%d: replication state of a log with batches built on the loop "
@@ -233,10 +240,18 @@ class ReplicaManager:
             self._stop_following(part)
             part.become_follower(state)
         if self._clustered and (current is None or current.isr != state.isr
-                                or current.leader != state.leader):
-            metrics.set_under_replicated(sum(
-                1 for p in self.partitions.values() if p.role == LEADER and p.state is not None
-                and len(p.state.isr) < len(p.state.replicas)))
+                                or current.leader != state.leader
+                                or current.replicas != state.replicas):
+            self._count_led_states()
+
+    def _count_led_states(self) -> None:
+        """Under-replicated (ISR smaller than the replicas before a reassignment added any)
+        and reassigning partitions among those led here, for the gauges."""
+        led = [p.state for p in self.partitions.values()
+               if p.role == LEADER and p.state is not None]
+        metrics.set_under_replicated(
+            sum(1 for s in led if len(s.isr) < len(s.replicas) - len(s.adding)),
+            sum(1 for s in led if s.target))
 
     def _stop_following(self, part: Partition) -> None:
         for fetcher in self.fetchers.values():

@@ -316,6 +316,9 @@ RULES: dict[int, Rule] = {
     36: _nothing,                                   # SaslAuthenticate
     37: _create_partitions,                         # CreatePartitions: Alter topic
     42: _delete_groups,                             # DeleteGroups: Delete group
+    43: _cluster("Alter"),                          # ElectLeaders
+    45: _cluster("Alter"),                          # AlterPartitionReassignments
+    46: _cluster("Describe"),                       # ListPartitionReassignments
     50: _cluster("Describe"),                       # DescribeUserScramCredentials
     51: _cluster("Alter"),                          # AlterUserScramCredentials
     68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group

@@ -29,6 +29,7 @@ from ..cluster.acl_store import EtcdAclStore
 from ..cluster.etcd_view import EtcdClusterView
 from ..cluster.group_state_store import EtcdGroupStateStore
 from ..cluster.group_store import EtcdGroupOffsetStore
+from ..cluster.reassign_store import EtcdReassignments
 from ..cluster.records import Changes, TopicRecord
 from ..cluster.topic_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
@@ -83,6 +84,7 @@ async def open_clustered(config: BrokerConfig) -> tuple[Broker, EtcdClusterView]
         await view.close()
         raise
     broker.use_credential_store(credentials)
+    broker.reassignments.store = EtcdReassignments(view, config.request_timeout_ms / 1000)
     view.group_store = groups  # closed with the view
     sync.attach(broker.topics, broker.notifier.notify)
     sync.reconcile()  # whatever changed while the logs were opening
@@ -138,10 +140,24 @@ class TopicSync:
                 log.warning("removing local data of topic %s: deleted%s while this broker was "
                             "away", name, "" if record is None else " and re-created")
                 self._remove_dirs(name)
+        self._remove_moved_dirs(records)
         self.ids = {name: records[name].topic_id for name in {t for t, _ in hosted}}
         self._save()
         topics = {name: record.metadata for name, record in records.items()}
         return Broker.open(config, store, cluster=self.view, initial=(topics, hosted))
+
+    def _remove_moved_dirs(self, records: dict[str, TopicRecord]) -> None:
+        """Remove directories of recorded topics' partitions that were moved off this broker
+        while it was away (their state no longer lists it)."""
+        recorded = set(self.ids) & set(records)
+        for entry in self.data_dir.iterdir():  # one pass, however many topics there are
+            name, _, number = entry.name.rpartition("-")
+            if name not in recorded or not number.isdigit() or not entry.is_dir():
+                continue
+            state = self.view.cache.partitions.get((name, int(number)))
+            if state is not None and self.view.node_id not in state.replicas:
+                log.info("removing %s: the partition moved off this broker", entry.name)
+                shutil.rmtree(entry)
 
     @staticmethod
     def _remove_in_thread(directories: list[Path]) -> None:
@@ -165,6 +181,21 @@ class TopicSync:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, json.dumps({"version": 1, "topics": self.ids},
                                                indent=1, sort_keys=True).encode())
+
+    def _drop_moved_replicas(self) -> None:
+        """Delete the logs of partitions whose replicas no longer include this broker (a
+        reassignment moved them away): they would only take disk space, and a replica
+        added here again later starts from an empty log, as any new one."""
+        topics, partitions = self.topics, self.view.cache.partitions
+        for key in list(topics.logs):
+            state = partitions.get(key)
+            if state is None or self.view.node_id in state.replicas:
+                continue
+            removed, retired = topics.drop_local_logs(*key)
+            for plog in removed:
+                self.notify(plog)
+            self._remove_in_thread(retired)
+            log.info("%s-%d: replica moved off this broker; its log is deleted", *key)
 
     def _remove_dirs(self, name: str) -> None:
         pattern = re.compile(re.escape(name) + r"-\d+")
@@ -202,6 +233,7 @@ class TopicSync:
                 log.info("topic %s deleted", name)
         for name, record in records.items():
             topics.set_topic(record.metadata)
+        self._drop_moved_replicas()
         for topic, partition in sorted(hosted_partitions(self.view, records) - set(topics.logs)):
             try:
                 topics.open_new_partition(records[topic].metadata, partition)

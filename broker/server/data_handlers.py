@@ -268,7 +268,8 @@ def _read_plan(services: DataPath, body: dict, plan: list) -> tuple[dict, int, b
     Consumers read below the high watermark; followers (replica_id >= 0) up to the log end.
     """
     budget = min(body["max_bytes"], services.config.fetch_max_bytes)
-    follower = body["replica_id"] >= 0
+    replica_id = body["replica_id"]
+    follower = replica_id >= 0
     total = 0
     errors = False
     topics_out = []
@@ -289,7 +290,13 @@ def _read_plan(services: DataPath, body: dict, plan: list) -> tuple[dict, int, b
                     result["high_watermark"] = high_watermark = part.high_watermark
                     result["log_start_offset"] = plog.log_start_offset
                     limit = min(entry["max_bytes"], budget - total)
-                    if limit > 0 or total == 0:  # the first data is sent even if oversized
+                    if follower and replica_id in part.state.adding \
+                            and replica_id not in part.isr:
+                        result["records"] = records = _catch_up_read(
+                            services.replicas.throttle, plog, entry["fetch_offset"],
+                            limit, total)
+                        total += len(records)
+                    elif limit > 0 or total == 0:  # the first data is sent even if oversized
                         result["records"] = records = plog.read(
                             entry["fetch_offset"], max(limit, 1),
                             None if follower else high_watermark)
@@ -300,6 +307,19 @@ def _read_plan(services: DataPath, body: dict, plan: list) -> tuple[dict, int, b
             parts_out.append(result)
         topics_out.append({"topic": topic, "partitions": parts_out})
     return {"topics": topics_out}, total, errors
+
+
+def _catch_up_read(throttle, plog, fetch_offset: int, limit: int, total: int) -> bytes:
+    """A read for a replica a reassignment is adding, within the catch-up throttle
+    (``replication/throttle.py``): nothing while it is over its quota."""
+    allowance = throttle.allowance()
+    if allowance == 0 or (limit <= 0 and total > 0):
+        return b""
+    if allowance > 0:
+        limit = min(limit, allowance)
+    records = plog.read(fetch_offset, max(limit, 1), None)
+    throttle.spent(len(records))
+    return records
 
 
 def handle_fetch(services: DataPath, body: dict):

@@ -42,6 +42,11 @@ from .handlers import (
     handle_offset_fetch,
 )
 from .offsets_at_times import handle_offsets_at_times
+from .reassign_handlers import (
+    handle_alter_partition_reassignments,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+)
 from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .sasl_handlers import (
     handle_alter_user_scram_credentials,
@@ -70,6 +75,9 @@ ADMIN_HANDLERS = {
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
 }
 GROUP_HANDLERS = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,

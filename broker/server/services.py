@@ -18,9 +18,10 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   broker's ``Lifecycle`` (its ``stopping`` flag ends long polls).
 - ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
   cluster view.
-- ``AdminApis`` (Metadata, CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions):
-  the topic catalog, the topic service (single node or cluster, picked at open), the
-  cluster view, and the broker's settings (its node id).
+- ``AdminApis`` (Metadata, CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions,
+  Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
+  cluster, picked at open), the cluster view, the broker's settings (its node id), and the
+  reassignment service.
 - ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
@@ -46,6 +47,7 @@ from .committed_offsets import CommittedOffsets
 from .durability import AppendNotifier, GroupCommitter
 from .group_service import GroupService
 from .partition_lists import PartitionLists
+from .reassign_service import ReassignmentService
 from .topic_service import TopicService
 
 
@@ -84,6 +86,7 @@ class AdminApis(Protocol):
     cluster: ClusterView
     config: BrokerConfig  # node_id
     partition_lists: PartitionLists  # Metadata's kept partition lists
+    reassignments: ReassignmentService  # Alter/ListPartitionReassignments
 
 
 class GroupApis(Protocol):
@@ -130,6 +133,7 @@ class AdminServices:
     cluster: ClusterView
     config: BrokerConfig
     partition_lists: PartitionLists
+    reassignments: ReassignmentService
 
 
 @dataclass(frozen=True, slots=True)

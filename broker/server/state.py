@@ -53,6 +53,7 @@ from .services import (
     ReplicationServices,
     SecurityServices,
 )
+from .reassign_service import ReassignmentService
 from .topic_service import ClusterTopicService, LocalTopicService, TopicService
 
 __all__ = ["Broker", "BrokerClock"]
@@ -119,7 +120,10 @@ class Broker:
         self.replicas = ReplicaManager(
             topics, self.cluster, now_ms=clock.now_ms, notify=self.notifier.notify,
             fetch_wait_max_ms=config.replica_fetch_wait_max_ms, clustered=cluster is not None,
-            login=inter_broker_login(config), peer_ssl=peer_context(config))
+            login=inter_broker_login(config), peer_ssl=peer_context(config),
+            throttle_rate_bytes_s=config.leader_replication_throttled_rate)
+        # Partition reassignments: etcd's store when clustered (cluster_sync attaches it).
+        self.reassignments = ReassignmentService(self.cluster, self.replicas)
         # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
         # ``cluster_sync.open_clustered``). ``gate`` is None when the authorizer is off:
         # connections then call the handlers directly and pay nothing for it.
@@ -143,7 +147,7 @@ class Broker:
                              self.lifecycle),
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
-                          self.partition_lists),
+                          self.partition_lists, self.reassignments),
             GroupServices(topics, self.offsets, self.groups, self.cluster),
             AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,

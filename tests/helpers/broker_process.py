@@ -229,14 +229,16 @@ class BrokerProcess:
             self.kill()
 
 
-def wait_cluster_ready(brokers: list[BrokerProcess]) -> None:
-    """Wait until each broker answers and its view lists every one of them: a CreateTopics
-    with replication factor N counts the live brokers its own broker has seen."""
+def wait_cluster_ready(brokers: list[BrokerProcess], cluster_size: int | None = None) -> None:
+    """Wait until each broker answers and its view lists every one of them (and the
+    ``cluster_size`` brokers in all, when growing a running cluster): a CreateTopics with
+    replication factor N counts the live brokers its own broker has seen."""
     for process in brokers:
         process.wait_ready()
+    expected = len(brokers) if cluster_size is None else cluster_size
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not all(brokers_seen(p.host, p.port, ssl_context=p.ssl_context,
-                               security=p.security) == len(brokers)
+                               security=p.security) == expected
                   for p in brokers):
         if time.monotonic() > deadline:
             raise RuntimeError(f"the brokers did not all see each other within "
@@ -248,8 +250,9 @@ def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
                   session_timeout_ms: int = 2000, cluster_name: str = "tslog",
                   config: dict | None = None, args: list[str] | None = None,
                   ssl_context: ssl.SSLContext | None = None,
-                  security=None) -> list[BrokerProcess]:
-    """Start brokers 0..count-1 of one cluster (data in ``base_dir/broker-N``), all ready.
+                  security=None, first_node: int = 0) -> list[BrokerProcess]:
+    """Start brokers first_node..first_node+count-1 of one cluster (data in
+    ``base_dir/broker-N``), all ready (a later call with ``first_node`` grows the cluster).
 
     ``args`` are extra command-line arguments for each (``--log-level WARNING``). On any
     failure the ones already launched are killed before the error propagates.
@@ -259,12 +262,12 @@ def start_cluster(base_dir: Path, etcd_endpoint: str, count: int, *,
             "node_id": node, "etcd_endpoints": etcd_endpoint, "cluster_name": cluster_name,
             "broker_session_timeout_ms": session_timeout_ms, **(config or {})},
             ssl_context=ssl_context, security=security)
-        for node in range(count)
+        for node in range(first_node, first_node + count)
     ]
     try:
         for process in brokers:
             process.launch()
-        wait_cluster_ready(brokers)
+        wait_cluster_ready(brokers, first_node + count)
     except BaseException:
         for process in brokers:
             process.kill()

@@ -9,7 +9,7 @@ builds more, or ones with extra environment/arguments, all cleaned up the same w
 
 ``etcd`` gives a running single-member etcd (``/usr/bin/etcd``) on free loopback ports with a
 temporary data directory, stopped by pid at teardown. ``cluster_factory(n)`` starts brokers
-0..n-1 of one cluster on that etcd (session timeout 2 s unless told otherwise) and stops them
+0..n-1 of one cluster (``first_node=k``: brokers k..k+n-1, to grow it) on that etcd (session timeout 2 s unless told otherwise) and stops them
 at teardown: SIGTERM for those still running, a clean exit required.
 """
 
@@ -68,8 +68,8 @@ def cluster_factory(tmp_path, etcd):
     started: list[BrokerProcess] = []
 
     def make(count: int = 3, *, session_timeout_ms: int = 2000,
-             config: dict | None = None) -> list[BrokerProcess]:
-        brokers = start_cluster(tmp_path, etcd.endpoint, count,
+             config: dict | None = None, first_node: int = 0) -> list[BrokerProcess]:
+        brokers = start_cluster(tmp_path, etcd.endpoint, count, first_node=first_node,
                                 session_timeout_ms=session_timeout_ms, config=config)
         started.extend(brokers)
         return brokers
