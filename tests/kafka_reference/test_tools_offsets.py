@@ -14,7 +14,7 @@ import pytest
 
 from tests.kafka_reference import normalize
 from tests.kafka_reference.pairs import both, unique
-from tests.kafka_reference.test_tools_groups import Reader, groups, wait_until_read
+from tests.kafka_reference.test_tools_groups import Reader, groups, wait_for, wait_until_read
 from tests.kafka_reference.test_tools_topics import consume, produce, topics
 from tslog.client import Consumer, TopicPartition
 
@@ -41,6 +41,7 @@ def test_delete_offsets_of_a_partition_a_topic_an_unknown_group_and_a_subscribed
         try:
             produce(side, topic, "h:b\tk\tlate\n")
             wait_until_read(side, group, [reader], 1)
+            wait_for(side, group, [2])  # a settled member owning both partitions, not a rebalance
             out["subscribed"] = delete_offsets(side, group, topic)
         finally:
             reader.stop()

@@ -112,6 +112,7 @@ def expected(phases) -> dict:
     }
 
 
+@pytest.mark.timeout(900)  # every order of a dataframe's uses: past the default timeout beside CI's other workers
 @pytest.mark.parametrize("pushdown", ["true", "false"])
 def test_every_order_of_uses_of_one_dataframe(spark, broker, phases, pushdown):
     want = expected(phases)
