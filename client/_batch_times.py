@@ -14,13 +14,12 @@ partitions of a request; those come back empty and are asked again, up to ROUNDS
 from __future__ import annotations
 
 import asyncio
-import collections
 
 from tslog.protocol.batch_header import HEADER_SIZE, parse_header
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
-from ._offsets import group_by_topic
+from ._offsets import group_by_topic, split_by_leader
 from ._types import TopicPartition
 
 _FETCH = ApiKey.FETCH  # read per request (see ApiKey)
@@ -46,13 +45,9 @@ async def log_append_times(cluster: Cluster, offsets: dict[TopicPartition, int]
 
 async def _round(cluster: Cluster, offsets: dict, found: dict) -> dict:
     """One Fetch per leader; fills ``found``; returns the partitions that got no batch."""
-    by_node: dict[int, dict] = collections.defaultdict(dict)
-    for tp, offset in offsets.items():
-        leader = cluster.leader_for(tp)
-        if leader is None:
-            found[tp] = None
-        else:
-            by_node[leader][tp] = {"fetch_offset": offset, "max_bytes": PARTITION_BYTES}
+    by_node, leaderless = split_by_leader(
+        cluster, offsets, lambda offset: {"fetch_offset": offset, "max_bytes": PARTITION_BYTES})
+    found.update(dict.fromkeys(leaderless))
     replies = await asyncio.gather(*(cluster.request(node, _FETCH, {
         "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": RESPONSE_BYTES,
         "topics": group_by_topic(parts)}) for node, parts in by_node.items()))

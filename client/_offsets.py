@@ -29,6 +29,20 @@ def group_by_topic(items: dict[TopicPartition, dict]) -> list[dict]:
     return [{"topic": topic, "partitions": parts} for topic, parts in topics.items()]
 
 
+def split_by_leader(cluster: Cluster, items: dict, fields) -> tuple[dict[int, dict], dict]:
+    """({leader node: {tp: fields(value)}}, {tp: value} of the partitions without a leader):
+    the one routing step of every request that goes to each partition's leader."""
+    by_node: dict[int, dict] = collections.defaultdict(dict)
+    leaderless = {}
+    for tp, value in items.items():
+        leader = cluster.leader_for(tp)
+        if leader is None:
+            leaderless[tp] = value
+        else:
+            by_node[leader][tp] = fields(value)
+    return by_node, leaderless
+
+
 async def delete_records(cluster: Cluster, offsets: dict[TopicPartition, int],
                          timeout_ms: int) -> dict[TopicPartition, int]:
     """DeleteRecords: each partition's leader moves its log start up to the offset (-1: its
@@ -83,16 +97,11 @@ async def list_offsets(
         for topic in {tp.topic for tp in remaining}:
             if not known.get(topic) or cluster.metadata_stale():
                 await cluster.ensure_topic(topic)
-        by_node: dict[int, dict] = collections.defaultdict(dict)
-        retry: dict[TopicPartition, int] = {}
+        by_node, retry = split_by_leader(cluster, remaining, lambda ts: {"timestamp": ts})
         last_error: TslogError | None = None
-        for tp, timestamp in remaining.items():
-            leader = cluster.leader_for(tp)
-            if leader is None:
-                retry[tp] = timestamp
-                last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
-            else:
-                by_node[leader][tp] = {"timestamp": timestamp}
+        if retry:
+            tp = next(reversed(retry))
+            last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
         requests = [cluster.request(node, _LIST_OFFSETS, {
             "replica_id": -1, "timestamp_type": timestamp_type,
             "topics": group_by_topic(parts)}, poll=True) for node, parts in by_node.items()]

@@ -10,12 +10,11 @@ leader moved are asked again, as ``list_offsets`` does (the same retry rules).
 from __future__ import annotations
 
 import asyncio
-import collections
 
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
-from ._offsets import TIMESTAMP_TYPES, group_by_topic
+from ._offsets import TIMESTAMP_TYPES, group_by_topic, split_by_leader
 from ._types import OffsetAndTimestamp, TopicPartition
 from .errors import InvalidResponseError, TslogError, error_for
 
@@ -81,16 +80,11 @@ async def _ask_leaders(cluster: Cluster, remaining: dict, timestamp_type: str,
     for topic in {tp.topic for tp in remaining}:
         if not cluster.topics.get(topic) or cluster.metadata_stale():
             await cluster.ensure_topic(topic)
-    by_node: dict[int, dict] = collections.defaultdict(dict)
-    retry: dict[TopicPartition, list] = {}
+    by_node, retry = split_by_leader(cluster, remaining, lambda ts: {"timestamps": ts})
     last_error: TslogError | None = None
-    for tp, ts in remaining.items():
-        leader = cluster.leader_for(tp)
-        if leader is None:
-            retry[tp] = ts
-            last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
-        else:
-            by_node[leader][tp] = {"timestamps": ts}
+    if retry:
+        tp = next(reversed(retry))
+        last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
     replies = await asyncio.gather(*(cluster.request(node, _OFFSETS_AT_TIMES, {
         "timestamp_type": timestamp_type, "topics": group_by_topic(parts)})
         for node, parts in by_node.items()))
