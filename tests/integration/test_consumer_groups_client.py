@@ -10,6 +10,7 @@ applies and the kill test waits for it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import fields
@@ -181,7 +182,8 @@ def poll_until(consumers, condition, timeout_s: float = 20.0) -> None:
             consumer.poll(50)
 
 
-def test_listener_calls_and_commits_with_the_member_epoch(broker):
+def test_listener_calls_and_commits_with_the_member_epoch(broker, caplog):
+    caplog.set_level(logging.DEBUG, logger="tslog")  # a failure shows the heartbeat history
     topic_with(broker.bootstrap, "events", 4, 5)
     tps = {TopicPartition("events", p) for p in range(4)}
     first, second = Recorder(), Recorder()
@@ -190,7 +192,9 @@ def test_listener_calls_and_commits_with_the_member_epoch(broker):
     with Consumer(broker.bootstrap, **options) as a:
         a.subscribe(["events"], listener=first)
         records = []
-        poll_until([a], lambda: len(records.extend(a.poll(50)) or records) == 20)
+        poll_until([a], lambda: len(records.extend(a.poll(50)) or records) >= 20, 60.0)
+        assert sorted(r.value for r in records) == sorted(
+            f"{p}-{n}".encode() for p in range(4) for n in range(5))  # each once
         assert first.calls == [("assigned", tps)] and a.assignment() == tps
         with Consumer(broker.bootstrap, **options) as b:
             b.subscribe(pattern="ev.*", listener=second)
