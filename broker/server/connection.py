@@ -111,6 +111,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # Per request, read once here: the front's answers and metrics.
         self._failure_answer, self._chunked_api = front.failure_answer, front.chunked_api
         self._metrics, self._finish = front.metrics, front.finish
+        # Requests whose answer is still being worked on (a long poll, an acks=all produce, a
+        # conversion off the loop) that may run at once; no more is read meanwhile.
+        self._max_running = front.max_running or config.max_in_flight_requests
         receiver = self._wire.receiver
         # The core's received frames (``FrameReceiver.frames``, public for per-request
         # owners): whether one waits is a truth test on it, not two property calls.
@@ -277,7 +280,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def _blocked(self) -> bool:
         """True while this connection must not take another request (module docstring)."""
         if (self._wire.unanswered >= self.max_in_flight
-                or self._held + self._buffered >= self.max_unsent):
+                or self._held + self._buffered >= self.max_unsent
+                or len(self._running) >= self._max_running):
             return True
         registry = self.registry
         if registry.unsent_bytes < registry.max_unsent_bytes:

@@ -46,6 +46,7 @@ class NativeFront:
     chunked_api = ApiKey.FETCH  # a Fetch answer's records go out from their own buffers
     failure_answer = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}  # a handler's bug
     answers_refusals = True
+    max_running = None  # any number of slow answers in flight (up to max_in_flight_requests)
     metrics = staticmethod(api_metrics)
     finish = staticmethod(finish_request)
 

@@ -45,6 +45,10 @@ class KafkaFront:
     chunked_api = None  # every Kafka answer is encoded in chunks (the codec's own)
     failure_answer = None  # no generic error shape: close
     answers_refusals = False  # over a connection limit: closed unanswered
+    # One slow answer at a time (a long poll, an acks=all produce, a large conversion off the
+    # loop): Kafka's broker takes a connection's requests one at a time, its clients expect
+    # no more, and an answer still being built is not yet counted in the unsent bytes.
+    max_running = 1
     finish = staticmethod(finish_kafka_request)
 
     def __init__(self, make_services, table=TABLE, advertised=ADVERTISED) -> None:
