@@ -27,7 +27,7 @@ from .dispatch import Dispatch
 
 log = logging.getLogger("tslog.broker.connection")
 
-_GROUP_HEARTBEAT = ApiKey.CONSUMER_GROUP_HEARTBEAT  # (see ApiKey)
+_GROUP_HEARTBEAT, _API_VERSIONS = ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.API_VERSIONS
 
 
 def _refusal_reason(exc: RequestError) -> str:
@@ -66,6 +66,8 @@ class NativeFront:
             if connection.authenticated and key not in SASL_APIS:
                 if key is _GROUP_HEARTBEAT:  # who the member is, for describe
                     body["client"] = (header.client_id or "", connection.host)
+                return dispatch[key](body)
+            if key is _API_VERSIONS:  # what a client asks first, logged in or not
                 return dispatch[key](body)
             result = sasl.handle(key, body)
             return CLOSE if result is None else result
