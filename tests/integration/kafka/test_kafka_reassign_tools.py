@@ -211,6 +211,10 @@ def test_a_stalled_move_is_listed_and_cancelled(cluster, tmp_path):
                  "--throttle", "1")
     listed = cluster.tool(REASSIGN, "--list")
     assert f"{TOPIC}-0: replicas: {old[0]},{new}. adding: {new}. removing: {old[0]}." in listed
+    with Admin(cluster.native) as admin:  # the same move, seen from tslog's own port
+        moving = admin.list_partition_reassignments()
+    assert [(tp, m.adding_replicas) for tp, m in moving.items()] == \
+        [(TopicPartition(TOPIC, 0), [new])]
 
     cancelled = cluster.tool(REASSIGN, "--cancel", "--reassignment-json-file", str(plan))
     assert f"Successfully cancelled partition reassignment for: {TOPIC}-0" in cancelled
