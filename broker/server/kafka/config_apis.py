@@ -16,8 +16,8 @@ to that broker), Alter Configs on the cluster, and only the two replication rate
 (``replication_rates.py``); deleting Kafka's ``replica.alter.log.dirs.io.max.bytes.per.second``
 (which ``--verify`` clears with them) is accepted, as there is nothing to clear, and setting
 it is refused: a tslog broker has one log directory. Any other broker setting is in the
-broker's config file and answered INVALID_CONFIG. Everything in a resource is checked before anything of it
-changes, and ``validate_only`` changes nothing.
+broker's config file and answered INVALID_CONFIG. Everything in a resource is checked
+before anything of it changes, and ``validate_only`` changes nothing.
 """
 
 from __future__ import annotations

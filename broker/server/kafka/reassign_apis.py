@@ -21,10 +21,11 @@ UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers them.
 
 from __future__ import annotations
 
+import inspect
+
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
-from .data_apis import _then
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
 
@@ -33,6 +34,12 @@ _INVALID_ASSIGNMENT = int(ErrorCode.INVALID_REPLICA_ASSIGNMENT)
 _MISMATCHED_ENDPOINT_TYPE, _UNSUPPORTED_ENDPOINT_TYPE = 114, 115  # Kafka's codes
 _NO_OPERATIONS = -2147483648  # Kafka's "authorized operations not asked for"
 _PREFERRED, _BROKERS, _CONTROLLERS = 0, 1, 2
+
+
+async def _native(services: KafkaServices, api_key: ApiKey, body: dict) -> dict:
+    """The native handler's answer (a gate's refusal is a dict at once, not awaitable)."""
+    answer = services.native[api_key](body)
+    return (await answer) if inspect.isawaitable(answer) else answer
 
 
 def _whole_error(native: dict) -> tuple[int, str | None] | None:
@@ -45,7 +52,7 @@ def _whole_error(native: dict) -> tuple[int, str | None] | None:
 # --------------------------------------------------------------------- reassignments
 
 
-def alter_partition_reassignments(services: KafkaServices, body: dict, version: int,
+async def alter_partition_reassignments(services: KafkaServices, body: dict, version: int,
                                   info: KafkaRequestInfo):
     """Start (replicas) or cancel (null) a reassignment per partition."""
     entries, refused = [], {}
@@ -79,8 +86,8 @@ def alter_partition_reassignments(services: KafkaServices, body: dict, version: 
 
     if not entries:
         return finish({"topics": []})
-    return _then(services.native[ApiKey.ALTER_PARTITION_REASSIGNMENTS](
-        {"timeout_ms": max(body["timeout_ms"], 0), "topics": entries}), finish)
+    return finish(await _native(services, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                                {"timeout_ms": max(body["timeout_ms"], 0), "topics": entries}))
 
 
 def _partition_answer(key: tuple[str, int], answers: dict, refused: dict, whole) -> dict:
@@ -95,7 +102,7 @@ def _partition_answer(key: tuple[str, int], answers: dict, refused: dict, whole)
             "error_message": answer.get("error_message")}
 
 
-def list_partition_reassignments(services: KafkaServices, body: dict, version: int,
+async def list_partition_reassignments(services: KafkaServices, body: dict, version: int,
                                  info: KafkaRequestInfo):
     """The reassignments under way (of the partitions named, or all of them)."""
     topics = body["topics"]
@@ -114,14 +121,16 @@ def list_partition_reassignments(services: KafkaServices, body: dict, version: i
                  "removing_replicas": p["removing_replicas"]} for p in t["partitions"]]}
             for t in native["topics"]]}
 
-    return _then(services.native[ApiKey.LIST_PARTITION_REASSIGNMENTS](
-        {"timeout_ms": max(body["timeout_ms"], 0), "topics": native_topics}), finish)
+    return finish(await _native(services, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                                {"timeout_ms": max(body["timeout_ms"], 0),
+                                 "topics": native_topics}))
 
 
 # ------------------------------------------------------------------------- elections
 
 
-def elect_leaders(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
+async def elect_leaders(services: KafkaServices, body: dict, version: int,
+                        info: KafkaRequestInfo):
     """Preferred-leader elections (type 0; v0 has no type and means preferred)."""
     named = body["topic_partitions"]
     asked = None if named is None else [
@@ -130,9 +139,9 @@ def elect_leaders(services: KafkaServices, body: dict, version: int, info: Kafka
         return _elected(asked or [], {}, (_INVALID_REQUEST, "tslog elects preferred leaders "
                                           "only: a leader outside the ISR could lose "
                                           "acknowledged records"), version)
-    return _then(services.native[ApiKey.ELECT_LEADERS](
-        {"timeout_ms": max(body["timeout_ms"], 0), "topics": asked}),
-        lambda native: _elected_from(asked, native, version))
+    native = await _native(services, ApiKey.ELECT_LEADERS,
+                           {"timeout_ms": max(body["timeout_ms"], 0), "topics": asked})
+    return _elected_from(asked, native, version)
 
 
 def _elected_from(asked: list[dict] | None, native: dict, version: int) -> dict:
