@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 import pytest
 
@@ -28,7 +29,7 @@ LEADER_RATE = "leader.replication.throttled.rate"
 
 class Wire:
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock = _connect(port)
         self.correlation = 0
 
     def ask(self, api_key: int, version: int, body: dict) -> dict:
@@ -60,6 +61,17 @@ class Wire:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _connect(port: int, attempts: int = 300) -> socket.socket:
+    """A connection to the Kafka listener, which a restarted broker binds a little after its
+    native port (the readiness the broker fixtures wait for)."""
+    for _ in range(attempts - 1):
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=10)
+        except ConnectionRefusedError:
+            time.sleep(0.1)
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
 
 
 @pytest.fixture
