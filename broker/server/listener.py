@@ -47,6 +47,7 @@ from .connection import BrokerConnection
 from .native_front import NativeFront
 from .connection_registry import ConnectionRegistry
 from .kafka.front import KafkaFront
+from .kafka.replication_rates import ReplicationRates
 from .kafka.services import KafkaServices
 from .state import Broker
 
@@ -209,12 +210,13 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     loop = asyncio.get_running_loop()
     host, port = parse_host_port(config.kafka_listen)
     dispatch, gate = broker.dispatch, broker.gate
+    rates = ReplicationRates(broker.replicas.throttle, config.leader_replication_throttled_rate)
 
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
                              broker.offsets, broker.classic_groups,
-                             None if gate is None else gate.authorizer)
+                             None if gate is None else gate.authorizer, rates=rates)
 
     front = KafkaFront(make_services)
     try:

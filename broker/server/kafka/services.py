@@ -27,6 +27,7 @@ from ...security.acl import Authorizer
 from ..classic_group_service import ClassicGroupService
 from ..committed_offsets import CommittedOffsets
 from ..group_service import GroupService
+from .replication_rates import ReplicationRates
 
 
 @dataclass(slots=True)
@@ -48,6 +49,7 @@ class KafkaServices:
     classic: ClassicGroupService  # Kafka's classic groups (JoinGroup, SyncGroup, ...)
     authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
+    rates: ReplicationRates | None = None  # the broker's run-time replication throttles
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""
