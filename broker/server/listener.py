@@ -299,7 +299,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         server = await loop.create_server(
             lambda: BrokerConnection(front, config, idle_poller, registry, authenticator),
             host, port, reuse_address=True, backlog=1024, ssl=server_ssl,
-            **tls.server_timeouts(server_ssl))
+            start_serving=False, **tls.server_timeouts(server_ssl))
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None
     reloads = _reload_on_sighup(loop, broker, config, server_ssl, metrics)
@@ -310,6 +310,9 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     except BaseException:
         server.close()
         raise
+    # The native port serves last: once it answers, the Kafka port does too (a client or a
+    # test that waits for the first finds both).
+    await server.start_serving()
     tasks = {
         asyncio.create_task(_periodically(config.log_retention_check_interval_ms,
                                           lambda: _retention(broker), "retention")),
