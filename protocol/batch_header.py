@@ -107,6 +107,16 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & ATTR_HAS_HEADERS)
 
 
+class CheckedBatch(NamedTuple):
+    """One whole batch with what its validation found: its header, parsed once, and its
+    records' running CRC32C (``records_crc``). What travels with a batch from the check to
+    the log, which stamps it from these (``stamped``) without reading the bytes again."""
+
+    data: object  # bytes-like, exactly ``header.batch_length`` bytes
+    header: BatchHeader
+    records_crc: int
+
+
 def parse_header(buffer, position: int = 0) -> BatchHeader:
     """Decode the header at ``position`` without checking it (see ``check_header``).
 
