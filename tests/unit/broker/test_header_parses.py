@@ -5,8 +5,8 @@ through its dispatch table (native) or through the Kafka listener's adapter (Kaf
 
 What counts as a parse: a decode of the 80-byte tslog header (``HEADER_STRUCT.unpack`` or
 ``unpack_from``, which ``parse_header`` and the storage readers call, wherever a module
-holds it), a one-record batch vouched for by ``one_record_verdict`` (its one ``struct`` call
-reads the header), and, on the Kafka port, the decode of the Kafka batch's own header
+holds it), the validation's first look (``_one_record.first_look``: one ``struct`` call that
+reads the header and, for a plain one-record batch, vouches for it), and, on the Kafka port, the decode of the Kafka batch's own header
 (``record_batch.decode_batch_columns``): the tslog header a conversion packs is handed to the
 log with the batch (``CheckedBatch``), so that path has no tslog header decode at all.
 """
@@ -55,13 +55,13 @@ def parses(monkeypatch) -> dict:
     for name, module in list(sys.modules.items()):
         if name.startswith("tslog.") and getattr(module, "HEADER_STRUCT", None) is real_struct:
             monkeypatch.setattr(module, "HEADER_STRUCT", _CountingStruct(real_struct, counts))
-    verdict = batch_header.one_record_verdict
+    look = batch_header.first_look
 
-    def counted_verdict(batch):
-        found = verdict(batch)
-        counts["tslog header"] += found is not None
+    def counted_look(batch):
+        found = look(batch)
+        counts["tslog header"] += found[0] is not None  # None: too short, nothing read
         return found
-    monkeypatch.setattr(batch_header, "one_record_verdict", counted_verdict)
+    monkeypatch.setattr(batch_header, "first_look", counted_look)
     decode_columns = record_batch.decode_batch_columns
 
     def counted_decode(*args, **kwargs):
@@ -102,8 +102,6 @@ async def test_a_native_produce_parses_its_batch_header_once(broker, parses, cou
     answer = await call(broker, ApiKey.PRODUCE, _native_body("native", batch))
     assert answer["topics"][0]["partitions"][0]["error_code"] == 0
     done = {kind: parses[kind] - before[kind] for kind in parses}
-    # A batch of many records also gets one declined look from the one-record fast path
-    # (``one_record_verdict``: no header comes of it); not counted as a parse.
     assert done == {"tslog header": 1, "kafka header": 0}
     assert len(_stored(broker, "native")) == count  # it was appended
 
