@@ -202,8 +202,9 @@ class PartitionLog:
         self._durability.maybe_flush(records, now_ms)
         return first, header
 
-    def append_as_follower(self, batch: bytes | bytearray) -> AppendInfo:
-        """Follower append: the leader's bytes as they are, after checking them and their order."""
+    def append_as_follower(self, batch: bytes | bytearray) -> BatchHeader:
+        """Follower append: the leader's bytes as they are, after checking them and their
+        order. Returns the header the check parsed (what a replica learns epochs from)."""
         self._check_open()
         header = append_checks.for_follower(self.config, batch)
         if header.base_offset != self.log_end_offset:
@@ -215,8 +216,7 @@ class PartitionLog:
         with self._lock:
             self._append_locked((batch,), header)
         self._durability.maybe_flush(header.record_count, self.clock.now_ms())
-        return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
-                          header.batch_length)
+        return header
 
     def _append_locked(self, parts, header: BatchHeader) -> None:
         reason = roll_reason(self._segments[-1], header, self.config)

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import threading
 
-from tslog.protocol.batch_header import parse_header
-
 from . import append_checks, files
 from .epochs import LeaderEpochCache
 from .errors import IdempotentBatchesError
@@ -154,12 +152,12 @@ class ReplicaLog:
 
     def append_as_follower(self, batch) -> AppendInfo:
         """Append the leader's bytes as they are; learn its epochs and producers from them."""
-        info = self.log.append_as_follower(batch)
-        header = parse_header(batch)
+        header = self.log.append_as_follower(batch)  # the one parse of its header
         if header.leader_epoch > self.epochs.latest_epoch:
             self.epochs.assign(header.leader_epoch, header.base_offset)
         self.producers.update(header)
-        return info
+        return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
+                          header.batch_length)
 
     def become_leader(self, leader_epoch: int) -> None:
         """This replica leads from its log end in ``leader_epoch`` (KIP-101's epoch entry)."""
