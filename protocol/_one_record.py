@@ -7,12 +7,13 @@ step costs a Python call and a ``struct`` call of its own, and for a batch of on
 those fixed costs are nearly all the work a leader does before the write. But a one-record
 batch without compression and without headers has a fixed layout up to its key and value
 blobs: the 80-byte header, the section's three sizes, one CreateTime, one key length and one
-value length. ``ONE_RECORD`` unpacks all of it at once, and ``one_record_verdict`` asks every
+value length. ``ONE_RECORD`` unpacks all of it at once, and ``first_look`` asks every
 question the general path asks, of that one tuple.
 
 It only ever says yes: a batch it does not vouch for (more records, compression, headers, or
-anything wrong at all) gets None, and the caller runs the general path, which accepts it or
-refuses it with its own error and message. So which path ran never shows, by construction;
+anything wrong at all) gets no CRC, and the caller runs the general path on the header
+fields the same call read, which accepts the batch or refuses it with its own error and
+message. So which path ran never shows, by construction;
 ``tests/property/test_one_record.py`` checks that whatever this path accepts the general path
 accepts with the same header and running CRC, on honest batches and on mutated ones.
 """
@@ -38,7 +39,17 @@ _unpack = ONE_RECORD.unpack_from
 def one_record_verdict(batch) -> tuple[tuple, int] | None:
     """(the header's 17 fields, the records' running CRC32C) if ``batch`` is exactly one
     valid, uncompressed one-record batch without headers; None for anything else, valid or
-    not (the general path decides those).
+    not (the general path decides those). See ``first_look``."""
+    fields, running = first_look(batch)
+    return None if running is None else (fields, running)
+
+
+def first_look(batch) -> tuple[tuple | None, int | None]:
+    """(the header's 17 fields, the records' running CRC32C or None) from one ``struct``
+    call: the CRC only when ``batch`` is exactly one valid, uncompressed one-record batch
+    without headers, which this vouches for. The fields come back either way (None for a
+    batch too short for ``ONE_RECORD``, which the general path refuses or parses itself), so
+    the general path checks the header it was given instead of decoding it a second time.
 
     The questions are the general path's: the length field against the bytes given, magic,
     attributes, reserved fields, record count and last offset delta, the header's
@@ -48,17 +59,18 @@ def one_record_verdict(batch) -> tuple[tuple, int] | None:
     """
     size = len(batch)
     if size < ONE_RECORD.size:
-        return None
+        return None, None
     fields = _unpack(batch)
     (keys_bytes, values_bytes, headers_bytes, create_time,
      key_length, value_length) = fields[HEADER_FIELDS:]
+    header = fields[:HEADER_FIELDS]
     if (fields[3] != size or fields[4:9] != _PLAIN_ONE_RECORD or fields[15] or headers_bytes
             or not fields[9] == fields[10] == fields[11] == create_time
             or ONE_RECORD.size + keys_bytes + values_bytes != size
             or (key_length != keys_bytes and (key_length != -1 or keys_bytes))
             or (value_length != values_bytes and (value_length != -1 or values_bytes))):
-        return None
+        return header, None
     running = crc32c(batch[_HEADER_END:])
     if crc32c(batch[_CRC_START:_HEADER_END], running) != fields[2]:
-        return None
-    return fields[:HEADER_FIELDS], running
+        return header, None
+    return header, running

@@ -29,6 +29,8 @@ from .batch_header import (
     HEADER_SIZE,
     HEADER_STRUCT,
     NO_TIMESTAMP,
+    BatchHeader,
+    CheckedBatch,
 )
 
 MAX_BATCH_BYTES = 2**31 - 1  # batch_length is an int32
@@ -225,7 +227,15 @@ def seal_section(section: Section, compression: int = COMPRESSION_NONE, producer
                  producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
     """The complete batch of ``section`` (see ``build_batch`` for the arguments and the
     header it gets). Nothing here looks at single records: the caller vouches that the
-    section is well formed (the broker checks it again before it accepts it).
+    section is well formed (the broker checks it again before it accepts it)."""
+    return seal_checked(section, compression, producer_id, producer_epoch, base_sequence).data
+
+
+def seal_checked(section: Section, compression: int = COMPRESSION_NONE, producer_id: int = -1,
+                 producer_epoch: int = -1, base_sequence: int = -1) -> CheckedBatch:
+    """``seal_section``'s batch with the header it packed and its records' running CRC:
+    what the broker's Kafka listener hands the log, so the header a converted batch gets
+    here is never parsed back from its bytes (``batch_header.CheckedBatch``).
 
     Raises:
         ValueError: an unknown compression, a section over the zstd limit or over 2 GiB,
@@ -258,4 +268,5 @@ def seal_section(section: Section, compression: int = COMPRESSION_NONE, producer
     for part in parts:
         crc = crc32c(part, crc)
     fields[2] = crc32c(memoryview(header)[CRC_START:], crc)  # records first: batch_header.py
-    return b"".join([HEADER_STRUCT.pack(*fields), *parts])
+    return CheckedBatch(b"".join([HEADER_STRUCT.pack(*fields), *parts]),
+                        BatchHeader(*fields), crc)

@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from ._one_record import one_record_verdict
+from ._one_record import first_look
 from ._record_check import MAX_UNCOMPRESSED_BYTES, check_section, inflate
 from .errors import BatchFormatError
 
@@ -105,6 +105,16 @@ class BatchHeader(NamedTuple):
     @property
     def has_headers(self) -> bool:
         return bool(self.attributes & ATTR_HAS_HEADERS)
+
+
+class CheckedBatch(NamedTuple):
+    """One whole batch with what its validation found: its header, parsed once, and its
+    records' running CRC32C (``records_crc``). What travels with a batch from the check to
+    the log, which stamps it from these (``stamped``) without reading the bytes again."""
+
+    data: object  # bytes-like, exactly ``header.batch_length`` bytes
+    header: BatchHeader
+    records_crc: int
 
 
 def parse_header(buffer, position: int = 0) -> BatchHeader:
@@ -260,15 +270,19 @@ def validate_batch_for_stamping(batch) -> tuple[BatchHeader, int]:
 
     Every path that takes a batch into a log (leader, follower, recovery) runs this, so a
     batch no consumer could read is refused (CORRUPT_MESSAGE) before it gets an offset.
-    A plain one-record batch is vouched for by ``one_record_verdict`` in one ``struct``
-    call; anything it does not vouch for takes the steps below (``_one_record.py``).
+    A plain one-record batch is vouched for by ``first_look`` in one ``struct`` call;
+    anything it does not vouch for takes the steps below (``_one_record.py``), with the
+    header fields that call read: the header is decoded once either way.
     """
-    fast = one_record_verdict(batch)
-    if fast is not None:
-        return _new_tuple(BatchHeader, fast[0]), fast[1]
-    if len(batch) < HEADER_SIZE:
+    fields, running = first_look(batch)
+    if running is not None:
+        return _new_tuple(BatchHeader, fields), running
+    if fields is not None:
+        header = _new_tuple(BatchHeader, fields)
+    elif len(batch) < HEADER_SIZE:
         raise BatchFormatError(f"{len(batch)} bytes is shorter than a batch header")
-    header = parse_header(batch)
+    else:
+        header = parse_header(batch)
     check_header(header, len(batch))
     if header.batch_length != len(batch):
         raise BatchFormatError(

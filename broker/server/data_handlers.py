@@ -6,9 +6,10 @@ the request limits), and returns the response body, or an awaitable of it when t
 answer must wait (a durable ack, a long poll), or None for Produce with acks = 0. The fast
 path stays synchronous: no task is created for an acks = 1 produce or a fetch that has data.
 
-Per batch the work is constant: a produce splits ``records`` on the header length fields and
-hands each batch to ``PartitionLog.append`` (header checks, CRC, stamp); a fetch returns
-``PartitionLog.read``'s bytes as they are. Records are never decoded here.
+Per batch the work is constant: a produce hands a partition's ``records`` to its
+``ReplicaLog.append_as_leader`` (storage's append rules: checks, idempotence, offsets,
+all or nothing); a fetch returns ``PartitionLog.read``'s bytes as they are. Records are
+never decoded here.
 """
 
 from __future__ import annotations
@@ -16,103 +17,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 
-from tslog.protocol.batch_header import (
-    BatchFormatError,
-    newest_create_time,
-    validate_batch_for_stamping,
-)
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
-from tslog.protocol.records import split_batches
 
 from ..metrics.observe import observe_fetch, observe_lookups, observe_produce
 from ..replication.partition import LEADER, NotLeaderError, Partition
-from ..storage import CorruptRecordError, InvalidTimestampError, PartitionLog, RecordTooLargeError
-from .clock import BrokerClock
-from .error_codes import IdempotentBatchesError, error_code_for
+from ..storage import PartitionLog, RecordTooLargeError
+from .error_codes import error_code_for
 from .services import DataPath, missing_code
 
 log = logging.getLogger("tslog.broker.handlers")
 
 
 # ------------------------------------------------------------------------------------ produce
-
-
-@dataclass(frozen=True, slots=True)
-class SentSize:
-    """A produced partition's one idempotent batch as its producer sent it, before a front
-    door converted it (the Kafka listener: a tslog batch takes more room than the Kafka
-    batch it comes from). ``max.message.bytes`` is counted against ``sent_bytes``, as Kafka
-    counts it, so a batch Kafka would take is taken; ``segment.bytes`` still bounds what
-    is stored. A type of its own, not a number in the body: native bodies are decoded
-    from msgpack, which never makes one, so only the broker's own adapter can say it."""
-
-    sent_bytes: int
-
-
-def _precheck(plog: PartitionLog, batch, now_ms: int, sent: SentSize | None = None) -> tuple:
-    """The checks ``append`` makes, done for every batch before the first is written, so a
-    bad batch later in a request cannot leave its predecessors behind. Returns what
-    ``append(validated=...)`` takes, so the records are read once."""
-    config = plog.config
-    problem = config.size_problem(len(batch)) if sent is None else \
-        config.size_problem(sent.sent_bytes, stored=len(batch))
-    if problem is not None:
-        raise RecordTooLargeError(problem)
-    try:
-        validated = validate_batch_for_stamping(batch)
-    except BatchFormatError as exc:
-        raise CorruptRecordError(str(exc)) from None
-    header = validated[0]
-    problem = config.create_time_problem(header.min_create_time, header.max_create_time, now_ms)
-    if problem:
-        raise InvalidTimestampError(problem)
-    return validated
-
-
-def append_records(part: Partition, records: bytes, clock: BrokerClock,
-                   sent: SentSize | None = None) -> tuple[int, int, int]:
-    """Append every batch in ``records``, all or nothing; return (first offset, LAT, end
-    offset). A retried idempotent batch already in the log answers its original offsets
-    without being written again. ``sent``: the size of ``records``' one idempotent batch
-    as its producer sent it (``SentSize``), when a front door converted it.
-
-    Raises:
-        StorageError subclasses, OutOfOrderSequenceError, InvalidProducerEpochError (nothing
-        written), OSError (rolled back if possible).
-    """
-    try:
-        batches = split_batches(records)
-    except BatchFormatError as exc:
-        raise CorruptRecordError(str(exc)) from None
-    if not batches:
-        raise CorruptRecordError("records holds no batch")
-    replica, plog, epoch = part.replica, part.log, part.leader_epoch
-    with clock.frozen() as now_ms:
-        if len(batches) == 1:
-            validated = _precheck(plog, records, now_ms, sent)  # the one parse of its header
-            header = validated[0]
-            if header.producer_id >= 0:
-                duplicate = replica.producers.check(header)
-                if duplicate is not None:
-                    return duplicate[0], duplicate[1], duplicate[0] + header.record_count
-            info = replica.append_as_leader(records, epoch, validated)
-            return info.base_offset, info.log_append_time, info.last_offset + 1
-        checked = [_precheck(plog, batch, now_ms) for batch in batches]
-        if any(validated[0].producer_id >= 0 for validated in checked):
-            raise IdempotentBatchesError("an idempotent batch must be alone in its partition")
-        start = plog.log_end_offset
-        try:
-            first = last = replica.append_as_leader(batches[0], epoch, checked[0])
-            for batch, validated in zip(batches[1:], checked[1:]):
-                last = replica.append_as_leader(batch, epoch, validated)
-        except BaseException:
-            if plog.log_end_offset != start:  # only an I/O failure can get here
-                replica.truncate_to(start)
-            raise
-        return first.base_offset, last.log_append_time, last.last_offset + 1
 
 
 def _refusal(services: DataPath, topic: str, partition: int, part: Partition | None,
@@ -128,9 +46,13 @@ def _refusal(services: DataPath, topic: str, partition: int, part: Partition | N
 
 
 def handle_produce(services: DataPath, body: dict):
+    """Append each partition's batches (``ReplicaLog.append_as_leader``) and answer: now
+    for acks 1, nothing for acks 0, and for acks -1 an awaitable of the answer that waits
+    for what each partition needs (``_acknowledge_all``), named beside the response, not
+    in it."""
     acks = body["acks"]
-    durable: list[PartitionLog] = []
-    replicated = False
+    durable: list[tuple[dict, PartitionLog]] = []  # (result, log) to fsync before answering
+    replicated: list[tuple[dict, Partition, int]] = []  # (result, partition, end offset)
     topics_out = []
     for group in body["topics"]:
         topic = group["topic"]
@@ -145,76 +67,81 @@ def handle_produce(services: DataPath, body: dict):
                 result["error_code"] = refusal
                 log.info("produce %s-%d refused: %s", topic, partition, refusal.name)
             else:
-                plog = part.log
-                try:
-                    records, sent = entry["records"], entry.get("sent")
-                    result["base_offset"], result["log_append_time"], end = append_records(
-                        part, records, services.clock,
-                        sent if isinstance(sent, SentSize) else None)
-                    services.notifier.notify(part)  # followers' long polls
-                    if part.alone:  # consumers wait for the HW, which is the log end here
-                        services.notifier.notify(plog)
-                    observe_produce(topic, plog.log_end_offset - result["base_offset"],
-                                    len(records), result["log_append_time"],
-                                    newest_create_time(records))
-                    if acks == -1:
-                        if part.alone:  # the only copy: acknowledged once it is on disk
-                            durable.append(plog)
-                            result["_log"] = plog
-                        else:  # acknowledged once every in-sync replica holds it
-                            result["_wait"] = (part, end)
-                            replicated = True
-                except Exception as exc:  # noqa: BLE001 - every failure becomes a code
-                    result["error_code"] = error_code_for(exc, f"produce {topic}-{partition}")
-                    if isinstance(exc, RecordTooLargeError):  # which limit, for the user
-                        result["error_message"] = str(exc)
-                result["log_start_offset"] = plog.log_start_offset
+                end = _append(services, topic, part, entry["records"], result)
+                if end is not None and acks == -1:
+                    if part.alone:  # the only copy: acknowledged once it is on disk
+                        durable.append((result, part.log))
+                    else:  # acknowledged once every in-sync replica holds it
+                        replicated.append((result, part, end))
             parts_out.append(result)
         topics_out.append({"topic": topic, "partitions": parts_out})
     response = {"topics": topics_out}
     if acks == 0:
         return None
     if durable or replicated:
-        return _acknowledge_all(services, response, durable, body["timeout_ms"])
+        return _acknowledge_all(services, response, durable, replicated, body["timeout_ms"])
     return response
 
 
-async def _acknowledge_all(services: DataPath, response: dict, logs: list[PartitionLog],
+def _append(services: DataPath, topic: str, part: Partition, records, result: dict
+            ) -> int | None:
+    """Append one partition's ``records`` (bytes, or the Kafka listener's
+    ``ConvertedBatches``) as its leader and fill ``result``; return the end offset the
+    acknowledgement waits for, or None when the append was refused."""
+    plog = part.log
+    try:
+        info = part.replica.append_as_leader(records, part.leader_epoch)
+        result["base_offset"] = info.base_offset
+        result["log_append_time"] = info.log_append_time
+        services.notifier.notify(part)  # followers' long polls
+        if part.alone:  # consumers wait for the HW, which is the log end here
+            services.notifier.notify(plog)
+        observe_produce(topic, plog.log_end_offset - info.base_offset, info.batch_bytes,
+                        info.log_append_time, info.max_create_time)
+        return info.last_offset + 1
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code
+        result["error_code"] = error_code_for(exc, f"produce {topic}-{result['partition']}")
+        if isinstance(exc, RecordTooLargeError):  # which limit, for the user
+            result["error_message"] = str(exc)
+        return None
+    finally:
+        result["log_start_offset"] = plog.log_start_offset
+
+
+async def _acknowledge_all(services: DataPath, response: dict,
+                           durable: list[tuple[dict, PartitionLog]],
+                           replicated: list[tuple[dict, Partition, int]],
                            timeout_ms: int) -> dict:
     """Answer an acks = -1 produce once each batch survives the loss of any one broker
-    (or time out trying).
+    (or time out trying), setting the error codes of ``response``'s results in place.
 
-    A leader alone in its ISR holds the only copy, so the batch must be on its disk: the
-    group-commit fsync. With followers in the ISR, the batch is safe once every in-sync
-    replica holds it, i.e. once the high watermark has passed it. As in Kafka, that waits
-    for no fsync (``flush.messages``/``flush.ms`` ask for those): waiting for both made
-    every acks=all produce pay a disk round trip on top of the followers' (bench/services.py).
+    A leader alone in its ISR holds the only copy (``durable``), so the batch must be on
+    its disk: the group-commit fsync. With followers in the ISR (``replicated``), the batch
+    is safe once every in-sync replica holds it, i.e. once the high watermark has passed
+    it. As in Kafka, that waits for no fsync (``flush.messages``/``flush.ms`` ask for
+    those): waiting for both made every acks=all produce pay a disk round trip on top of
+    the followers'.
     """
     timeout_ms = min(timeout_ms or services.config.request_timeout_ms,
                      services.config.request_timeout_ms)
     deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
     failed, timed_out = {}, False
-    if logs:
+    if durable:
         # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
         try:
             async with asyncio.timeout_at(deadline):
-                failed = await services.committer.durable(logs)
+                failed = await services.committer.durable([plog for _, plog in durable])
         except TimeoutError:
             timed_out = True
-    for group in response["topics"]:
-        for result in group["partitions"]:
-            plog = result.pop("_log", None)
-            wait = result.pop("_wait", None)
-            if wait is not None:
-                result["error_code"] = await _until_committed(services, *wait, deadline)
-            elif plog is None:
-                continue
-            elif not services.replicas.may_acknowledge():
-                result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            elif timed_out:
-                result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
-            elif plog in failed:
-                result["error_code"] = error_code_for(failed[plog], f"flush {plog.directory.name}")
+    for result, plog in durable:
+        if not services.replicas.may_acknowledge():
+            result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif timed_out:
+            result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+        elif plog in failed:
+            result["error_code"] = error_code_for(failed[plog], f"flush {plog.directory.name}")
+    for result, part, end in replicated:
+        result["error_code"] = await _until_committed(services, part, end, deadline)
     return response
 
 

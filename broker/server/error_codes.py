@@ -15,6 +15,7 @@ from tslog.protocol.errors import ErrorCode
 from ..replication.partition import NotLeaderError
 from ..storage import (
     CorruptRecordError,
+    IdempotentBatchesError,
     InvalidTimestampError,
     LogClosedError,
     OffsetOutOfRangeError,
@@ -23,11 +24,6 @@ from ..storage import (
 from ..storage.producers import InvalidProducerEpochError, OutOfOrderSequenceError
 
 log = logging.getLogger("tslog.broker.handlers")
-
-
-class IdempotentBatchesError(CorruptRecordError):
-    """More than one batch for a partition in one request, one of them idempotent: the
-    sequence check is per batch, so (as in Kafka) such a batch must travel alone."""
 
 
 _CODES = {

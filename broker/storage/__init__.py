@@ -11,6 +11,7 @@ from .config import ConfigError, LogConfig
 from .errors import (
     CorruptIndexError,
     CorruptRecordError,
+    IdempotentBatchesError,
     InvalidTimestampError,
     LogClosedError,
     NonContiguousOffsetError,
@@ -24,7 +25,9 @@ from .types import (
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     AppendInfo,
+    ConvertedBatches,
     DeletedSegment,
+    LeaderAppend,
     OffsetAndTimestamp,
 )
 from .recovery import RecoveryReport
@@ -32,13 +35,16 @@ from .recovery import RecoveryReport
 __all__ = [
     "AppendInfo",
     "Clock",
+    "ConvertedBatches",
     "ConfigError",
     "CorruptIndexError",
     "CorruptRecordError",
     "DeletedSegment",
     "EARLIEST_TIMESTAMP",
+    "IdempotentBatchesError",
     "InvalidTimestampError",
     "LATEST_TIMESTAMP",
+    "LeaderAppend",
     "LogClosedError",
     "LogConfig",
     "MAX_TIMESTAMP",

@@ -37,3 +37,8 @@ class CorruptIndexError(StorageError):
 
 class LogClosedError(StorageError):
     """The log was closed or deleted while a caller still used it."""
+
+
+class IdempotentBatchesError(CorruptRecordError):
+    """More than one batch for a partition in one request, one of them idempotent: the
+    sequence check is per batch, so (as in Kafka) such a batch must travel alone (INVALID_RECORD)."""

@@ -2,10 +2,13 @@
 
 Theory of operation
 -------------------
-The log is a list of segments in offset order; the last is active. A leader append checks the
-batch (header, CRC, size, CreateTime bounds), stamps it with the next offset and
-``LAT = max(last LAT, now)`` and hands it to the active segment: a constant amount of Python
-per batch, whatever its record count. A follower append takes the leader's bytes as they are.
+The log is a list of segments in offset order; the last is active. A leader append takes
+batches checked by ``append_checks`` (header, CRC, size, CreateTime bounds), each with the
+header the check parsed, stamps them with the next offsets and ``LAT = max(last LAT, now)``
+and hands them to the active segment: a constant amount of Python per batch, whatever its
+record count. A follower append takes the leader's bytes as they are, after the same
+module's follower checks. Idempotence and the all-or-nothing rule of a request's batches
+sit one level up, in ``replica.ReplicaLog.append_as_leader``.
 
 Rolls are decided before an append from the log's contents alone: the active segment is
 non-empty and the batch would push it past ``segment.bytes``; the incoming LAT is more than
@@ -35,17 +38,14 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from tslog.protocol.batch_header import (HEADER_SIZE, NO_TIMESTAMP, BatchFormatError,
-                                         BatchHeader, stamped, validate_batch,
-                                         validate_batch_for_stamping)
+from tslog.protocol.batch_header import HEADER_SIZE, NO_TIMESTAMP, BatchHeader, stamped
 
-from . import dir_lock, files, recovery
+from . import append_checks, dir_lock, files, recovery
 from .background import INLINE
 from .clock import Clock, SystemClock
 from .config import LogConfig
 from .durability import LogDurability, RemoveAndCheckpoint
-from .errors import (CorruptRecordError, InvalidTimestampError, LogClosedError,
-                     NonContiguousOffsetError, OffsetOutOfRangeError, RecordTooLargeError)
+from .errors import LogClosedError, NonContiguousOffsetError, OffsetOutOfRangeError
 from .handles import HandleBudget, OpenSegments
 from .lookups import TimeLookups, last_known_log_append_time
 from .retention import expired_segments
@@ -57,7 +57,6 @@ from .types import AppendInfo, DeletedSegment, OffsetAndTimestamp
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without ``_make``'s Python frame
 
 
 class PartitionLog:
@@ -168,35 +167,46 @@ class PartitionLog:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, batch, leader_epoch: int = 0, validated: tuple | None = None) -> AppendInfo:
-        """Leader append: validate, stamp offset/epoch/LAT, write. Nothing is written on error.
-
-        ``validated``: what ``validated_for_append`` returned for these very bytes (the header
-        is parsed once and travels on). Raises CorruptRecordError, RecordTooLargeError or
-        InvalidTimestampError."""
-        self._check_open()
-        header, records_crc = validated or self.validated_for_append(batch)
+    def append(self, batch, leader_epoch: int = 0) -> AppendInfo:
+        """Leader append of one batch (``append_checks.for_leader``, ``append_checked``); a
+        broker appends through ``ReplicaLog.append_as_leader``. Nothing is written on error."""
         now = self.clock.now_ms()
-        if (problem := self.config.create_time_problem(header.min_create_time, header.max_create_time, now)):
-            raise InvalidTimestampError(problem)
-        log_append_time = max(self._last_log_append_time, now)
-        with self._lock:
-            header_bytes, header = stamped(batch, header, self._segments[-1].next_offset,
-                                           leader_epoch, log_append_time, records_crc)
-            with memoryview(batch) as view, view[HEADER_SIZE:] as body:
-                self._append_locked((header_bytes, body), header)
-        self._durability.maybe_flush(header.record_count, now)
-        return _new_tuple(AppendInfo, (header.base_offset, header.base_offset + header.last_offset_delta,
-                                       log_append_time, header.batch_length))
+        header = self.append_checked((append_checks.for_leader(self.config, batch, now),),
+                                     leader_epoch, now)[1]
+        return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
+                          header.batch_length)
 
-    def validated_for_append(self, batch) -> tuple[BatchHeader, int]:
-        """(header, records' CRC) of a batch this log would take as leader, or a typed error."""
-        return self._validate(batch, validate_batch_for_stamping)
-
-    def append_as_follower(self, batch: bytes | bytearray) -> AppendInfo:
-        """Follower append: the leader's bytes as they are, after checking them and their order."""
+    def append_checked(self, checked, leader_epoch: int, now_ms: int) -> tuple[BatchHeader, BatchHeader]:
+        """Leader append of ``CheckedBatch``es (``append_checks``), all or nothing, under
+        one hold of the lock: each gets the next offset, ``leader_epoch`` and LAT = max(last
+        LAT, ``now_ms``), the same LAT for all. Returns the first and last stamped headers
+        (the check's, stamped: never parsed again). An I/O error's partial write is cut."""
         self._check_open()
-        header = self._validate(batch, follower=True)
+        log_append_time = max(self._last_log_append_time, now_ms)
+        first = header = start = None
+        records = 0
+        try:
+            with self._lock:
+                start = self._segments[-1].next_offset
+                for data, header, records_crc in checked:
+                    header_bytes, header = stamped(data, header, self._segments[-1].next_offset,
+                                                   leader_epoch, log_append_time, records_crc)
+                    with memoryview(data) as view, view[HEADER_SIZE:] as body:
+                        self._append_locked((header_bytes, body), header)
+                    first = first or header
+                    records += header.record_count
+        except BaseException:
+            if start is not None and self.log_end_offset != start:  # only I/O gets here
+                self.truncate_to(start)
+            raise
+        self._durability.maybe_flush(records, now_ms)
+        return first, header
+
+    def append_as_follower(self, batch: bytes | bytearray) -> BatchHeader:
+        """Follower append: the leader's bytes as they are, after checking them and their
+        order. Returns the header the check parsed (what a replica learns epochs from)."""
+        self._check_open()
+        header = append_checks.for_follower(self.config, batch)
         if header.base_offset != self.log_end_offset:
             raise NonContiguousOffsetError(f"batch starts at offset {header.base_offset}, "
                                            f"log ends at {self.log_end_offset}")
@@ -206,17 +216,7 @@ class PartitionLog:
         with self._lock:
             self._append_locked((batch,), header)
         self._durability.maybe_flush(header.record_count, self.clock.now_ms())
-        return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
-                          header.batch_length)
-
-    def _validate(self, batch, validate=validate_batch, follower: bool = False):
-        check = self.config.stored_size_problem if follower else self.config.size_problem
-        if (problem := check(len(batch))) is not None:
-            raise RecordTooLargeError(problem)
-        try:
-            return validate(batch)
-        except BatchFormatError as error:
-            raise CorruptRecordError(str(error)) from None
+        return header
 
     def _append_locked(self, parts, header: BatchHeader) -> None:
         reason = roll_reason(self._segments[-1], header, self.config)

@@ -14,7 +14,8 @@ Files beside the segments (see ``docs/storage-format.md``):
                              was not (it is capped by the log end on open)
 
 Work per batch is constant: one header parse, one comparison for the epoch, one dict update
-for the producer. Opening reads headers only from the producer snapshot's offset on (every
+for the producer. A leader's appends come through ``append_as_leader``, which holds the
+append rules (check, de-duplicate, assign offsets) in one place, as Kafka's ``UnifiedLog``. Opening reads headers only from the producer snapshot's offset on (every
 header when there is no snapshot); recovery already validated them.
 """
 
@@ -22,16 +23,16 @@ from __future__ import annotations
 
 import threading
 
-from tslog.protocol.batch_header import parse_header
-
-from . import files
+from . import append_checks, files
 from .epochs import LeaderEpochCache
+from .errors import IdempotentBatchesError
 from .headers import headers_from
 from .log import PartitionLog
 from .producers import SNAPSHOT_FILE, ProducerStateTable
-from .types import AppendInfo
+from .types import AppendInfo, ConvertedBatches, LeaderAppend
 
 HIGH_WATERMARK_FILE = "high-watermark"
+_new_tuple = tuple.__new__  # a NamedTuple from a tuple, without ``_make``'s Python frame
 
 
 class ReplicaLog:
@@ -99,28 +100,64 @@ class ReplicaLog:
 
     # -- appends ---------------------------------------------------------------------------
 
-    def append_as_leader(self, batch, leader_epoch: int,
-                         validated: tuple | None = None) -> AppendInfo:
-        """Stamp and append one batch (see ``PartitionLog.append``); track its producer.
-        The header comes from the validation (``validated``, or made here), not parsed again."""
-        validated = validated or self.log.validated_for_append(batch)
-        info = self.log.append(batch, leader_epoch, validated)
-        header = validated[0]
-        if header.producer_id >= 0:
-            self.producers.update(header._replace(
-                base_offset=info.base_offset, log_append_time=info.log_append_time))
+    def append_as_leader(self, batches, leader_epoch: int) -> LeaderAppend:
+        """Kafka's ``UnifiedLog.appendAsLeader``: one request's batches for this partition,
+        all or nothing. Every batch is checked before any is written (``append_checks``); a
+        retried idempotent batch already in the log answers its original offsets and is
+        not written again; the others get offsets and one LAT (``PartitionLog.append_checked``,
+        under the log's lock) and their producer is tracked from the stamped header.
+
+        ``batches``: batches back to back (bytes-like, checked in full here), or
+        ``ConvertedBatches`` (the Kafka listener's: their headers are the ones it packed).
+        Appends run on the owner's thread only, so nothing appends between the producer
+        check and the write; the log's lock keeps retention and flushes (other threads)
+        out of the write itself.
+
+        Raises:
+            StorageError subclasses (IdempotentBatchesError: an idempotent batch with
+            others), OutOfOrderSequenceError, InvalidProducerEpochError: nothing written.
+            OSError: what was written is cut again if the disk lets us (``append_checked``).
+        """
+        log = self.log
+        now_ms = log.clock.now_ms()
+        if type(batches) is ConvertedBatches:
+            checked = [append_checks.converted_for_leader(log.config, one, now_ms,
+                                                          batches.sent_bytes)
+                       for one in batches.batches]
         else:
-            self.producers.covered_offset = info.last_offset + 1
-        return info
+            checked = append_checks.split_for_leader(log.config, batches, now_ms)
+        header = checked[0][1]
+        if len(checked) > 1:
+            if any(one[1].producer_id >= 0 for one in checked):
+                raise IdempotentBatchesError("an idempotent batch must be alone in its partition")
+        elif header.producer_id >= 0:
+            duplicate = self.producers.check(header)
+            if duplicate is not None:
+                return _new_tuple(LeaderAppend, (
+                    duplicate[0], duplicate[0] + header.last_offset_delta, duplicate[1],
+                    header.batch_length, header.max_create_time, True))
+        first, last = log.append_checked(checked, leader_epoch, now_ms)
+        if header.producer_id >= 0:
+            self.producers.update(first)
+        else:
+            self.producers.covered_offset = last.base_offset + last.record_count
+        if len(checked) == 1:
+            size, newest = header.batch_length, header.max_create_time
+        else:
+            size = sum(one[1].batch_length for one in checked)
+            newest = max(one[1].max_create_time for one in checked)
+        return _new_tuple(LeaderAppend, (first.base_offset,
+                                         last.base_offset + last.last_offset_delta,
+                                         last.log_append_time, size, newest, False))
 
     def append_as_follower(self, batch) -> AppendInfo:
         """Append the leader's bytes as they are; learn its epochs and producers from them."""
-        info = self.log.append_as_follower(batch)
-        header = parse_header(batch)
+        header = self.log.append_as_follower(batch)  # the one parse of its header
         if header.leader_epoch > self.epochs.latest_epoch:
             self.epochs.assign(header.leader_epoch, header.base_offset)
         self.producers.update(header)
-        return info
+        return AppendInfo(header.base_offset, header.last_offset, header.log_append_time,
+                          header.batch_length)
 
     def become_leader(self, leader_epoch: int) -> None:
         """This replica leads from its log end in ``leader_epoch`` (KIP-101's epoch entry)."""

@@ -4,7 +4,7 @@ Records stay stored in tslog's own format (``protocol/records.py``); the Kafka l
 converts at its edge. Kafka -> tslog (``kafka_bytes_to_tslog``): the batch decodes to columns
 (``record_columns.py``: one walk over the length varints, every field read for all records at
 once), and tslog's records section is assembled from those columns directly (int64 times,
-int32 lengths, the key and value blobs as gathered) and sealed by ``seal_section``: no list
+int32 lengths, the key and value blobs as gathered) and sealed by ``seal_checked``: no list
 per record. CreateTime = base timestamp + each record's delta; headers kept (a null header
 value, which tslog's headers cannot hold, becomes ``b""``); the producer id, epoch and base
 sequence carried for idempotence. tslog -> Kafka (``tslog_to_kafka``): ``decode_columns``
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._record_builder import Section, _pack_headers, seal_section
+from .._record_builder import Section, _pack_headers, seal_checked
 from .._record_check import SECTION_SIZES
-from ..batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, parse_header
+from ..batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, CheckedBatch, parse_header
 from ..records import build_batch, decode_batches, decode_columns, split_batches
 from . import compression
 from .errors import KafkaBatchError
@@ -85,13 +85,22 @@ def kafka_bytes_to_tslog(data) -> tuple[int, bytes]:
     The same rules and errors as ``kafka_to_tslog`` (which the property tests hold it to),
     plus ``decode_batch``'s errors for malformed bytes; the Kafka attributes are returned so
     the caller can refuse transactional or control batches."""
+    attributes, checked = kafka_bytes_to_checked(data)
+    return attributes, checked.data
+
+
+def kafka_bytes_to_checked(data) -> tuple[int, CheckedBatch]:
+    """``kafka_bytes_to_tslog`` with the tslog header it packed and the records' CRC
+    (``CheckedBatch``): the Kafka listener hands these to the log, which stamps the batch
+    without parsing or checksumming it again. They equal what ``validate_batch_for_stamping``
+    finds in the bytes (``tests/property/test_kafka_convert_checked.py``)."""
     head, columns = _checked_columns(data)
     return head.attributes, _seal_range(head, columns, 0, head.record_count)
 
 
-def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[bytes]]:
-    """(attributes, tslog batches) of one Kafka batch's bytes: one batch, as
-    ``kafka_bytes_to_tslog`` gives it, when that is at most ``limit`` bytes; else its records
+def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[CheckedBatch]]:
+    """(attributes, tslog batches as ``CheckedBatch``) of one Kafka batch's bytes: one
+    batch, as ``kafka_bytes_to_checked`` gives it, when that is at most ``limit`` bytes; else its records
     cut into consecutive runs (halved until each fits, or is one record) whose batches are.
 
     Why: a tslog batch is larger than the Kafka batch it came from (fixed-width CreateTimes
@@ -108,7 +117,7 @@ def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[bytes]]:
     while runs:
         start, stop = runs.pop()
         batch = _seal_range(head, columns, start, stop)
-        if len(batch) <= limit or stop - start == 1:
+        if batch.header.batch_length <= limit or stop - start == 1:
             out.append(batch)
             continue
         middle = (start + stop) // 2
@@ -126,7 +135,7 @@ def _checked_columns(data):
     return head, columns
 
 
-def _seal_range(head, columns, start: int, stop: int) -> bytes:
+def _seal_range(head, columns, start: int, stop: int) -> CheckedBatch:
     """The tslog batch of records ``start:stop`` of a decoded Kafka batch."""
     n = head.record_count
     whole = start == 0 and stop == n
@@ -157,7 +166,7 @@ def _seal_range(head, columns, start: int, stop: int) -> bytes:
     section = Section(parts, stop - start, int(times[0]), low, high, bool(headers_blob))
     codec = COMPRESSION_NONE if head.compression == compression.NONE else COMPRESSION_ZSTD
     try:
-        return seal_section(section, codec, head.producer_id, head.producer_epoch,
+        return seal_checked(section, codec, head.producer_id, head.producer_epoch,
                             head.base_sequence)
     except ValueError as exc:
         raise KafkaBatchError(f"the Kafka batch does not fit a tslog batch: {exc}") from None

@@ -6,7 +6,9 @@ So acks 0/1/-1, group commit, the idempotent producers' duplicate and sequence c
 CreateTime bounds, the high watermark and long polls are the native path's, not copies.
 
 Records are converted at this edge (``tslog.protocol.kafka.convert``): a produced Kafka
-batch becomes one tslog batch before the native handler sees it; each fetched tslog batch
+batch becomes one tslog batch before the native handler sees it, handed on with the header
+the conversion packed (``storage.ConvertedBatches``), so the log stamps it without parsing
+it again; each fetched tslog batch
 becomes one Kafka batch marked with the topic's ``message.timestamp.type`` (LogAppendTime:
 tslog's LAT; CreateTime: each record's own), all of a partition's batches in one
 conversion (a constant number of numpy calls, not one set per batch). ListOffsets by time
@@ -25,13 +27,12 @@ import asyncio
 import inspect
 import logging
 
-from tslog.protocol.batch_header import parse_header
 from tslog.protocol.errors import BatchFormatError, ErrorCode
 from tslog.protocol.kafka import convert, record_batch
 from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.messages import ApiKey
 
-from ..data_handlers import SentSize
+from ...storage import ConvertedBatches
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
 
@@ -74,18 +75,19 @@ def _then(result, finish):
 # ------------------------------------------------------------------------------------ produce
 
 
-def _to_tslog(records, limit: int | None = None) -> tuple[bytes, SentSize | None]:
-    """A Kafka ``records`` field (batches back to back) as tslog batches back to back, and
-    for one idempotent batch its size as sent (``SentSize``), else None.
+def _to_tslog(records, limit: int | None = None) -> ConvertedBatches:
+    """A Kafka ``records`` field (batches back to back) as tslog batches, each with the
+    header the conversion packed and its records' CRC, so the log stamps them without
+    parsing or checksumming them again; for one idempotent batch, its size as sent.
 
     ``limit``: the partition's largest batch (``max.message.bytes``, or ``segment.bytes`` if
     smaller). A Kafka batch within it whose tslog batch is not (tslog's fixed-width columns
     take more room than Kafka's varints) is taken as Kafka would take it: stored as several
     tslog batches when it is not idempotent (``convert.kafka_bytes_to_tslog_within``);
     stored whole when it is (its sequence numbers name one batch, so a retry is recognised
-    as the same batch), the native handler counting ``max.message.bytes`` against the Kafka
-    batch's size, as Kafka does. A Kafka batch over the limit is refused MESSAGE_TOO_LARGE
-    by the native handler, as Kafka would.
+    as the same batch), the log counting ``max.message.bytes`` against the Kafka batch's
+    size, as Kafka does. A Kafka batch over the limit is refused MESSAGE_TOO_LARGE by the
+    log, as Kafka would.
 
     Raises:
         KafkaBatchError: a malformed batch (``UnsupportedCompression`` for a codec this
@@ -93,20 +95,20 @@ def _to_tslog(records, limit: int | None = None) -> tuple[bytes, SentSize | None
     """
     pieces, sent = [], None
     for piece in record_batch.split_batches(records):
-        attributes, batch = convert.kafka_bytes_to_tslog(piece)
+        attributes, checked = convert.kafka_bytes_to_checked(piece)
         if attributes & (_TRANSACTIONAL | _CONTROL):
             raise _Transactional("transactional batches are not served (no transactions)")
-        if parse_header(batch).producer_id >= 0:
-            sent = SentSize(len(piece))
-        elif limit is not None and len(batch) > limit >= len(piece):
+        header = checked.header
+        if header.producer_id >= 0:
+            sent = len(piece)
+        elif limit is not None and header.batch_length > limit >= len(piece):
             pieces += convert.kafka_bytes_to_tslog_within(piece, limit)[1]
             continue
-        pieces.append(batch)
+        pieces.append(checked)
     if not pieces:
         raise KafkaBatchError("records holds no batch")
-    if len(pieces) == 1:
-        return pieces[0], sent
-    return b"".join(pieces), None  # several: the native handler refuses idempotent ones
+    # several: the log refuses them if one is idempotent, so no size as sent applies
+    return ConvertedBatches(tuple(pieces), sent if len(pieces) == 1 else None)
 
 
 class _Transactional(KafkaBatchError):
@@ -124,10 +126,8 @@ def _convert_produce(services: KafkaServices, body: dict,
         partitions = []
         for entry in group["partition_data"]:
             try:
-                batches, sent = _to_tslog(entry["records"],
-                                          services.batch_limit(name, entry["index"]))
-                partitions.append({"partition": entry["index"], "records": batches,
-                                   "sent": sent})
+                batches = _to_tslog(entry["records"], services.batch_limit(name, entry["index"]))
+                partitions.append({"partition": entry["index"], "records": batches})
             except KafkaBatchError as exc:
                 code = int(getattr(exc, "error_code", _CORRUPT))
                 refused[name, entry["index"]] = (code, str(exc))

@@ -261,7 +261,7 @@ async def test_acks_all_answers_after_fsync_and_group_commits(broker):
 async def test_unexpected_storage_failure_is_unknown_server_error(broker, monkeypatch):
     await create(broker, "t")
     plog = broker.topics.get_log("t", 0)
-    monkeypatch.setattr(plog, "append", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
+    monkeypatch.setattr(plog, "append_checked", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
     result = await produce(broker, "t", 0, batch([b"a"]))
     assert result["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR
 

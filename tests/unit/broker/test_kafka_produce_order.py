@@ -32,7 +32,8 @@ def _services(seen: list):
     def native_produce(body):
         for group in body["topics"]:
             for part in group["partitions"]:
-                seen.append(next(iter_records(part["records"])).value[:1])
+                batch = part["records"].batches[0].data  # storage.ConvertedBatches
+                seen.append(next(iter_records(batch)).value[:1])
         return {"topics": [{"topic": "t", "partitions": [
             {"partition": 0, "error_code": 0, "base_offset": len(seen), "log_start_offset": 0,
              "log_append_time": -1}]}]}
