@@ -202,8 +202,8 @@ class BatchingMixin:
                 else:
                     group.append(position)
         if headers is not None:
-            # Names and values flattened and measured in C: a generator per record cost
-            # about 6 us per record with three headers (the mirror's case).
+            # Names and values flattened and measured in C: a generator per record was
+            # the dearest part of a batch with three headers a record (the mirror's case).
             lengths = [length + sum(map(len, _flatten(entry))) + 4 * len(entry)
                        if entry else length for length, entry in zip(lengths, headers)]
         batch_size = self._accumulator.batch_size

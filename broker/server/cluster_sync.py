@@ -161,7 +161,7 @@ class TopicSync:
 
     @staticmethod
     def _remove_in_thread(directories: list[Path]) -> None:
-        """Unlink a deleted topic's files off the loop (a gigabyte takes ~170 ms here)."""
+        """Unlink a deleted topic's files off the loop (a gigabyte of segments keeps the disk busy)."""
         def remove() -> None:
             for directory in directories:
                 try:
