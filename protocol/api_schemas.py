@@ -79,7 +79,7 @@ class ApiKey(IntEnum):
     OFFSETS_AT_TIMES = 1000
 
 
-_API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
+API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
 
 # api key -> (min_version, max_version) this side speaks.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: (0, 0) for key in ApiKey}

@@ -34,8 +34,8 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .foreign import is_kafka_refusal
 from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
 from .messages import (
-    _API_KEYS,
-    _new_tuple,
+    API_KEYS as _API_KEYS,
+    new_tuple as _new_tuple,
     CORRELATION_ID_MAX,
     ApiKey,
     InvalidResponseError,

@@ -55,7 +55,7 @@ _TIMESTAMP_TYPE = {"LogAppendTime": record_batch.LOG_APPEND_TIME,
 _INDEX = {"LogAppendTime": "append", "CreateTime": "create"}
 
 
-def _then(result, finish):
+def then(result, finish):
     """``finish(result)`` now, or once the native handler's awaitable is done; ``finish``
     may itself return an awaitable (work handed to a thread), which is awaited too."""
     if inspect.isawaitable(result):
@@ -150,7 +150,7 @@ def _append(services: KafkaServices, body: dict, topics: list, refused: dict):
             {"acks": acks, "timeout_ms": max(body["timeout_ms"], 0), "topics": topics})
     if acks == 0:
         return None
-    return _then(result, lambda native: _produce_response(services, body, native, refused))
+    return then(result, lambda native: _produce_response(services, body, native, refused))
 
 
 def produce(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
@@ -257,7 +257,7 @@ def _fetch(services: KafkaServices, body: dict, version: int):
             for group in body["topics"]],
     }
     result = services.native[ApiKey.FETCH](native_body)
-    return _then(result, lambda native: _fetch_response(services, native))
+    return then(result, lambda native: _fetch_response(services, native))
 
 
 def _fetch_response(services: KafkaServices, native: dict):
