@@ -26,7 +26,7 @@ orders of magnitude longer than an ordinary append, every ``segment.bytes`` of p
 
 Crash safety: a crash between the roll and the seal leaves the old segment's indexes
 untrimmed, exactly as a crash leaves the active segment's; the zero padding fails the sanity
-checks at the next open and recovery rebuilds them from the log (``segment_load.py``). A
+checks at the next open and recovery rebuilds them from the log (``Segment.recover``). A
 crash during the renames leaves temporary files, which opening removes, and at worst a
 segment with missing index files, which recovery rebuilds. Leftover spares are ``.tmp``
 files: ``recovery.list_segment_bases`` deletes them.
