@@ -31,7 +31,7 @@ from ..cluster.group_state_store import EtcdGroupStateStore
 from ..cluster.group_store import EtcdGroupOffsetStore
 from ..cluster.reassign_store import EtcdReassignments
 from ..cluster.records import Changes, TopicRecord
-from ..cluster.topic_store import EtcdMetadataStore
+from ..metadata.etcd_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
