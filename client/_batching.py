@@ -67,32 +67,23 @@ def check_batch(values: list, keys, timestamp_ms, headers, max_record_bytes: int
     if count and max(lengths) > max_record_bytes:
         raise MessageTooLargeError(f"a record of {max(lengths)} bytes does not fit in a "
                                    f"request of max_request_size {max_request_size}")
-    return (values, keys, _create_times(timestamp_ms, count), _headers(headers, count),
-            lengths)
-
-
-def _create_times(timestamp_ms, count: int):
-    """One int for every record (now, or the one given), or a list of one int each."""
     if timestamp_ms is None:
-        return _time_ns() // 1_000_000
-    if type(timestamp_ms) is int:
-        return timestamp_ms
-    create_times = list(timestamp_ms)
-    if len(create_times) != count:
-        raise ValueError(f"{len(create_times)} timestamps for {count} values")
-    if not set(map(type, create_times)) <= {int}:
-        raise TypeError("timestamp_ms must be ints (epoch milliseconds)")
-    return create_times
-
-
-def _headers(headers, count: int):
-    """One list (or None) per record, or None when no record has headers."""
-    if headers is None:
-        return None
-    headers = [list(entry) if entry else None for entry in headers]
-    if len(headers) != count:
-        raise ValueError(f"{len(headers)} headers entries for {count} values")
-    return headers if any(headers) else None
+        create_times = _time_ns() // 1_000_000
+    elif type(timestamp_ms) is int:
+        create_times = timestamp_ms
+    else:
+        create_times = list(timestamp_ms)
+        if len(create_times) != count:
+            raise ValueError(f"{len(create_times)} timestamps for {count} values")
+        if not set(map(type, create_times)) <= {int}:
+            raise TypeError("timestamp_ms must be ints (epoch milliseconds)")
+    if headers is not None:
+        headers = [list(entry) if entry else None for entry in headers]
+        if len(headers) != count:
+            raise ValueError(f"{len(headers)} headers entries for {count} values")
+        if not any(headers):
+            headers = None
+    return values, keys, create_times, headers, lengths
 
 
 def append_section(accumulator: RecordAccumulator, sticky: StickyPartitioner, topic: str,
@@ -114,7 +105,15 @@ def append_batch(accumulator: RecordAccumulator, sticky: StickyPartitioner, topi
     caller wakes the sender."""
     count = len(values)
     partitions = len(tps)
-    groups = _partition_groups(accumulator, sticky, topic, partitions, keys, partition)
+    if partition is not None:
+        if not 0 <= partition < partitions:
+            raise UnknownTopicOrPartitionError(
+                f"{topic} has {partitions} partitions, not {partition + 1}")
+        groups = {partition: None}  # None: every record, in order
+    elif keys is None or partitions == 1:
+        groups = {-1: None}  # the sticky partition, chosen under the lock
+    else:
+        groups = _key_groups(accumulator, sticky, topic, partitions, keys)
     if headers is not None:
         # Names and values flattened and measured in C: a generator per record was
         # the dearest part of a batch with three headers a record (the mirror's case).
@@ -130,27 +129,39 @@ def append_batch(accumulator: RecordAccumulator, sticky: StickyPartitioner, topi
                     sticky_partition = sticky.partition(topic, partitions)
                 target = sticky_partition
             if positions is None:
-                chunk = (values, keys, create_times, headers, lengths)
+                chunk_values, chunk_keys, chunk_times, chunk_headers, chunk_lengths = (
+                    values, keys, create_times, headers, lengths)
                 positions = range(count)
             else:
-                chunk = _pick(positions, values, keys, create_times, headers, lengths)
-            _append_pieces(accumulator, tps[target], chunk, positions, parts, closed_batches)
+                chunk_values, chunk_keys, chunk_times, chunk_headers, chunk_lengths = _pick(
+                    positions, values, keys, create_times, headers, lengths)
+            total = sum(chunk_lengths) + 16 * len(chunk_values)
+            pieces = max(1, -(-total // accumulator.batch_size))
+            step = -(-len(chunk_values) // pieces)
+            tp = tps[target]
+            for start in range(0, len(chunk_values), step):  # pieces of about batch_size
+                stop = start + step
+                whole = start == 0 and stop >= len(chunk_values)
+                piece_values = chunk_values if whole else chunk_values[start:stop]
+                batch, closed = accumulator.append_batch(
+                    tp, piece_values,
+                    chunk_keys if whole or chunk_keys is None else chunk_keys[start:stop],
+                    chunk_times if whole or type(chunk_times) is int else chunk_times[start:stop],
+                    chunk_headers if whole or chunk_headers is None
+                    else chunk_headers[start:stop],
+                    total if whole else sum(chunk_lengths[start:stop]) + 16 * len(piece_values))
+                parts.append((batch, positions if whole else positions[start:stop]))
+                if closed is not None:
+                    closed_batches.append(closed)
         for closed in closed_batches:
             sticky.batch_closed(topic, closed.tp.partition, partitions)
     return BatchFuture(parts, count)
 
 
-def _partition_groups(accumulator: RecordAccumulator, sticky: StickyPartitioner, topic: str,
-                      partitions: int, keys, partition) -> dict:
-    """Target partition -> the positions of its records (None: every record, in order);
-    -1 stands for the sticky partition, chosen under the accumulator's lock."""
-    if partition is not None:
-        if not 0 <= partition < partitions:
-            raise UnknownTopicOrPartitionError(
-                f"{topic} has {partitions} partitions, not {partition + 1}")
-        return {partition: None}
-    if keys is None or partitions == 1:
-        return {-1: None}
+def _key_groups(accumulator: RecordAccumulator, sticky: StickyPartitioner, topic: str,
+                partitions: int, keys: list) -> dict:
+    """Target partition -> the positions of its records, by key (null keys: the sticky
+    partition)."""
     groups: dict = {}
     sticky_partition = -1  # null keys: the sticky partition, chosen now (order per partition)
     if None in keys:
@@ -175,25 +186,3 @@ def _pick(positions: list, values, keys, create_times, headers, lengths) -> tupl
             None if headers is None else list(map(headers.__getitem__, positions)),
             list(map(lengths.__getitem__, positions)))
 
-
-def _append_pieces(accumulator: RecordAccumulator, tp, chunk: tuple, positions, parts: list,
-                   closed_batches: list) -> None:
-    """Append one partition's records as pieces of about ``batch_size`` bytes (under the
-    accumulator's lock); each piece's (batch, positions) goes to ``parts``."""
-    chunk_values, chunk_keys, chunk_times, chunk_headers, chunk_lengths = chunk
-    total = sum(chunk_lengths) + 16 * len(chunk_values)
-    pieces = max(1, -(-total // accumulator.batch_size))
-    step = -(-len(chunk_values) // pieces)
-    for start in range(0, len(chunk_values), step):
-        stop = start + step
-        whole = start == 0 and stop >= len(chunk_values)
-        piece_values = chunk_values if whole else chunk_values[start:stop]
-        batch, closed = accumulator.append_batch(
-            tp, piece_values,
-            chunk_keys if whole or chunk_keys is None else chunk_keys[start:stop],
-            chunk_times if whole or type(chunk_times) is int else chunk_times[start:stop],
-            chunk_headers if whole or chunk_headers is None else chunk_headers[start:stop],
-            total if whole else sum(chunk_lengths[start:stop]) + 16 * len(piece_values))
-        parts.append((batch, positions if whole else positions[start:stop]))
-        if closed is not None:
-            closed_batches.append(closed)

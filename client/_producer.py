@@ -335,9 +335,9 @@ class AsyncProducer:
             raise ClientClosedError()
         if self._sender is None:
             self._ensure_sender()
-        values, keys = self._serialize_batch(values, keys)
-        return self._queue_batch(topic, partition, *self._check_batch(values, keys,
-                                                                      timestamp_ms, headers))
+        values, keys = serialize_batch(values, keys, self.value_serializer, self.key_serializer)
+        return self._queue_batch(topic, partition, *check_batch(
+            values, keys, timestamp_ms, headers, self._max_record_bytes, self.max_request_size))
 
     def send_section(self, topic: str, section: Section, partition: int) -> BatchFuture:
         """Queue a records section encoded already (``tslog.protocol.records.Section``) as
@@ -375,13 +375,6 @@ class AsyncProducer:
         self._wake()
         return future
 
-    def _serialize_batch(self, values, keys):
-        return serialize_batch(values, keys, self.value_serializer, self.key_serializer)
-
-    def _check_batch(self, values: list, keys, timestamp_ms, headers) -> tuple:
-        return check_batch(values, keys, timestamp_ms, headers, self._max_record_bytes,
-                           self.max_request_size)
-
     def _queue_batch(self, topic, partition, values, keys, create_times, headers,
                      lengths) -> BatchFuture:
         count = len(values)
@@ -392,8 +385,10 @@ class AsyncProducer:
             args = (BATCH, topic, values, keys, partition, create_times, headers, lengths)
             record = self._defer_record(args)
             return BatchFuture([(record, range(count))], count)
-        return self._append_batch(topic, tps, values, keys, partition, create_times, headers,
-                                  lengths)
+        future = append_batch(self._accumulator, self._sticky, topic, tps, values, keys,
+                              partition, create_times, headers, lengths)
+        self._wake()
+        return future
 
     def _append_batch(self, topic, tps, values, keys, partition, create_times, headers,
                       lengths) -> BatchFuture:
@@ -500,8 +495,9 @@ class AsyncProducer:
         """``send_batch`` that may block, as ``blocking_send``; input is checked first."""
         if self._closing:
             raise ClientClosedError()
-        values, keys = self._serialize_batch(values, keys)
-        checked = self._check_batch(values, keys, timestamp_ms, headers)
+        values, keys = serialize_batch(values, keys, self.value_serializer, self.key_serializer)
+        checked = check_batch(values, keys, timestamp_ms, headers, self._max_record_bytes,
+                              self.max_request_size)
         if self._accumulator.buffered_bytes >= self.buffer_memory:
             self._wait_for_space()
         if not self._cluster.topics.get(topic):

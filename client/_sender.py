@@ -318,7 +318,8 @@ class Sender:
         has attempts and time left; fail it otherwise."""
         if batch.future.done():  # expired while in flight: already failed and released
             return
-        if (isinstance(error, TslogError) and (error.retriable or transient) and not self._is_closed()
+        if (isinstance(error, TslogError) and (error.retriable or transient)
+                and not self._is_closed()
                 and batch.attempts < self._settings.retries and time.monotonic() < batch.deadline):
             batch.attempts += 1
             retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)

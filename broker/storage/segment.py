@@ -27,9 +27,9 @@ that short tail scan.
 
 Loading and recovery. A trusted segment (below the recovery point, or closed cleanly) is
 loaded from its indexes: they are checked against each other and against the batches their
-first and last entries point at, then the short unindexed tail is read. Recovery re-reads every batch, checks its
-header, CRC, records, offset continuity and LogAppendTime order, rebuilds the indexes, and
-cuts the file after the last good batch. Given the log's recovery point, it trusts the index
+first and last entries point at, then the short unindexed tail is read. Recovery re-reads
+every batch, checks its header, CRC, records, offset continuity and LogAppendTime order,
+rebuilds the indexes, and cuts the file after the last good batch. Given the log's recovery point, it trusts the index
 entries of the batches before it (their log bytes were fsynced, and so were the entries, by
 the checkpoint that wrote that point) when they pass the same checks, and re-reads only from
 the last such batch on: recovery costs the unflushed tail, not the segment.
