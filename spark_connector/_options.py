@@ -224,6 +224,7 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
     starting = _side(options, "starting", streaming)
     ending = _side(options, "ending", streaming)
     warnings = [] if streaming else _check_batch_read(options, starting, ending)
+    timestamp_type, strategy = _timestamp_type(options), _strategy(options)
 
     def optional_int(key, pretty):
         return None if options.get(key) is None else parse_positive_int(pretty, options[key])
@@ -240,8 +241,8 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
         subscribe=subscribe,
         starting=starting,
         ending=ending,
-        timestamp_type=_timestamp_type(options),
-        strategy=_strategy(options),
+        timestamp_type=timestamp_type,
+        strategy=strategy,
         max_offsets_per_trigger=max_per_trigger,
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=15 * 60_000 if delay is None
