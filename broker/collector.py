@@ -2,8 +2,8 @@
 
 Why: a full (generation 2) collection walks every object the collector tracks, and a broker
 that has just started holds some 45,000 of them (its modules, the compiled request schemas,
-the recovered logs' structures). Each full collection took 30-45 ms, on the event loop, so
-every connection waited that long: it was the longest stall in every run of
+the recovered logs' structures). Each full collection ran for tens of milliseconds on the
+event loop, so every connection waited that long: it was the longest stall in every run of
 ``bench/loop_stall.py``. ``gc.freeze`` moves them to a permanent generation that collections
 skip; they live as long as the process anyway. Objects made later (connections, requests,
 segments) are collected as before.

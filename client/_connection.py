@@ -24,8 +24,8 @@ Answer polling (``poll_s`` of a request, for time lookups): while such a request
 ready callback keeps the event loop polling its sockets with a zero timeout instead of
 sleeping in ``epoll_wait``, for at most ``poll_s`` after the send and never past the answer.
 Why: a thread that sleeps halts its vCPU, and on a virtual machine the wake-up when the
-answer arrives costs more than the broker's whole answer (ListOffsets round trip here: 73 us
-at the median sleeping, 34 us polling; p99 125 us against 80). The price is the CPU of the
+answer arrives costs more than the broker's whole answer (a ListOffsets round trip here
+was about twice as long at the median sleeping as polling). The price is the CPU of the
 wait itself, at most ``poll_s`` a request; other callbacks on the loop run as usual.
 """
 

@@ -2,8 +2,7 @@
 
 Why: a blocking call handed to the client's loop thread pays two thread wake-ups and two
 GIL hand-offs per request, on a loaded two-core machine as much again as the broker's whole
-answer (bench/broker.py: sync facade p50 181 us against 79 us for a plain socket, and p99
-twice as long). Time lookups are small single requests that users put on latency-sensitive
+answer (bench/broker.py prints the sync facade's lookup latency beside a plain socket's). Time lookups are small single requests that users put on latency-sensitive
 paths ("where is 10:00?", seek to a time), so the facade sends them itself over a blocking
 socket to the partitions' leader, using the metadata the async core already holds.
 

@@ -22,7 +22,7 @@ import numpy as np
 from ._record_check import (
     MAX_UNCOMPRESSED_BYTES,
     SECTION_SIZES,
-    _unpack_headers,
+    unpack_header_blob,
     inflate,
     section_sizes,
 )
@@ -150,7 +150,7 @@ def _gather(found: _Sections, view: memoryview, with_crc: bool, max_uncompressed
     values_start = fixed + keys_bytes
     found.keys.append(section[fixed:values_start])
     found.values.append(section[values_start:values_start + values_bytes])
-    found.headers.append(_unpack_headers(section[values_start + values_bytes:], n)
+    found.headers.append(unpack_header_blob(section[values_start + values_bytes:], n)
                          if headers_bytes else None)
 
 

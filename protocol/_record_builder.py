@@ -49,7 +49,7 @@ def _compressor() -> zstandard.ZstdCompressor:
         return _zstd.compressor
 
 
-def _pack_column(items, n: int, what: str) -> tuple[bytes, bytes]:
+def pack_column(items, n: int, what: str) -> tuple[bytes, bytes]:
     """Return (int32 lengths column, blob) for a list of bytes-like or None."""
     if len(items) != n:
         raise ValueError(f"{len(items)} {what} for {n} values")
@@ -114,7 +114,7 @@ def _pack_create_times(create_times, n: int, default) -> tuple[bytes, int, int, 
     return column, int(array[0]), int(array.min()), int(array.max())
 
 
-def _pack_headers(headers, n: int) -> bytes:
+def pack_headers(headers, n: int) -> bytes:
     """Return the msgpack headers blob, or b"" when no record has headers."""
     if headers is None:
         return b""
@@ -176,13 +176,13 @@ def build_batch(
         raise ValueError("a batch needs at least one record")
     if compression not in (COMPRESSION_NONE, COMPRESSION_ZSTD):
         raise ValueError(f"unknown compression {compression!r}")
-    value_lengths, values_blob = _pack_column(values, n, "values")
+    value_lengths, values_blob = pack_column(values, n, "values")
     if keys is None:
         key_lengths, keys_blob = NULL_LENGTH * n, b""
     else:
-        key_lengths, keys_blob = _pack_column(keys, n, "keys")
+        key_lengths, keys_blob = pack_column(keys, n, "keys")
     times, first_time, min_time, max_time = _pack_create_times(create_times, n, default_create_time)
-    headers_blob = _pack_headers(headers, n)
+    headers_blob = pack_headers(headers, n)
     sizes = SECTION_SIZES.pack(len(keys_blob), len(values_blob), len(headers_blob))
     parts = [sizes, times, key_lengths, value_lengths, keys_blob, values_blob, headers_blob]
     section = Section(parts, n, first_time, min_time, max_time, bool(headers_blob))

@@ -125,7 +125,7 @@ def check_section(section: memoryview, header, *,
     blob = section[fixed + keys_bytes + values_bytes:]
     if not unpack_headers and _alike_and_checked(blob, n):
         return keys_bytes, values_bytes, None
-    return keys_bytes, values_bytes, _unpack_headers(blob, n)
+    return keys_bytes, values_bytes, unpack_header_blob(blob, n)
 
 
 def _alike_and_checked(blob, n: int) -> bool:
@@ -134,11 +134,11 @@ def _alike_and_checked(blob, n: int) -> bool:
     first = all_like_the_first(blob, n)
     if first is None:
         return False
-    _unpack_headers(b"\x91" + first, 1)  # a one-entry blob: the first entry, fully checked
+    unpack_header_blob(b"\x91" + first, 1)  # a one-entry blob: the first entry, fully checked
     return True
 
 
-def _unpack_headers(blob, n: int) -> tuple:
+def unpack_header_blob(blob, n: int) -> tuple:
     """The headers blob as a tuple of n entries, each None or a tuple of (str, bytes)."""
     try:
         entries = msgpack.unpackb(blob, raw=False, use_list=False)

@@ -37,7 +37,7 @@ followers and recovery verify exactly what the leader wrote.
 Why the records are fed to the CRC before the header fields: the leader must both verify the
 producer's CRC and compute a new one after stamping LogAppendTime. With the records first,
 both CRCs continue from one running value over the records (``records_crc``): the records are
-read once (about 8 us per 110 KB batch with ``crc32c``) and each header costs a 64-byte CRC.
+read once (the dear part, with ``crc32c``) and each header costs a 64-byte CRC.
 The coverage is the same bytes as a CRC over ``[16, batch_length)``; only their order differs.
 """
 

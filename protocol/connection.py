@@ -34,8 +34,8 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .foreign import is_kafka_refusal
 from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
 from .messages import (
-    _API_KEYS,
-    _new_tuple,
+    API_KEYS as _API_KEYS,
+    new_tuple as _new_tuple,
     CORRELATION_ID_MAX,
     ApiKey,
     InvalidResponseError,
@@ -49,9 +49,9 @@ from .messages import (
 )
 from .server_codec import NATIVE_CODEC
 # ``record_views`` applies only to frames of at least this many bytes. The view walk
-# (``msgpack_views.py``) costs about 15 us whatever the size, where msgpack's C decoder
-# costs 3.5 us plus the copy of the records (0.03 us per KB here): 7 us against 15 for a
-# 116 KB Produce, 36 against 15 for 1.1 MB. Below the break-even (~400 KB) copying is faster.
+# (``msgpack_views.py``) has a fixed cost whatever the size, where msgpack's C decoder
+# costs less up front plus a copy of the records that grows with them; the break-even,
+# measured here, lies a little below this threshold. Below it copying is cheaper.
 VIEWS_FROM_BYTES = 512 * 1024
 
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import msgpack
 
 from .api_schemas import (  # re-exported: callers know them as messages.*
-    _API_KEYS,
+    API_KEYS,
     REQUEST_SCHEMAS,
     RESPONSE_SCHEMAS,
     SUPPORTED_VERSIONS,
@@ -202,7 +202,7 @@ def _is_int(value) -> bool:
 
 # Builds NamedTuples (headers here, events in ``connection.py``) without their Python-level
 # __new__, on paths that run for every request and response.
-_new_tuple = tuple.__new__
+new_tuple = tuple.__new__
 
 
 def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHeader, dict]:
@@ -236,7 +236,7 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
         raise MalformedRequestError("request envelope has the wrong types")
     if not 0 <= correlation_id <= CORRELATION_ID_MAX:
         raise MalformedRequestError(f"correlation id {correlation_id} out of range")
-    key = _API_KEYS.get(api_key)  # a dict lookup; ApiKey(n) costs a microsecond here
+    key = API_KEYS.get(api_key)  # a dict lookup; ApiKey(n) runs Python code
     if key is None:
         raise UnknownApiKeyError(correlation_id, api_key)
     low, high = SUPPORTED_VERSIONS[key]
@@ -247,7 +247,7 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
     except SchemaError as exc:
         raise InvalidRequestError(correlation_id, f"{key.name}: {exc}", api_key) from None
     # tuple.__new__: the NamedTuple's own __new__ is Python code, run for every request.
-    return _new_tuple(RequestHeader, (key, api_version, correlation_id, client_id)), body
+    return new_tuple(RequestHeader, (key, api_version, correlation_id, client_id)), body
 
 
 def encode_response(correlation_id: int, body: dict, *, api_key: int | None = None,

@@ -1,7 +1,7 @@
 """``pack``: ``msgpack.packb`` with a Packer kept per thread.
 
-Why: ``msgpack.packb`` builds a new ``Packer``, with a 256 KiB buffer, for every call: about
-0.8 us of the few a time lookup costs on each side of the wire (every request a client sends,
+Why: ``msgpack.packb`` builds a new ``Packer``, with a 256 KiB buffer, for every call: a
+noticeable share of the little a time lookup costs on each side of the wire (every request a client sends,
 every answer a broker encodes). A Packer is not safe to share between threads (two packs
 at once would interleave in its buffer), so each thread keeps its own. The buffer only grows;
 after a rare large message the thread's Packer is dropped, so a thread does not keep a

@@ -1,12 +1,12 @@
 """The records section of a batch, laid out column by column.
 
-Why columns: at the rates tslog aims for, Python's per-object cost is the whole budget (half a
-microsecond per record at 2 M records/s). A row-wise layout forces one ``unpack`` and one slice
+Why columns: at the rates tslog aims for, Python's per-object cost is the whole budget
+(DESIGN.md's budget per record). A row-wise layout forces one ``unpack`` and one slice
 per record on every reader. Here each field of every record sits in its own array, so a
 producer builds a batch with a handful of C-level calls (``map(len, ...)``, ``b"".join``,
 ``struct.pack``) and a reader turns a batch into numpy arrays or Arrow columns with
 ``numpy.frombuffer`` and one ``cumsum``, never looping in Python over records. The Spark reader
-gains most: Arrow built from buffers feeds Spark about five times faster than Python tuples.
+gains most: Arrow built from buffers feeds Spark far faster than Python tuples (DESIGN.md, "On disk").
 
 Layout of the (uncompressed) section that follows the 80-byte header, little-endian, with
 ``n = record_count`` from the header::
@@ -155,7 +155,7 @@ def decode_columns(
 
     Args:
         batch: exactly one batch (bytes-like; ``len(batch)`` must equal its batch length).
-        verify_crc: check the CRC too (about 6 us per 100 KB); pass False only when the caller
+        verify_crc: check the CRC too (a pass over every byte); pass False only when the caller
             has just run ``validate_batch`` on the same bytes.
         max_uncompressed_bytes: refuse compressed sections that inflate beyond this.
 

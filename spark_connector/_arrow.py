@@ -10,7 +10,7 @@ are sliced to the requested rows and written once into buffers from Arrow's memo
 offsets rebased with one call, each batch's key and value bytes copied in, constant columns
 (topic, partition, timestampType) filled. One Fetch response becomes one Arrow batch: the
 JVM turns large batches into rows faster than many small ones (measured with a no-I/O
-source: 8192-row batches were about 15 % slower than 160k-row ones).
+source, as bench/spark.py's ceiling row does: 8192-row batches were slower than 160k-row ones).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def _allocate(count: int, dtype) -> tuple[pa.Buffer, np.ndarray]:
 
     Why not numpy: a batch's columns are several MiB each, and glibc hands allocations that
     large back to the kernel when they are freed, so every batch paid page faults for fresh
-    pages (measured: a 160k-row batch took 14.5 ms to build, 12 of it in the kernel, against
-    2.9 ms on reused memory). Arrow's pool (mimalloc or jemalloc) keeps freed pages for the
+    pages (measured: most of a 160k-row batch's build time went to the kernel, several times
+    the build on reused memory). Arrow's pool (mimalloc or jemalloc) keeps freed pages for the
     next batch.
     """
     dtype = np.dtype(dtype)

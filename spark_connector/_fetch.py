@@ -195,115 +195,66 @@ def _decoded(pieces: list):
 
 
 def _raw_responses(spec: FetchRange):
-    """Yield lists of (raw batch, lo, hi) per Fetch response (runs in the fetch thread)."""
-    timeout_s = spec.timeout_ms / 1000
+    """Yield lists of (raw batch, lo, hi) per Fetch response (runs in the fetch thread);
+    the next Fetch is sent before a response's batches are cut, so the broker works on it
+    meanwhile."""
     position = spec.start
     conn = None
     attempt = 0
-
-    def fetch_body(offset: int) -> dict:
-        return {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1,
-                "max_bytes": spec.fetch_max_bytes,
-                "topics": [{"topic": spec.topic, "partitions": [{
-                    "partition": spec.partition, "fetch_offset": offset,
-                    "max_bytes": spec.fetch_max_bytes}]}]}
-
+    in_flight = None  # fetch_offset of the request in flight
     try:
-        in_flight = None  # fetch_offset of the request in flight
         while position < spec.end:
             if conn is None:
-                try:
-                    address = spec.leader if (spec.leader and attempt == 0) else find_leader(
-                        spec.bootstrap, spec.topic, spec.partition, timeout_s, spec.security)
-                except _TopicGone:
-                    _lost(spec, position, spec.end, "the topic no longer exists")
+                conn = _connect(spec, attempt, position)
+                if conn is _GONE:
                     return
-                try:
-                    conn = BrokerSocket(address[0], address[1], timeout_s, CLIENT_ID,
-                                        record_views=True, allocate=pa.allocate_buffer,
-                                        security=spec.security,
-                                        ssl_context=ssl_context_of(spec.security))
-                except OSError as exc:
+                if conn is None:
                     attempt += 1
-                    if attempt > _RETRIES:
-                        raise TslogReadError(
-                            f"cannot connect to {address[0]}:{address[1]} to read topic "
-                            f"{spec.topic!r} partition {spec.partition}: {exc}") from None
-                    time.sleep(min(0.1 * 2 ** attempt, 2))
                     continue
                 in_flight = None
             try:
                 if in_flight is None:
-                    conn.send(ApiKey.FETCH, fetch_body(position))
+                    conn.send(ApiKey.FETCH, _fetch_body(spec, position))
                     in_flight = position
                 body = conn.receive()
                 in_flight = None
             except (OSError, ConnectionError, ValueError) as exc:
                 conn.close()
-                conn = None
-                attempt += 1
-                if attempt > _RETRIES:
-                    raise TslogReadError(f"fetching topic {spec.topic!r} partition "
-                                         f"{spec.partition} at offset {position} failed: {exc}")
-                time.sleep(min(0.1 * 2 ** attempt, 2))
+                conn, attempt = None, attempt + 1
+                _back_off(attempt, f"fetching topic {spec.topic!r} partition "
+                                   f"{spec.partition} at offset {position} failed: {exc}")
                 continue
-            if "topics" not in body:
-                code = ErrorCode.from_wire(body.get("error_code", -1))
-                raise TslogReadError(f"fetching topic {spec.topic!r} partition "
-                                     f"{spec.partition}: broker answered {code.name}")
-            part = body["topics"][0]["partitions"][0]
+            part = _partition_answer(spec, body)
             code = ErrorCode.from_wire(part["error_code"])
             if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                log_start = part["log_start_offset"]
-                high_watermark = part["high_watermark"]
-                if 0 <= position < log_start:
-                    _lost(spec, position, min(log_start, spec.end),
-                          f"deleted by retention; the log now starts at {log_start}")
-                    position = log_start
-                    continue
-                _lost(spec, position, spec.end,
-                      f"the log now ends at {high_watermark}")
-                return
+                position = _out_of_range(spec, part, position)
+                if position is None:
+                    return
+                continue
             if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and attempt >= _RETRIES:
                 _lost(spec, position, spec.end, "the topic or partition no longer exists")
                 return
             if code != ErrorCode.NONE:
                 conn.close()
-                conn = None
-                attempt += 1
-                if attempt > _RETRIES or code not in _RETRIABLE_LEADER:
-                    raise TslogReadError(f"fetching topic {spec.topic!r} partition "
-                                         f"{spec.partition} at offset {position}: {code.name}")
-                time.sleep(min(0.1 * 2 ** attempt, 2))
+                conn, attempt = None, attempt + 1
+                _back_off(attempt if code in _RETRIABLE_LEADER else _RETRIES + 1,
+                          f"fetching topic {spec.topic!r} partition {spec.partition} at "
+                          f"offset {position}: {code.name}")
                 continue
             attempt = 0
             records = part["records"]
             if not records:
-                high_watermark = part["high_watermark"]
-                if high_watermark <= position:
+                if part["high_watermark"] <= position:
                     _lost(spec, position, spec.end,
-                          f"the log now ends at {high_watermark}")
+                          f"the log now ends at {part['high_watermark']}")
                     return
                 continue
             batches = split_batches(records)
-            last = parse_header(batches[-1])
-            next_position = last.next_offset
+            next_position = parse_header(batches[-1]).next_offset
             if next_position < spec.end:  # keep the next request in flight while decoding
-                conn.send(ApiKey.FETCH, fetch_body(next_position))
+                conn.send(ApiKey.FETCH, _fetch_body(spec, next_position))
                 in_flight = next_position
-            pieces = []
-            for raw in batches:
-                header = parse_header(raw)
-                if header.next_offset <= position:
-                    continue
-                if header.base_offset >= spec.end:
-                    break
-                if header.base_offset > position:
-                    _lost(spec, position, header.base_offset, "missing from the log")
-                lo = max(position - header.base_offset, 0)
-                hi = min(spec.end - header.base_offset, header.record_count)
-                pieces.append((raw, lo, hi))
-                position = header.base_offset + hi
+            pieces, position = _pieces(spec, batches, position)
             if pieces:
                 yield pieces
             if in_flight is not None and in_flight != position:
@@ -313,3 +264,81 @@ def _raw_responses(spec: FetchRange):
     finally:
         if conn is not None:
             conn.close()
+
+
+_GONE = object()  # _connect: the topic no longer exists, what was left to read is lost
+
+
+def _connect(spec: FetchRange, attempt: int, position: int):
+    """A socket to the partition's leader; None after a failed attempt (backed off
+    already), ``_GONE`` when the topic is gone. Raises TslogReadError past the retries."""
+    timeout_s = spec.timeout_ms / 1000
+    try:
+        address = spec.leader if (spec.leader and attempt == 0) else find_leader(
+            spec.bootstrap, spec.topic, spec.partition, timeout_s, spec.security)
+    except _TopicGone:
+        _lost(spec, position, spec.end, "the topic no longer exists")
+        return _GONE
+    try:
+        return BrokerSocket(address[0], address[1], timeout_s, CLIENT_ID,
+                            record_views=True, allocate=pa.allocate_buffer,
+                            security=spec.security, ssl_context=ssl_context_of(spec.security))
+    except OSError as exc:
+        _back_off(attempt + 1, f"cannot connect to {address[0]}:{address[1]} to read topic "
+                               f"{spec.topic!r} partition {spec.partition}: {exc}")
+        return None
+
+
+def _back_off(attempt: int, failure: str) -> None:
+    """Sleep before attempt ``attempt``; raise TslogReadError(``failure``) past the retries."""
+    if attempt > _RETRIES:
+        raise TslogReadError(failure) from None
+    time.sleep(min(0.1 * 2 ** attempt, 2))
+
+
+def _fetch_body(spec: FetchRange, offset: int) -> dict:
+    return {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1,
+            "max_bytes": spec.fetch_max_bytes,
+            "topics": [{"topic": spec.topic, "partitions": [{
+                "partition": spec.partition, "fetch_offset": offset,
+                "max_bytes": spec.fetch_max_bytes}]}]}
+
+
+def _partition_answer(spec: FetchRange, body: dict) -> dict:
+    """The one partition's part of a Fetch response; TslogReadError for a request error."""
+    if "topics" not in body:
+        code = ErrorCode.from_wire(body.get("error_code", -1))
+        raise TslogReadError(f"fetching topic {spec.topic!r} partition "
+                             f"{spec.partition}: broker answered {code.name}")
+    return body["topics"][0]["partitions"][0]
+
+
+def _out_of_range(spec: FetchRange, part: dict, position: int) -> int | None:
+    """Where to read on after OFFSET_OUT_OF_RANGE: the log's start when retention deleted
+    ``position``, None when the log ends before it (the rest is lost); reports the loss."""
+    log_start = part["log_start_offset"]
+    if 0 <= position < log_start:
+        _lost(spec, position, min(log_start, spec.end),
+              f"deleted by retention; the log now starts at {log_start}")
+        return log_start
+    _lost(spec, position, spec.end, f"the log now ends at {part['high_watermark']}")
+    return None
+
+
+def _pieces(spec: FetchRange, batches: list, position: int) -> tuple[list, int]:
+    """The (raw batch, lo, hi) pieces of ``batches`` within [position, end), one header
+    read per batch, and the position after them; a gap is reported as lost."""
+    pieces = []
+    for raw in batches:
+        header = parse_header(raw)
+        if header.next_offset <= position:
+            continue
+        if header.base_offset >= spec.end:
+            break
+        if header.base_offset > position:
+            _lost(spec, position, header.base_offset, "missing from the log")
+        lo = max(position - header.base_offset, 0)
+        hi = min(spec.end - header.base_offset, header.record_count)
+        pieces.append((raw, lo, hi))
+        position = header.base_offset + hi
+    return pieces, position

@@ -213,115 +213,28 @@ def _side(options: dict, side: str, streaming: bool) -> OffsetSpec:
 def parse_options(raw, *, streaming: bool) -> SourceOptions:
     """Parse Spark's option dict. Raises TslogOptionError naming the offending option."""
     options = {str(k).lower(): (None if v is None else str(v)) for k, v in dict(raw).items()}
-    warnings: list[str] = []
-    unknown = sorted(set(options) - KNOWN_OPTIONS)
-    if unknown:
-        raise TslogOptionError(
-            f"unknown option(s) {', '.join(unknown)} for format('tslog'); known options: "
-            "bootstrap, topic, topics, topicPattern, startingOffsets, endingOffsets, "
-            "startingTimestamp, endingTimestamp, startingOffsetsByTimestamp, "
-            "endingOffsetsByTimestamp, timestampType, startingOffsetsByTimestampStrategy, "
-            "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions, "
-            "maxRecordsPerPartition, failOnDataLoss, includeHeaders, fetchMaxBytes, "
-            "requestTimeoutMs")
-
+    _check_known(options)
     bootstrap = (options.get("bootstrap") or "").strip()
     if not bootstrap:
         raise TslogOptionError('option bootstrap is required, e.g. .option("bootstrap", '
                                '"127.0.0.1:9092")')
-
-    given = [k for k in ("topic", "topics", "topicpattern") if options.get(k)]
-    if len(given) != 1:
-        raise TslogOptionError(
-            "give exactly one of the options topic, topics (comma list) or topicPattern "
-            f"(got {', '.join(given) if given else 'none'})")
-    kind = given[0]
-    if kind == "topicpattern":
-        try:
-            re.compile(options[kind])
-        except re.error as exc:
-            raise TslogOptionError(
-                f"option topicPattern {options[kind]!r} is not a regular expression: {exc}"
-            ) from None
-        subscribe_kind, subscribe = "pattern", (options[kind],)
-    else:
-        names = tuple(dict.fromkeys(t.strip() for t in options[kind].split(",") if t.strip()))
-        if not names:
-            raise TslogOptionError(f"option {kind} names no topic")
-        if kind == "topic" and len(names) > 1:
-            raise TslogOptionError(
-                f"option topic takes one topic name; use topics for a comma list "
-                f"(got {options[kind]!r})")
-        subscribe_kind, subscribe = kind, names
-
+    subscribe_kind, subscribe = _subscription(options)
     if streaming:
-        for key, pretty in (("endingoffsets", "endingOffsets"),
-                            ("endingtimestamp", "endingTimestamp"),
-                            ("endingoffsetsbytimestamp", "endingOffsetsByTimestamp")):
-            if options.get(key) is not None:
-                raise TslogOptionError(
-                    f"option {pretty} is for batch reads only; a stream has no end")
+        _check_no_end(options)
     starting = _side(options, "starting", streaming)
     ending = _side(options, "ending", streaming)
-
-    if not streaming:
-        if starting.kind == "latest":
-            raise TslogOptionError(
-                "startingOffsets=latest is not valid for a batch read (it would read nothing); "
-                "use earliest, JSON offsets or a starting timestamp")
-        if starting.kind == "offsets":
-            for topic, parts in starting.value.items():
-                for partition, offset in parts.items():
-                    if offset == LATEST:
-                        raise TslogOptionError(
-                            f"startingOffsets: -1 (latest) for topic {topic!r} partition "
-                            f"{partition} is not valid for a batch read")
-        if ending.kind == "earliest":
-            raise TslogOptionError("endingOffsets=earliest is not valid for a batch read")
-        if ending.kind == "offsets":
-            for topic, parts in ending.value.items():
-                for partition, offset in parts.items():
-                    if offset == EARLIEST:
-                        raise TslogOptionError(
-                            f"endingOffsets: -2 (earliest) for topic {topic!r} partition "
-                            f"{partition} is not valid for a batch read")
-        _check_batch_sides(starting, ending)
-        for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
-            if options.get(key) is not None:
-                warnings.append(f"option {key} is ignored by batch reads")
-
-    timestamp_type = (options.get("timestamptype") or "append").strip().lower()
-    if timestamp_type in ("logappendtime", "log_append_time"):
-        timestamp_type = "append"
-    if timestamp_type in ("createtime", "create_time"):
-        timestamp_type = "create"
-    if timestamp_type not in ("append", "create", "source"):
-        raise TslogOptionError(
-            "option timestampType must be append, create or source (a mirror's target: the "
-            f"source cluster's LogAppendTime), not {options['timestamptype']!r}")
-
-    strategy = (options.get("startingoffsetsbytimestampstrategy") or "error").strip().lower()
-    if strategy not in ("error", "latest"):
-        raise TslogOptionError(
-            "option startingOffsetsByTimestampStrategy must be error or latest, not "
-            f"{options['startingoffsetsbytimestampstrategy']!r}")
+    warnings = [] if streaming else _check_batch_read(options, starting, ending)
+    timestamp_type, strategy = _timestamp_type(options), _strategy(options)
 
     def optional_int(key, pretty):
         return None if options.get(key) is None else parse_positive_int(pretty, options[key])
 
-    max_per_trigger = optional_int("maxoffsetspertrigger", "maxOffsetsPerTrigger")
-    min_per_trigger = optional_int("minoffsetspertrigger", "minOffsetsPerTrigger")
-    if max_per_trigger is not None and min_per_trigger is not None \
-            and min_per_trigger > max_per_trigger:
-        raise TslogOptionError(
-            f"minOffsetsPerTrigger ({min_per_trigger}) must be <= maxOffsetsPerTrigger "
-            f"({max_per_trigger})")
+    max_per_trigger, min_per_trigger = _trigger_limits(options, optional_int)
     delay = options.get("maxtriggerdelay")
     try:
         security = security_from_options(options)
     except SecurityConfigError as exc:
         raise TslogOptionError(str(exc)) from None
-
     return SourceOptions(
         bootstrap=bootstrap,
         subscribe_kind=subscribe_kind,
@@ -343,6 +256,117 @@ def parse_options(raw, *, streaming: bool) -> SourceOptions:
         security=security,
         warnings=tuple(warnings),
     )
+
+
+def _check_known(options: dict) -> None:
+    """A misspelt option is an error, not a silent default (Spark passes anything on)."""
+    unknown = sorted(set(options) - KNOWN_OPTIONS)
+    if unknown:
+        raise TslogOptionError(
+            f"unknown option(s) {', '.join(unknown)} for format('tslog'); known options: "
+            "bootstrap, topic, topics, topicPattern, startingOffsets, endingOffsets, "
+            "startingTimestamp, endingTimestamp, startingOffsetsByTimestamp, "
+            "endingOffsetsByTimestamp, timestampType, startingOffsetsByTimestampStrategy, "
+            "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions, "
+            "maxRecordsPerPartition, failOnDataLoss, includeHeaders, fetchMaxBytes, "
+            "requestTimeoutMs")
+
+
+def _subscription(options: dict) -> tuple[str, tuple[str, ...]]:
+    """(kind, names or the pattern) from exactly one of topic, topics and topicPattern."""
+    given = [k for k in ("topic", "topics", "topicpattern") if options.get(k)]
+    if len(given) != 1:
+        raise TslogOptionError(
+            "give exactly one of the options topic, topics (comma list) or topicPattern "
+            f"(got {', '.join(given) if given else 'none'})")
+    kind = given[0]
+    if kind == "topicpattern":
+        try:
+            re.compile(options[kind])
+        except re.error as exc:
+            raise TslogOptionError(
+                f"option topicPattern {options[kind]!r} is not a regular expression: {exc}"
+            ) from None
+        return "pattern", (options[kind],)
+    names = tuple(dict.fromkeys(t.strip() for t in options[kind].split(",") if t.strip()))
+    if not names:
+        raise TslogOptionError(f"option {kind} names no topic")
+    if kind == "topic" and len(names) > 1:
+        raise TslogOptionError(
+            f"option topic takes one topic name; use topics for a comma list "
+            f"(got {options[kind]!r})")
+    return kind, names
+
+
+def _check_no_end(options: dict) -> None:
+    for key, pretty in (("endingoffsets", "endingOffsets"),
+                        ("endingtimestamp", "endingTimestamp"),
+                        ("endingoffsetsbytimestamp", "endingOffsetsByTimestamp")):
+        if options.get(key) is not None:
+            raise TslogOptionError(
+                f"option {pretty} is for batch reads only; a stream has no end")
+
+
+def _check_batch_read(options: dict, starting: OffsetSpec, ending: OffsetSpec) -> list[str]:
+    """Refuse the sides a batch read cannot have (it would read nothing, or has no end);
+    return warnings for the streaming-only options it ignores."""
+    if starting.kind == "latest":
+        raise TslogOptionError(
+            "startingOffsets=latest is not valid for a batch read (it would read nothing); "
+            "use earliest, JSON offsets or a starting timestamp")
+    _check_no_offset(starting, "startingOffsets", LATEST, "-1 (latest)")
+    if ending.kind == "earliest":
+        raise TslogOptionError("endingOffsets=earliest is not valid for a batch read")
+    _check_no_offset(ending, "endingOffsets", EARLIEST, "-2 (earliest)")
+    _check_batch_sides(starting, ending)
+    return [f"option {key} is ignored by batch reads"
+            for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay")
+            if options.get(key) is not None]
+
+
+def _check_no_offset(spec: OffsetSpec, pretty: str, banned: int, word: str) -> None:
+    if spec.kind != "offsets":
+        return
+    for topic, parts in spec.value.items():
+        for partition, offset in parts.items():
+            if offset == banned:
+                raise TslogOptionError(
+                    f"{pretty}: {word} for topic {topic!r} partition "
+                    f"{partition} is not valid for a batch read")
+
+
+def _timestamp_type(options: dict) -> str:
+    timestamp_type = (options.get("timestamptype") or "append").strip().lower()
+    if timestamp_type in ("logappendtime", "log_append_time"):
+        timestamp_type = "append"
+    if timestamp_type in ("createtime", "create_time"):
+        timestamp_type = "create"
+    if timestamp_type not in ("append", "create", "source"):
+        raise TslogOptionError(
+            "option timestampType must be append, create or source (a mirror's target: the "
+            f"source cluster's LogAppendTime), not {options['timestamptype']!r}")
+    return timestamp_type
+
+
+def _strategy(options: dict) -> str:
+    strategy = (options.get("startingoffsetsbytimestampstrategy") or "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise TslogOptionError(
+            "option startingOffsetsByTimestampStrategy must be error or latest, not "
+            f"{options['startingoffsetsbytimestampstrategy']!r}")
+    return strategy
+
+
+def _trigger_limits(options: dict, optional_int) -> tuple[int | None, int | None]:
+    """(maxOffsetsPerTrigger, minOffsetsPerTrigger), the minimum no larger than the maximum."""
+    max_per_trigger = optional_int("maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_per_trigger = optional_int("minoffsetspertrigger", "minOffsetsPerTrigger")
+    if max_per_trigger is not None and min_per_trigger is not None \
+            and min_per_trigger > max_per_trigger:
+        raise TslogOptionError(
+            f"minOffsetsPerTrigger ({min_per_trigger}) must be <= maxOffsetsPerTrigger "
+            f"({max_per_trigger})")
+    return max_per_trigger, min_per_trigger
 
 
 def _check_batch_sides(starting: OffsetSpec, ending: OffsetSpec) -> None:

@@ -1,6 +1,7 @@
 """Structure the design promises, checked on the source: the dependency direction between
 packages, no import cycles between modules, no I/O in the protocol package, no asyncio in
-storage, small modules.
+storage, short functions, no mixins, no use of another module's underscore names,
+no timings in comments, stores beside their interfaces.
 
 DESIGN.md: protocol <- broker, protocol <- client <- spark_connector; the broker never imports
 the client; storage has no asyncio; the protocol package does no I/O.
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -30,7 +34,6 @@ ALLOWED = {
     "spark_connector": {"protocol", "client", "spark_connector"},
 }
 NO_IO_MODULES = {"socket", "asyncio", "selectors", "ssl", "subprocess", "uvloop"}
-MAX_MODULE_LINES = 500
 
 
 def source_files(folder: str):
@@ -252,14 +255,214 @@ def test_storage_has_no_asyncio():
     assert not imports_of("broker/storage", {"asyncio", "uvloop"})
 
 
-def test_modules_stay_small():
-    large = [
-        f"{path.relative_to(ROOT)}: {n} lines"
-        for folder in PACKAGES.values()
-        for path in source_files(folder)
-        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
-    ]
-    assert not large, large
+MAX_FUNCTION_LINES = 70  # TigerBeetle's tidy.zig: a function fits on a screen
+# Left as they are for now: AsyncProducer's batch path and sender. A split into a Sender
+# object and batch functions passed the client's tests but made one group test
+# (test_a_killed_members_partitions_are_taken_over...) fail 2 runs in 6 where the mixins
+# never did; until that is understood the producer keeps its two mixins and this function.
+PRODUCER_LEFT = {"_append_batch", "BatchingMixin", "SenderMixin"}
+
+
+def test_functions_stay_short():
+    """Issue 41: the cap is on functions (def line to last line, nested ones counted in
+    their parent too), not on files: a file cap split classes across modules held together
+    by mixins, where a function cap makes each step a named function."""
+    long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines"
+            for folder in PACKAGES.values() for path in source_files(folder)
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (length := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES
+            and not (path.name == "_batching.py" and node.name in PRODUCER_LEFT)]
+    assert not long, long
+
+
+@functools.cache
+def _classes() -> dict[str, list[tuple[Path, ast.ClassDef]]]:
+    """Every class of the four packages by name (a name may be defined twice)."""
+    found: dict[str, list[tuple[Path, ast.ClassDef]]] = {}
+    for folder in PACKAGES.values():
+        for path in source_files(folder):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ClassDef):
+                    found.setdefault(node.name, []).append((path, node))
+    return found
+
+
+def _base_names(cls: ast.ClassDef) -> list[str]:
+    return [base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+            for base in cls.bases]
+
+
+def _defined_on(cls: ast.ClassDef, classes) -> set[str]:
+    """The names a class and its project bases define: methods, class attributes
+    (annotated or assigned) and every ``self.x`` any of their methods assigns."""
+    names = set()
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Name):
+                    names.add(leaf.id)
+                elif isinstance(leaf, ast.Attribute) and getattr(leaf.value, "id", "") == "self":
+                    names.add(leaf.attr)
+    for base in _base_names(cls):
+        for _, base_cls in classes.get(base, []):
+            names |= _defined_on(base_cls, classes)
+    return names
+
+
+def _parts_of_another_class(cls: ast.ClassDef, classes) -> set[str]:
+    """The ``self.x`` a class reads but neither it nor its bases define: state that only a
+    subclass provides, which makes the class a part of another, not a class of its own."""
+    read = {node.attr for node in ast.walk(cls) if isinstance(node, ast.Attribute)
+            and getattr(node.value, "id", "") == "self"}
+    return read - _defined_on(cls, classes)
+
+
+def test_no_mixins():
+    """Issue 41: a class is a whole. No class named ``*Mixin``, and no project base class
+    that uses state only its subclass has (``self._cluster`` set by ``AsyncProducer`` and
+    read by the batching half): compose an object with its own state, or write functions."""
+    classes = _classes()
+    offenders = []
+    for name, definitions in classes.items():
+        for path, cls in definitions:
+            where = f"{path.relative_to(ROOT)}:{cls.lineno} {name}"
+            if name.endswith("Mixin") and name not in PRODUCER_LEFT:
+                offenders.append(f"{where} is named a mixin")
+            for base in _base_names(cls):
+                for _, base_cls in classes.get(base, []) if base not in PRODUCER_LEFT else []:
+                    if missing := _parts_of_another_class(base_cls, classes):
+                        offenders.append(f"{where}: base {base} reads {sorted(missing)}")
+    assert len(classes) > 100, "the check read too few classes to mean anything"
+    assert not offenders, offenders
+
+
+def test_the_mixin_check_finds_a_part_of_a_class():
+    tree = ast.parse("class Half:\n    def f(self):\n        return self._other\n"
+                     "class Whole(Half):\n    def __init__(self):\n        self._other = 1\n")
+    half, _ = tree.body
+    assert _parts_of_another_class(half, {"Half": [(None, half)]}) == {"_other"}
+
+
+def _private_uses(path: Path) -> list[str]:
+    """``from x import _y`` and ``module._y`` where ``x``/``module`` is a project module."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    modules = set(import_graph())
+    aliases = {}  # local name -> project module it is bound to
+    found = []
+    for module, names in imports_in(path):
+        if not module.startswith("tslog."):
+            continue
+        found += [f"from {module} import {name}" for name in names
+                  if name.startswith("_") and not name.startswith("__")
+                  and f"{module}.{name}" not in modules]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+    targets = {local for local, name in aliases.items()
+               if any(module == name or module.endswith("." + name) for module in modules)}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.endswith("__")
+                and (ast.unparse(node.value) in targets or ast.unparse(node.value) in modules)):
+            found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+def test_the_underscore_check_finds_imports_and_attribute_reads(tmp_path):
+    path = tmp_path / "user.py"
+    path.write_text("from tslog.protocol.messages import _private, public\n"
+                    "from tslog.protocol import messages\n"
+                    "import tslog.protocol.records as records\n"
+                    "value = messages._hidden + records._other + public._own\n")
+    assert sorted(_private_uses(path)) == ["from tslog.protocol.messages import _private",
+                                           "messages._hidden (line 4)",
+                                           "records._other (line 4)"]
+
+
+def test_no_module_uses_another_module_s_underscore_names():
+    """Issue 41: an underscore name is its module's own; a name two modules share is public
+    in the module that owns it. Third-party private names are out of this check's reach
+    (``cluster/etcd_tls.py`` says why it needs aetcd's one)."""
+    offenders = [f"{path.relative_to(ROOT)}: {use}" for folder in PACKAGES.values()
+                 for path in source_files(folder) for use in _private_uses(path)]
+    assert not offenders, offenders
+
+
+# Measurements, not values: a comment may say "session timeout 45 s" or "64 KiB buffer",
+# not "costs 3.5 ms", "2.5x as fast" or "200k rec/s", which go stale; the figures belong in
+# bench/ output and docs/.
+TIMING = re.compile(r"""
+    \d\s*(?:µs|us|ns)\b                                   # micro- and nanoseconds
+  | \d(?:\.\d+)?\s*[x×](?![\w-])                          # ratios: 2.5x, 0.48×
+  | \d\s*(?:[kM]\s*)?(?:rec(?:ord)?s?|rows?|msgs?)/s         # throughput
+  | \d\s*[kMG]i?B/s
+  | \d\s*%\s*(?:faster|slower|cheaper|dearer)
+  | \b(?:\d+|two|three|four|five|ten)[\s-]*(?:times|fold)\s+(?:faster|slower|cheaper)
+  | \d\.\d+\s*ms\b | \d\s*-\s*\d+\s*ms\b                    # 3.5 ms, 5-16 ms
+  | (?:takes?|took|costs?|spent|about|~)\s*\d[\d.,]*\s*(?:ms|s)\b
+""", re.VERBOSE | re.IGNORECASE)
+
+
+def _comments_and_docstrings(path: Path):
+    """(line, text) of every comment token and every docstring line of ``path``."""
+    source = path.read_text()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if (doc := ast.get_docstring(node, clean=False)) is not None:
+                for offset, line in enumerate(doc.splitlines()):
+                    yield node.body[0].lineno + offset, line
+
+
+def test_the_timing_pattern_tells_measurements_from_values():
+    for measured in ("about 8 us per batch", "2.5x as fast", "0.48× the native", "1.5 M rows/s",
+                     "costs 3.5 ms", "5-16 ms here", "took 5 s", "8 % slower", "~3 ms of CPU"):
+        assert TIMING.search(measured), measured
+    for value in ("session timeout 45 s", "64 KiB buffer", "every 200 ms", "0x80s", "(10 s)",
+                  "``-500ms``", "the 70s", "int64: hostile int32s", "timeout_ms=3_000"):
+        assert not TIMING.search(value), value
+
+
+def test_no_timings_in_comments():
+    """Issue 41: figures in comments go stale (one cited a bench that does not exist). Keep
+    the reasoning, drop the figure, and say which bench prints it."""
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {text.strip()}"
+                 for folder in PACKAGES.values() for path in source_files(folder)
+                 for line, text in _comments_and_docstrings(path) if TIMING.search(text)]
+    assert not offenders, offenders
+
+
+# Etcd stores whose move is another part of issue 41 (the groups' stores go to broker/groups/).
+STORES_MOVING_ELSEWHERE = {"EtcdGroupOffsetStore", "EtcdGroupStateStore", "EtcdAclStore"}
+
+
+def test_etcd_stores_sit_beside_their_interfaces():
+    """Issue 41: ``EtcdXStore`` lives in the package of ``XStore``/``LocalXStore``, so the
+    interface, its local store and its etcd store are read together."""
+    classes = _classes()
+    offenders = set()
+    for name, definitions in classes.items():
+        if not (name.startswith("Etcd") and name.endswith("Store")) \
+                or name in STORES_MOVING_ELSEWHERE:
+            continue
+        interfaces = [path for other in (name[4:], "Local" + name[4:])
+                      for path, _ in classes.get(other, [])]
+        offenders |= {f"{name} in {path.relative_to(ROOT)}, {name[4:]} in "
+                      f"{interface.relative_to(ROOT)}" for path, _ in definitions
+                      for interface in interfaces if interface.parent != path.parent}
+    assert {"EtcdMetadataStore", "EtcdCredentialStore"} <= classes.keys()
+    assert not offenders, offenders
 
 
 # Undefined names (pyflakes F821, with F822/F823, its checks of ``__all__`` entries and of

@@ -9,7 +9,8 @@ changes, and proposes ISR changes as compare-and-swap on a version. A single-nod
 The etcd side: ``etcd.py`` (the only module that speaks to etcd), ``records.py`` (key layout,
 values, the watched cache), ``etcd_view.py`` (``EtcdClusterView``: registration, controller
 election, watch, ISR compare-and-swap, producer ids), ``controller.py`` (failover rules and
-replica assignment), ``topic_store.py`` (``EtcdMetadataStore``: topics in etcd).
+replica assignment). Topics in etcd (``EtcdMetadataStore``) sit beside their interface, in
+``broker/metadata/``.
 docs/cluster.md describes the keys and the rules.
 """
 

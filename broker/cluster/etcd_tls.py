@@ -17,6 +17,9 @@ from typing import NamedTuple
 import aetcd
 import grpc
 from aetcd import rpc, watcher
+# aetcd's own translation of gRPC errors into its exceptions, wrapped round its ``connect``;
+# it has no public form, and ``TlsClient.connect`` repeats that method, so it takes the
+# decorator too (here only; tests/test_tidy.py's underscore rule covers project modules).
 from aetcd.client import _handle_errors
 
 from .errors import EtcdError

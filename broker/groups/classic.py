@@ -58,7 +58,7 @@ from .classic_views import (
     Completed,
     JoinResponse,
     SyncResponse,
-    _Pending,
+    Pending,
 )
 
 __all__ = ["PENDING", "ClassicConfig", "ClassicGroupDescription", "ClassicGroups",
@@ -185,7 +185,7 @@ class ClassicGroups:
     def join(self, group_id: str, member_id: str, client_id: str, session_timeout_ms: int,
              rebalance_timeout_ms: int, protocol_type: str, protocols: Iterable[tuple[str, bytes]],
              require_known_member_id: bool, group_instance_id: str | None, token: object,
-             now_ms: int, client_host: str = "") -> JoinResponse | _Pending:
+             now_ms: int, client_host: str = "") -> JoinResponse | Pending:
         """One JoinGroup. ``require_known_member_id`` (JoinGroup v4+): a member without an id
         gets one with MEMBER_ID_REQUIRED and must join again with it.
 
@@ -235,7 +235,7 @@ class ClassicGroups:
 
     def _rejoin(self, group: _Group, member: _Member, session_timeout_ms: int,
                 rebalance_timeout_ms: int, protocols: Protocols, token: object,
-                now_ms: int) -> JoinResponse | _Pending:
+                now_ms: int) -> JoinResponse | Pending:
         member.last_seen_ms = now_ms
         member.session_timeout_ms = session_timeout_ms
         member.rebalance_timeout_ms = rebalance_timeout_ms
@@ -338,7 +338,7 @@ class ClassicGroups:
     def sync(self, group_id: str, generation_id: int, member_id: str,
              protocol_type: str | None, protocol_name: str | None,
              assignments: Mapping[str, bytes], token: object,
-             now_ms: int) -> SyncResponse | _Pending:
+             now_ms: int) -> SyncResponse | Pending:
         """One SyncGroup. ``assignments`` is what the leader sends (ignored from others).
 
         Returns:

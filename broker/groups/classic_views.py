@@ -82,11 +82,11 @@ class ClassicGroupDescription:
     members: tuple[ClassicMemberDescription, ...]
 
 
-class _Pending:
+class Pending:
     __slots__ = ()
 
     def __repr__(self) -> str:
         return "PENDING"
 
 
-PENDING = _Pending()  # the answer will come as a ``Completed`` event
+PENDING = Pending()  # the answer will come as a ``Completed`` event

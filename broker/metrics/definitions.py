@@ -32,7 +32,8 @@ ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
 GCCollector(registry=REGISTRY)
 
-# Buckets, in base units. Requests: 100 us (a lookup over loopback) to 30 s (request timeout).
+# Buckets, in base units. Requests: a tenth of a millisecond (below a lookup over loopback)
+# to 30 s (the request timeout).
 REQUEST_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                    0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 # A time lookup is a bisect plus at most one index interval of headers: microseconds.

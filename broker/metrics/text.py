@@ -1,10 +1,10 @@
 """Prometheus text format (version 0.0.4), written directly for the broker's own series.
 
 Why not prometheus_client's ``generate_latest`` for everything: it validates and escapes
-every label of every sample on every scrape, about 9 us a line here, so a broker with a few
-hundred series spent ~3 ms of CPU (holding the GIL the event loop needs) per scrape. Here
+every label of every sample on every scrape, so a broker with a few hundred series spent
+milliseconds of CPU (holding the GIL the event loop needs) per scrape. Here
 label sets are escaped once, when a child or a row is made, and a scrape joins prepared
-strings with numbers: well under a microsecond a line. prometheus_client still renders the
+strings with numbers. prometheus_client still renders the
 few metrics it owns (process, GC, recovery, connections, replication).
 """
 

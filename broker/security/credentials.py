@@ -94,11 +94,11 @@ class ScramCredential:
                    int(data["iterations"]))
 
 
-def _encode_user(credentials: dict[str, ScramCredential]) -> dict:
+def encode_user(credentials: dict[str, ScramCredential]) -> dict:
     return {mechanism: credential.to_json() for mechanism, credential in credentials.items()}
 
 
-def _decode_user(data: dict) -> dict[str, ScramCredential]:
+def decode_user(data: dict) -> dict[str, ScramCredential]:
     return {mechanism: ScramCredential.from_json(value) for mechanism, value in data.items()
             if mechanism in MECHANISMS}
 
@@ -194,7 +194,7 @@ class LocalCredentialStore(CredentialStore):
         if self.path.exists():
             _private(self.path)
             data = json.loads(self.path.read_text())
-            self.users = {name: _decode_user(value) for name, value in data.items()}
+            self.users = {name: decode_user(value) for name, value in data.items()}
 
     def load_decoy_secret(self) -> None:
         """Read the decoy salts' secret from the data directory, made there (mode 0600) on
@@ -211,7 +211,7 @@ class LocalCredentialStore(CredentialStore):
         write_atomically(path, self.decoy_secret, mode=SECRET_MODE)
 
     async def _store(self, users: Users, names: set[str]) -> None:
-        data = json.dumps({name: _encode_user(value) for name, value in users.items()},
+        data = json.dumps({name: encode_user(value) for name, value in users.items()},
                           sort_keys=True).encode()
         await asyncio.to_thread(self._write, data)
 

@@ -17,7 +17,7 @@ import json
 import logging
 
 from ..cluster.etcd import Etcd, PrefixFollower, WatchEvent
-from .credentials import CredentialStore, ScramCredential, _decode_user, _encode_user
+from .credentials import CredentialStore, ScramCredential, decode_user, encode_user
 from .decoy import new_secret
 
 log = logging.getLogger("tslog.broker.security")
@@ -54,7 +54,7 @@ class EtcdCredentialStore(PrefixFollower, CredentialStore):
     def _decode(self, key: str, value: bytes) -> tuple[str, dict[str, ScramCredential]]:
         name = key[len(self.prefix):]
         try:
-            return name, _decode_user(json.loads(value))
+            return name, decode_user(json.loads(value))
         except (ValueError, KeyError, TypeError):
             log.error("undecodable SCRAM credentials of user %r in etcd; ignored", name)
             return name, {}
@@ -74,7 +74,7 @@ class EtcdCredentialStore(PrefixFollower, CredentialStore):
         for name in sorted(names):
             key = self.prefix + name
             if name in users:
-                operations.append(self.etcd.put(key, json.dumps(_encode_user(users[name]))
+                operations.append(self.etcd.put(key, json.dumps(encode_user(users[name]))
                                                 .encode()))
             else:
                 operations.append(self.etcd.delete(key))

@@ -26,9 +26,9 @@ from .decoy import decoy_credential
 
 GENERIC_FAILURE = "authentication failed: unknown user or wrong password"
 # A SCRAM message is a user name, a nonce and a proof: a few hundred bytes from any real
-# client. A bigger one fails at once, before scramp parses it (its SASLprep costs ~4 us a
-# character, all on the event loop: a 4 MiB user name took 5 s), so a login costs at most
-# ~2 ms of parsing, and a huge nonce is never echoed back.
+# client. A bigger one fails at once, before scramp parses it (its SASLprep runs per
+# character, all on the event loop: a user name of megabytes held the loop for seconds), so
+# a login's parsing stays bounded, and a huge nonce is never echoed back.
 MAX_SCRAM_MESSAGE_BYTES = 512
 LOGGED_NAME_CHARS = 64  # how much of a claimed user name a log line holds
 _DECOY_SECRET = os.urandom(32)  # without a store (SASL off): never leaves the process

@@ -31,7 +31,7 @@ from ..cluster.group_state_store import EtcdGroupStateStore
 from ..cluster.group_store import EtcdGroupOffsetStore
 from ..cluster.reassign_store import EtcdReassignments
 from ..cluster.records import Changes, TopicRecord
-from ..cluster.topic_store import EtcdMetadataStore
+from ..metadata.etcd_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
@@ -161,7 +161,7 @@ class TopicSync:
 
     @staticmethod
     def _remove_in_thread(directories: list[Path]) -> None:
-        """Unlink a deleted topic's files off the loop (a gigabyte takes ~170 ms here)."""
+        """Unlink a deleted topic's files off the loop (a gigabyte of segments keeps the disk busy)."""
         def remove() -> None:
             for directory in directories:
                 try:

@@ -5,12 +5,12 @@ then asks ``durable(logs)`` for a future. One flusher thread of its own runs rou
 back while anyone waits: a round takes every waiting log at once, fsyncs them, and hands the
 results to the loop (one ``call_soon_threadsafe`` per round), then at once starts the next
 round if new waiters came meanwhile. So N concurrent durable produces cost one round of fsyncs,
-not N (fsync is ~0.25 ms median here, its p99 in ms). A waiter that arrives during a round
+not N (fsync has a long tail). A waiter that arrives during a round
 waits for the next one: its bytes may postdate the fsync already under way.
 
 Why a thread that loops rather than one ``run_in_executor`` per round: measured under acks=all
 load, waking an executor thread and getting its result back onto a busy loop took as long
-as the fsync itself (0.4 + 0.7 ms p50 around a 1.2 ms fsync), and each round waited for both
+as the fsync itself, and each round waited for both
 before the next could start. Here the next round starts without the loop's help, so rounds
 come as fast as the disk allows.
 

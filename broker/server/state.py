@@ -124,6 +124,21 @@ class Broker:
             throttle_rate_bytes_s=config.leader_replication_throttled_rate)
         # Partition reassignments: etcd's store when clustered (cluster_sync attaches it).
         self.reassignments = ReassignmentService(self.cluster, self.replicas)
+        self._open_security(config)
+        self.dispatch: Dispatch = bind_handlers(
+            DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
+                             self.lifecycle),
+            ReplicationServices(topics, self.replicas, self.cluster),
+            AdminServices(topics, self.topic_service, self.cluster, config,
+                          self.partition_lists, self.reassignments),
+            GroupServices(topics, self.offsets, self.groups, self.cluster),
+            AclServices(self.acls), SecurityServices(self.authenticator))
+        self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
+                                            self.lifecycle, config.data_dir, self.groups,
+                                            clock.now_ms)
+
+    def _open_security(self, config: BrokerConfig) -> None:
+        """The ACLs, the request gate and the SCRAM authenticator."""
         # ACLs: in memory, from the data directory's file (a cluster's come from etcd,
         # ``cluster_sync.open_clustered``). ``gate`` is None when the authorizer is off:
         # connections then call the handlers directly and pay nothing for it.
@@ -142,17 +157,6 @@ class Broker:
             failed_delay_ms=config.connection_failed_authentication_delay_ms)
         if config.sasl_mechanism_list and not config.clustered:
             self.authenticator.store.load_decoy_secret()
-        self.dispatch: Dispatch = bind_handlers(
-            DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
-                             self.lifecycle),
-            ReplicationServices(topics, self.replicas, self.cluster),
-            AdminServices(topics, self.topic_service, self.cluster, config,
-                          self.partition_lists, self.reassignments),
-            GroupServices(topics, self.offsets, self.groups, self.cluster),
-            AclServices(self.acls), SecurityServices(self.authenticator))
-        self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
-                                            self.lifecycle, config.data_dir, self.groups,
-                                            clock.now_ms)
 
     @classmethod
     def open(cls, config: BrokerConfig, store: MetadataStore | None = None,

@@ -145,7 +145,7 @@ class LocalTopicService:
 
 
 class ClusterTopicStore(Protocol):
-    """The cluster's topic records (``cluster.topic_store.EtcdMetadataStore``); named by
+    """The cluster's topic records (``metadata.etcd_store.EtcdMetadataStore``); named by
     what is used so a single node never imports the etcd client."""
 
     async def create_topic(self, topic: TopicMetadata) -> None: ...

@@ -2,8 +2,8 @@
 wait for.
 
 Why: the loop owns every ``PartitionLog`` and decides what happens to it, but some of what
-it decides waits on the disk: sealing a rolled segment (three index trims and fsyncs, 5-16 ms
-here against 37 us for an append), the fsyncs of a flush policy, rewriting a leader-epoch
+it decides waits on the disk: sealing a rolled segment (three index trims and fsyncs,
+orders of magnitude dearer than an append), the fsyncs of a flush policy, rewriting a leader-epoch
 checkpoint (an atomic replace with two fsyncs; a failover touching hundreds of partitions
 would stall every client and follower for that long), creating the files of the next
 segment. The loop changes its in-memory state at once and hands the disk half here as a

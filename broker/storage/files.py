@@ -7,7 +7,7 @@ partition's ``recovery-point`` checkpoint and, after a clean stop, its ``clean-s
 
 A deleted partition's directory is first renamed aside to
 ``<topic>-<partition>.<unique>.deleted`` (one rename), and its files are removed afterwards,
-in a thread: unlinking a gigabyte of segments takes about 170 ms here. The name is free at
+in a thread: unlinking a gigabyte of segments keeps the disk busy. The name is free at
 once for a topic created again, and directories a crash left renamed go at the next start.
 Every name stays within ``NAME_MAX`` (255 bytes): a partition directory is at most 254
 (a 249-character topic, ``-`` and a partition below 10000), and a retired name keeps only as

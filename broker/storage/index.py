@@ -187,8 +187,8 @@ class MmapIndex:
     def _make_room(self) -> None:
         """Reserve the next chunk with ``posix_fallocate`` (growing the file when recovery
         replays more entries than it was sized for). The first chunk's first page is also
-        written with ``pwrite``, so the first entry does not fault: here ext4 takes 3-50 ms
-        for a first write through a map to a new file (later pages: tens of microseconds);
+        written with ``pwrite``, so the first entry does not fault: here ext4 takes milliseconds
+        for a first write through a map to a new file (later pages: far less);
         an empty log keeps its sparse files, which take no disk space."""
         assert self._writable, "append to a sealed index"
         if self._room >= self._capacity:

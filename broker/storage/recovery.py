@@ -180,7 +180,29 @@ def load_segments(
         first_unflushed = len(bases)
     elif checkpoint is not None:
         first_unflushed = max(0, sum(1 for base in bases if base <= recovery_point) - 1)
+    segments, recovered, last_time = _open_segments(
+        directory, bases, index_interval_bytes, index_capacity_bytes, first_unflushed,
+        recovery_point if checkpoint else None, report)
+    _settle(directory, segments, recovered, index_capacity_bytes, sync, report)
+    report.duration_s = time.monotonic() - started
+    _log_report(directory, report, clean, existing)
+    if checkpoint is not None and recovery_point > segments[-1].next_offset:
+        # Flushed data is never lost, so a recovery point past the log end means the log was
+        # cut (a follower's truncation) and the crash came before the cut's checkpoint: that
+        # checkpoint's LAT was a batch that is gone (the truncation makes the last LAT the
+        # last remaining batch's, so the new leader's batches are accepted).
+        report.notes.append(f"recovery point {recovery_point} is past the log end: the log "
+                            "was cut since, its checkpointed LAT is not kept")
+        checkpoint_time = NO_TIMESTAMP
+    return segments, max(last_time, checkpoint_time), report
 
+
+def _open_segments(directory: Path, bases: list[int], index_interval_bytes: int,
+                   index_capacity_bytes: int, first_unflushed: int,
+                   recovery_point: int | None, report: RecoveryReport):
+    """Open the segments in order, trusting those before ``first_unflushed`` (if their
+    indexes pass) and recovering the rest; a segment that does not follow the one before
+    is deleted with every later one. Returns (segments, recovered ones, last LAT)."""
     segments: list[Segment] = []
     recovered: list[Segment] = []
     last_time = NO_TIMESTAMP
@@ -203,42 +225,48 @@ def load_segments(
         if not (trusted and segment.load_trusted(last_time)):
             if trusted:
                 report.indexes_rebuilt += 1
-            report.segments_recovered += 1
-            holds_recovery_point = not trusted and position == first_unflushed and checkpoint
-            truncated = segment.recover(last_time, index_capacity_bytes,
-                                        recovery_point if holds_recovery_point else None)
-            report.bytes_scanned += segment.recovery_scanned_bytes
+            holds_recovery_point = not trusted and position == first_unflushed
+            _recover(segment, last_time, index_capacity_bytes,
+                     recovery_point if holds_recovery_point else None, report)
             recovered.append(segment)
-            report.bytes_truncated += truncated
-            if truncated:
-                report.notes.append(f"segment {base}: cut {truncated} bytes of torn or bad tail")
         segments.append(segment)
         if not segment.is_empty:
             last_time = segment.max_log_append_time
+    return segments, recovered, last_time
+
+
+def _recover(segment: Segment, last_time: int, index_capacity_bytes: int,
+             recovery_point: int | None, report: RecoveryReport) -> None:
+    report.segments_recovered += 1
+    truncated = segment.recover(last_time, index_capacity_bytes, recovery_point)
+    report.bytes_scanned += segment.recovery_scanned_bytes
+    report.bytes_truncated += truncated
+    if truncated:
+        report.notes.append(f"segment {segment.base_offset}: cut {truncated} bytes of torn "
+                            "or bad tail")
+
+
+def _settle(directory: Path, segments: list[Segment], recovered: list[Segment],
+            index_capacity_bytes: int, sync: bool, report: RecoveryReport) -> None:
+    """Seal all but the last segment, make the last one active, and (``sync``) make what
+    recovery rewrote durable before the caller moves the recovery point past it."""
     for segment in segments[:-1]:
         segment.seal()
     segments[-1].make_active(index_capacity_bytes)
     if sync:
-        for segment in recovered:  # durable before the caller moves the recovery point past it
+        for segment in recovered:
             segment.sync()
         if report.segments_deleted:
             files.fsync_directory(directory)
     for segment in segments[:-1]:
         segment.release()
-    report.duration_s = time.monotonic() - started
+
+
+def _log_report(directory: Path, report: RecoveryReport, clean: bool, existing: bool) -> None:
     for note in report.notes:
         log.warning("%s: %s", directory.name, note)
     if not clean and existing:
         log.warning("%s: recovery scanned %d bytes in %d of %d segments from offset %d "
                     "(the recovery point) in %.3f s", directory.name, report.bytes_scanned,
-                    report.segments_recovered, report.segments_loaded, recovery_point,
+                    report.segments_recovered, report.segments_loaded, report.recovery_point,
                     report.duration_s)
-    if checkpoint is not None and recovery_point > segments[-1].next_offset:
-        # Flushed data is never lost, so a recovery point past the log end means the log was
-        # cut (a follower's truncation) and the crash came before the cut's checkpoint: that
-        # checkpoint's LAT was a batch that is gone (the truncation makes the last LAT the
-        # last remaining batch's, so the new leader's batches are accepted).
-        report.notes.append(f"recovery point {recovery_point} is past the log end: the log "
-                            "was cut since, its checkpointed LAT is not kept")
-        checkpoint_time = NO_TIMESTAMP
-    return segments, max(last_time, checkpoint_time), report

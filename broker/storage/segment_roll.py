@@ -2,15 +2,15 @@
 old segment sealed by the I/O worker.
 
 Why: a roll used to seal the old segment on the event loop (per index: ``msync``, trim,
-``fsync``, map again) and create four files and three maps for the new one: 5-16 ms here,
-against 37 us for an ordinary append, every ``segment.bytes`` of produce. Now:
+``fsync``, map again) and create four files and three maps for the new one: a stall
+orders of magnitude longer than an ordinary append, every ``segment.bytes`` of produce. Now:
 
 - **Ahead of the roll**, once the active segment is half full (by bytes or by index entries),
   the worker creates the next segment's files under temporary names (``next-segment.*.tmp``),
   preallocates the indexes and writes their first page, with no map (``SpareFiles``). At
   the roll the loop renames them to the new base offset and opens them: four renames, four
   opens and three maps, no file created and no first write through a map, which here waits
-  3-50 ms on ext4. A roll with no spare ready (a roll by time, or the worker behind) makes
+  milliseconds on ext4. A roll with no spare ready (a roll by time, or the worker behind) makes
   the files at once, as before.
 - **After the roll**, the old segment keeps its writable maps (readers go on using them under
   the log's lock) until the worker's ``_seal`` marks them sealed under that lock and takes
@@ -26,7 +26,7 @@ against 37 us for an ordinary append, every ``segment.bytes`` of produce. Now:
 
 Crash safety: a crash between the roll and the seal leaves the old segment's indexes
 untrimmed, exactly as a crash leaves the active segment's; the zero padding fails the sanity
-checks at the next open and recovery rebuilds them from the log (``segment_load.py``). A
+checks at the next open and recovery rebuilds them from the log (``Segment.recover``). A
 crash during the renames leaves temporary files, which opening removes, and at worst a
 segment with missing index files, which recovery rebuilds. Leftover spares are ``.tmp``
 files: ``recovery.list_segment_bases`` deletes them.

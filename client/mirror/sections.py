@@ -1,8 +1,8 @@
 """Turning fetched source batches into the records section of one target batch.
 
-Why not lists: handing the records to ``send_batch`` as Python lists cost about 5 us per
+Why not lists: handing the records to ``send_batch`` as Python lists cost Python work per
 record (a list per record's headers, the producer's checks, msgpack walking every pair),
-four times the rest of the copy. The fetched batch is already columns (``RecordColumns``),
+several times the rest of the copy. The fetched batch is already columns (``RecordColumns``),
 and the target section is the same columns (``records.py``'s layout) plus four reserved
 headers per record, so it is built with array operations per batch:
 

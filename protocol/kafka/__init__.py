@@ -22,10 +22,10 @@ their Apache License headers; that snapshot still has the old versions Kafka 4.0
 pre-2.1 clients are covered too) and compiles each version once into closures; no generator
 step, about 300 lines to review, every version of every field by construction, and decoded
 bodies are plain dicts with Kafka's field names in snake_case, as the handler mapping wants.
-(b) ``kio`` 0.6.5 installs here (a compiled extension) and is about 2.5x as fast on the
-message alone, but the message is about 1 % of a Produce request's cost once its records are
-touched (10 814/s against 130/s: Kafka's varint records dominate, and kio does not turn them
-into tslog's columns either); it yields frozen dataclasses a handler would have to map field
+(b) ``kio`` 0.6.5 installs here (a compiled extension) and is faster on the
+message alone, but the message is a small share of a Produce request's cost once its records
+are touched (Kafka's varint records dominate, and kio does not turn them into tslog's columns
+either); it yields frozen dataclasses a handler would have to map field
 by field, its reader signature changed between releases (the benchmark had to adapt), and it
 starts at the versions newer Kafka keeps (Produce v3, Fetch v4). (c) Hand-written codecs for
 18 APIs x up to 18 versions would be thousands of lines checked only by tests. The oracle

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._record_builder import Section, _pack_headers, seal_checked
+from .._record_builder import Section, pack_headers, seal_checked
 from .._record_check import SECTION_SIZES
 from ..batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, CheckedBatch, parse_header
 from ..records import build_batch, decode_batches, decode_columns, split_batches
@@ -156,7 +156,7 @@ def _seal_range(head, columns, start: int, stop: int) -> CheckedBatch:
     times = deltas + np.int64(base)
     headers_blob = b""
     if headers is not None:
-        headers_blob = _pack_headers(
+        headers_blob = pack_headers(
             [[(key, b"" if value is None else value) for key, value in pairs] or None
              for pairs in headers], stop - start)
     parts = [SECTION_SIZES.pack(len(keys), len(values), len(headers_blob)),

@@ -29,7 +29,7 @@ import numpy as np
 from crc32c import crc32c
 
 from . import compression
-from .._record_builder import _pack_column
+from .._record_builder import pack_column
 from .errors import KafkaBatchError
 from .record_columns import RecordColumns, decode_records, encode_records, layout_records
 
@@ -224,11 +224,11 @@ def encode_batch(values, keys=None, timestamps=None, headers=None, *,
             raise ValueError("a timestamp is out of the int64 range") from None
     if (keys is not None and len(keys) != n) or (headers is not None and len(headers) != n):
         raise ValueError("keys, timestamps and headers must be as long as values")
-    value_lengths, value_blob = _pack_column(values, n, "values")
+    value_lengths, value_blob = pack_column(values, n, "values")
     if keys is None:
         key_lengths, key_blob = np.full(n, -1, dtype=np.int32), b""
     else:
-        key_lengths, key_blob = _pack_column(keys, n, "keys")
+        key_lengths, key_blob = pack_column(keys, n, "keys")
         key_lengths = np.frombuffer(key_lengths, dtype="<i4")
     return encode_columns(times, key_lengths, key_blob, np.frombuffer(value_lengths, dtype="<i4"),
                           value_blob, headers, codec=codec, timestamp_type=timestamp_type,

@@ -5,7 +5,7 @@ when the columns are known (encoding) every varint's width, every record's size 
 follow from array arithmetic, so the whole section is one preallocated ``uint8`` array filled
 by a handful of vectorised scatters (one per varint byte position, one per blob). Decoding
 needs each record's start, which depends on the length varint before it: that one walk stays
-a tight Python loop reading only the length varints (about 0.15 us a record); every field
+a tight Python loop reading only the length varints (the per-record floor); every field
 after that is read at known positions, field by field, for all records at once. Only the
 records that carry headers go through a per-record path (headers are rare, and a header
 list's layout is itself a chain of varints). Records of one shape (one key size, one value
@@ -65,7 +65,7 @@ def _zigzag(values: np.ndarray) -> _Varints:
     """The zigzag codes of int64 ``values`` and their byte counts. The counts come from one
     comparison per byte the widest code needs, not a search per value: columns here are
     mostly one or two bytes wide (lengths, offset deltas), where that is 2-3 cheap passes
-    (a ``searchsorted`` against all nine thresholds cost 0.17 ms per 9000 values)."""
+    (a ``searchsorted`` against all nine thresholds measured dearer)."""
     values = values.astype(np.int64, copy=False)
     codes = ((values << 1) ^ (values >> 63)).view(np.uint64)
     top = int(codes.max()) if len(codes) else 0
@@ -274,8 +274,7 @@ def _record_bounds(buf: bytes, runs: list[Run], pos: int, count: int
     walk; but records of one size (fixed-size keys and values: only the offset delta's width
     varies) are found a run at a time by ``_same_size_run`` (``runs``, ending at ``pos``).
     After a few short runs the walk goes one record at a time in Python, reading nothing
-    but the length varints: about 0.3-0.6 us a record on a busy 2-core VM, the floor of
-    this design."""
+    but the length varints: the floor of this design."""
     end = len(buf)
     firsts, stops = [], []
     for run in runs:

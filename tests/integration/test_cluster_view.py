@@ -16,7 +16,7 @@ from tslog.broker.cluster import StaleStateError
 from tslog.broker.cluster.errors import DuplicateBrokerError, EtcdError
 from tslog.broker.cluster.etcd_view import EtcdClusterView
 from tslog.broker.cluster.records import encode_topic
-from tslog.broker.cluster.topic_store import EtcdMetadataStore
+from tslog.broker.metadata.etcd_store import EtcdMetadataStore
 from tslog.broker.config import build_config
 from tslog.broker.metadata import TopicMetadata
 from tslog.broker.topics import TopicError

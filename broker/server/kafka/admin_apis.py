@@ -25,7 +25,7 @@ from ...storage.config import CHOICES
 from ...topics import TopicError
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
-from .data_apis import _then
+from .data_apis import then
 
 _NULL_UUID = uuid.UUID(int=0)
 _INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
@@ -50,7 +50,7 @@ def metadata(services: KafkaServices, body: dict, version: int, info: KafkaReque
     created = services.native[ApiKey.CREATE_TOPICS](
         {"topics": [{"topic": name, "partitions": -1, "replication_factor": -1, "configs": {}}
                     for name in missing], "timeout_ms": 0})
-    return _then(created, lambda native: _metadata(services, names, {
+    return then(created, lambda native: _metadata(services, names, {
         r["topic"]: int(r["error_code"]) for r in native.get("topics", ())
         if int(r["error_code"]) not in (0, _EXISTS)}))
 
@@ -110,7 +110,7 @@ def create_topics(services: KafkaServices, body: dict, version: int, info: Kafka
         return _created(services, body, {}, refused)
     result = services.native[ApiKey.CREATE_TOPICS]({"topics": entries,
                                                     "timeout_ms": max(body["timeout_ms"], 0)})
-    return _then(result, lambda native: _created(services, body, native, refused))
+    return then(result, lambda native: _created(services, body, native, refused))
 
 
 def _created(services: KafkaServices, body: dict, native: dict, refused: dict) -> dict:
@@ -164,7 +164,7 @@ def create_partitions(services: KafkaServices, body: dict, version: int,
 
     if not entries:
         return finish({})
-    return _then(services.native[ApiKey.CREATE_PARTITIONS](
+    return then(services.native[ApiKey.CREATE_PARTITIONS](
         {"topics": entries, "validate_only": bool(body["validate_only"])}), finish)
 
 
@@ -180,7 +180,7 @@ def delete_topics(services: KafkaServices, body: dict, version: int, info: Kafka
             {"name": name, "error_code": results.get(name, whole), "error_message": None}
             for name in names]}
 
-    return _then(result, finish)
+    return then(result, finish)
 
 
 def delete_records(services: KafkaServices, body: dict, version: int,
@@ -202,7 +202,7 @@ def delete_records(services: KafkaServices, body: dict, version: int,
                            p["partition_index"], whole)
             for p in topic["partitions"]]} for topic in body["topics"]]}
 
-    return _then(result, finish)
+    return then(result, finish)
 
 
 def _low_watermark(answer: dict | None, partition: int, whole: int) -> dict:
@@ -292,7 +292,7 @@ def init_producer_id(services: KafkaServices, body: dict, version: int,
         return {"throttle_time_ms": 0, "error_code": _INVALID_REQUEST, "producer_id": -1,
                 "producer_epoch": -1}
     result = services.native[ApiKey.INIT_PRODUCER_ID]({})
-    return _then(result, lambda native: {
+    return then(result, lambda native: {
         "throttle_time_ms": 0, "error_code": int(native.get("error_code", 0)),
         "producer_id": native.get("producer_id", -1),
         "producer_epoch": native.get("producer_epoch", -1)})

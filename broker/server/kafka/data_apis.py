@@ -39,13 +39,13 @@ from .services import KafkaServices
 log = logging.getLogger("tslog.broker.kafka")
 
 # Produce requests and Fetch responses converting more records than this go to a worker
-# thread: measured on a busy 2-core VM, column-wise conversion costs 3.5-5 ms per MiB of
-# 100-byte records either way (a Fetch's batches converted at once), so 128 KiB stays near
-# 0.5 ms on the loop and a larger request pays the thread hop instead. The hop is not free:
-# a single consumer's raw 1 MiB Fetch loop reads 1.5-1.8 M records/s through it against
-# 2.2-2.4 M with the conversion on the loop (which then stalls every other connection for
-# 3-5 ms a response); slicing the conversion on the loop between awaits (128 KiB slices)
-# was slower still, 0.9-1.0 M, as each slice pays the fixed numpy cost again.
+# thread: column-wise conversion costs time in proportion to the bytes of small records
+# (a Fetch's batches converted at once), so 128 KiB keeps the loop's stall short and a
+# larger request pays the thread hop instead. The hop is not free: a single consumer's raw
+# 1 MiB Fetch loop reads fewer records a second through it than with the conversion on the
+# loop (which then stalls every other connection for the whole conversion); slicing the
+# conversion on the loop between awaits (128 KiB slices) was slower still, as each slice
+# pays the fixed numpy cost again (bench/kafka.py prints the Fetch rates).
 OFF_LOOP_BYTES = 128 * 1024
 _TRANSACTIONAL = 0x10  # RecordBatch attributes: the transactional and control bits
 _CONTROL = 0x20
@@ -56,7 +56,7 @@ _TIMESTAMP_TYPE = {"LogAppendTime": record_batch.LOG_APPEND_TIME,
 _INDEX = {"LogAppendTime": "append", "CreateTime": "create"}
 
 
-def _then(result, finish):
+def then(result, finish):
     """``finish(result)`` now, or once the native handler's awaitable is done; ``finish``
     may itself return an awaitable (work handed to a thread), which is awaited too."""
     if inspect.isawaitable(result):
@@ -150,7 +150,7 @@ def _append(services: KafkaServices, body: dict, topics: list, refused: dict):
             {"acks": acks, "timeout_ms": max(body["timeout_ms"], 0), "topics": topics})
     if acks == 0:
         return None
-    return _then(result, lambda native: _produce_response(services, body, native, refused))
+    return then(result, lambda native: _produce_response(services, body, native, refused))
 
 
 def produce(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
@@ -257,7 +257,7 @@ def _fetch(services: KafkaServices, body: dict, version: int):
             for group in body["topics"]],
     }
     result = services.native[ApiKey.FETCH](native_body)
-    return _then(result, lambda native: _fetch_response(services, native))
+    return then(result, lambda native: _fetch_response(services, native))
 
 
 def _fetch_response(services: KafkaServices, native: dict):

@@ -1,9 +1,9 @@
 """Cluster metadata: which topics exist, their partition counts and config overrides.
 
-``MetadataStore`` is the seam for replication: today ``LocalMetadataStore`` keeps everything in
-one JSON file, ``DATA_DIR/__meta/topics.json``, rewritten atomically (temp file, fsync, rename,
+``MetadataStore`` is the seam: a single node's ``LocalMetadataStore`` keeps everything in one
+JSON file, ``DATA_DIR/__meta/topics.json``, rewritten atomically (temp file, fsync, rename,
 directory fsync) on every change, so a crash leaves the old or the new list, never half of one.
-A later controller-backed store will implement the same four methods.
+A cluster keeps its topics in etcd instead (``etcd_store.py`` beside this module).
 
 Topic names follow docs/protocol.md: 1-249 characters of ``[A-Za-z0-9._-]``, not ``.``/``..``.
 The metadata directory's name (``__meta``) cannot clash with a partition directory, which
@@ -28,7 +28,7 @@ import zlib
 from pathlib import Path
 from typing import Iterable, NamedTuple, Protocol
 
-from .storage.files import write_atomically
+from ..storage.files import write_atomically
 
 log = logging.getLogger("tslog.broker.metadata")
 

@@ -26,12 +26,12 @@ import uuid
 
 from tslog.protocol.errors import ErrorCode
 
-from ..metadata import TopicMetadata
+from ..cluster.controller import assign_replicas
+from ..cluster.etcd_view import EtcdClusterView
+from ..cluster.records import encode_state, encode_topic
+from ..cluster.view import PartitionState
 from ..topics import TopicError
-from .controller import assign_replicas
-from .etcd_view import EtcdClusterView
-from .records import encode_state, encode_topic
-from .view import PartitionState
+from .store import TopicMetadata
 
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 
