@@ -103,7 +103,7 @@ class GroupCatalog:
         """Every id any source knows, sorted (some may describe as None: an id whose
         offsets were all deleted)."""
         coordinator = self.groups.coordinator
-        ids = set(self.classic.machine.group_ids())
+        ids = set(self.classic.group_ids())
         if coordinator is not None:
             ids.update(listing.group_id for listing in coordinator.list_groups())
         ids.update(group_id for group_id, offsets in self.offsets.all_groups().items()

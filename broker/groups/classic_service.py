@@ -65,6 +65,10 @@ class ClassicGroupService:
         """The group's state and members (DEAD if unknown), for DescribeGroups."""
         return self.machine.describe(group_id)
 
+    def group_ids(self) -> list[str]:
+        """Every classic group's id, with members or not, sorted."""
+        return self.machine.group_ids()
+
     def forget(self, group_id: str) -> bool:
         """Drop a group without members once its offsets are deleted (DeleteGroups)."""
         return self.machine.forget(group_id)

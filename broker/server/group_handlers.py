@@ -26,7 +26,7 @@ import logging
 from tslog.protocol.errors import ErrorCode
 
 from ..groups.offset_files import group_id_problem
-from ..groups.catalog import MemberView
+from ..groups.catalog import CLASSIC, MemberView
 from ..groups.consumer_protocol import by_topic
 from ..metrics.observe import forget_group
 from .services import GroupApis
@@ -136,14 +136,18 @@ def handle_list_groups(services: GroupApis, body: dict) -> dict:
 
 async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
     """Delete the group's coordinator state, then all its committed offsets (NONE);
-    NON_EMPTY_GROUP while it has members and GROUP_ID_NOT_FOUND if it has neither state nor
-    offsets, both changing nothing. The group's offset lock is held throughout, so a commit
-    waits and lands after the delete, never in between. A failed offset delete answers
-    KAFKA_STORAGE_ERROR; the group then has offsets only, and a retry deletes them."""
+    NON_EMPTY_GROUP while it has members, of either protocol, and GROUP_ID_NOT_FOUND if
+    ``catalog`` does not know it, both changing nothing. The group's offset lock is held
+    throughout, so a commit waits and lands after the delete, never in between. A failed
+    offset delete answers KAFKA_STORAGE_ERROR; the group then has offsets only, and a retry
+    deletes them. An empty classic group is forgotten last, so it is listed no more."""
     async with services.offsets.group_lock(group_id):
+        view = services.catalog.describe(group_id)
+        if view is not None and view.kind == CLASSIC and view.members:
+            return ErrorCode.NON_EMPTY_GROUP
         code = await services.groups.delete_group(group_id)
-        if code is ErrorCode.GROUP_ID_NOT_FOUND and services.offsets.has_offsets(group_id):
-            code = ErrorCode.NONE
+        if code is ErrorCode.GROUP_ID_NOT_FOUND and view is not None:
+            code = ErrorCode.NONE  # a classic or offsets-only group: nothing of tslog's
         if code is not ErrorCode.NONE:
             return code
         if services.offsets.has_offsets(group_id):
@@ -153,6 +157,7 @@ async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
                 log.error("deleting the committed offsets of group %r failed: %r",
                           group_id, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
+        services.classic.forget(group_id)
         forget_group(group_id)
         return ErrorCode.NONE
 

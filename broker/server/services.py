@@ -38,6 +38,7 @@ from tslog.protocol.errors import ErrorCode
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
 from ..groups.catalog import GroupCatalog
+from ..groups.classic_service import ClassicGroupService
 from ..groups.committed_offsets import CommittedOffsets
 from ..groups.service import GroupService
 from ..metadata import TopicMetadata
@@ -96,6 +97,7 @@ class GroupApis(Protocol):
     groups: GroupService  # the consumer-group coordinator
     cluster: ClusterView  # where the coordinator is
     catalog: GroupCatalog  # every group as ListGroups and the describe APIs show it
+    classic: ClassicGroupService  # Kafka's classic groups: DeleteGroups forgets an empty one
 
 
 class AclApis(Protocol):
@@ -145,6 +147,7 @@ class GroupServices:
     groups: GroupService
     cluster: ClusterView
     catalog: GroupCatalog
+    classic: ClassicGroupService
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,8 @@ class Broker:
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
                           self.partition_lists, self.reassignments),
-            GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog),
+            GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog,
+                          self.classic_groups),
             AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,

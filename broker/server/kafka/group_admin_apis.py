@@ -128,26 +128,15 @@ def _member(view: GroupView, member: MemberView) -> dict:
 
 async def delete_groups(services: KafkaServices, body: dict, version: int,
                         info: KafkaRequestInfo) -> dict:
-    """The native delete (offsets and tslog's group state; NON_EMPTY_GROUP while tslog's
-    members are active), refused first for a classic group with members, as Kafka does; a
-    deleted classic group is forgotten, so ListGroups stops listing it."""
-    busy = [g for g in body["groups_names"] if services.classic.has_members(g)]
-    asked = [g for g in body["groups_names"] if g not in busy]
-
-    def finish(native: dict) -> dict:
-        codes = {r["group_id"]: int(r["error_code"]) for r in native.get("results", ())}
-        codes.update({g: int(ErrorCode.NON_EMPTY_GROUP) for g in busy})
-        for group_id, code in codes.items():
-            if code == 0:
-                services.classic.forget(group_id)
-            elif code == _NOT_FOUND and services.classic.forget(group_id):
-                codes[group_id] = 0  # a classic group that never committed an offset
-        return {"throttle_time_ms": 0, "results": [
-            {"group_id": g, "error_code": codes.get(g, _NOT_FOUND)}
-            for g in body["groups_names"]]}
-
-    return finish(await _native(services, ApiKey.DELETE_GROUPS, {"groups": asked})
-                  if asked else {})
+    """The native delete, gated as on tslog's port: NON_EMPTY_GROUP while the group has
+    members of either protocol (as Kafka refuses a classic group with members), else its
+    state, offsets and, for a classic group, the group itself go, so ListGroups stops
+    listing it."""
+    native = await _native(services, ApiKey.DELETE_GROUPS, {"groups": body["groups_names"]})
+    codes = {r["group_id"]: int(r["error_code"]) for r in native.get("results", ())}
+    return {"throttle_time_ms": 0, "results": [
+        {"group_id": g, "error_code": codes.get(g, int(native.get("error_code", _NOT_FOUND)))}
+        for g in body["groups_names"]]}
 
 
 GROUP_ADMIN_ADAPTERS = {

@@ -6,7 +6,7 @@ One broker holds a group of every kind at once: a confluent-kafka (librdkafka) c
 with two live members, a tslog consumer's KIP-848 group, a classic group whose only member
 left without committing (Kafka keeps it, Empty, until it is deleted) and a group that only
 has committed offsets. Then every group that is listed, on each port, is described on that
-port with the same state and member count: through `tslog groups list/describe` (tslog's
+port with the same state and member count, and deleted as it is listed: through `tslog groups list/describe` (tslog's
 ListGroups and ConsumerGroupDescribe) and through librdkafka's admin client on the Kafka port
 (ListGroups and DescribeGroups).
 
@@ -22,10 +22,11 @@ import threading
 
 import pytest
 from confluent_kafka import Consumer as KafkaConsumer
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from tslog.client import Admin, Consumer, TopicPartition
+from tslog.client.errors import NonEmptyGroupError
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -142,6 +143,16 @@ def test_every_group_is_described_as_it_is_listed_on_both_ports(kafka_broker):
         assert (member.client_id, member.host) == ("tslog-app", "/127.0.0.1")
         assert sorted((tp.topic, tp.partition) for tp in member.assignment.topic_partitions) \
             == [(topic, 0), (topic, 1)]
+
+        # Deleted as listed: a group with members of either protocol is refused, an empty
+        # classic group that never committed goes, and is listed no more.
+        with Admin(kafka_broker.bootstrap) as admin:
+            with pytest.raises(NonEmptyGroupError):
+                admin.delete_consumer_groups(["cfl"])
+            admin.delete_consumer_groups(["cfl-left"])
+            assert "cfl-left" not in {g.group_id for g in admin.list_consumer_groups()}
+        with pytest.raises(KafkaException, match="NON_EMPTY_GROUP"):
+            kafka_admin.delete_consumer_groups(["tslog-848"])["tslog-848"].result(30)
     finally:
         native.close()
         live.stop.set()
