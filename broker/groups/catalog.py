@@ -5,8 +5,10 @@ Why one place: a group id can be known to tslog's coordinator (KIP-848 members, 
 port), to Kafka's classic coordinator (JoinGroup members, on the Kafka port), or only to the
 committed offsets. Listing and describing each read those three sources in their own order
 once, and disagreed (issue 41: a confluent-kafka group listed ``STABLE 2 members`` was
-described ``EMPTY, epoch 0, 0 members``). Here the rule is written once, and a listing is
-the description of every known id, so the two cannot differ:
+described ``EMPTY, epoch 0, 0 members``). Here the rule is written once (``_source``) and
+both read it, ``describe`` from the coordinators' descriptions and ``list_groups`` from the
+same groups' listings (a listing builds no member views: ListGroups stays a few calls per
+group):
 
 1. a group id is the kind whose members it has (one group id is one kind while it has
    members: each coordinator refuses a join to a group id the other has members in);
@@ -32,6 +34,7 @@ from .views import GroupDescription, GroupState
 
 CONSUMER = "consumer"  # tslog's own protocol (KIP-848): Kafka 4 lists it as type Consumer
 CLASSIC = "classic"    # Kafka's JoinGroup/SyncGroup protocol
+OFFSETS = "offsets"    # no coordinator knows the id; it has committed offsets (listed Classic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +75,21 @@ class GroupView:
     members: tuple[MemberView, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """A group as ListGroups shows it: what ``describe`` would say of its kind, state and
+    member count, read without building every member's view."""
+
+    group_id: str
+    kind: str
+    state: str
+    member_count: int
+    protocol_type: str
+
+
 class GroupCatalog:
-    """Reads the two coordinators and the committed offsets; see the module's rules."""
+    """Reads the two coordinators and the committed offsets; see the module's rules, which
+    ``_source`` applies for ``describe`` and ``list_groups`` alike."""
 
     def __init__(self, groups: GroupService, classic: ClassicGroupService,
                  offsets: CommittedOffsets) -> None:
@@ -85,42 +101,68 @@ class GroupCatalog:
         """The group, or None if no coordinator knows it and it has no committed offset."""
         coordinator = self.groups.coordinator
         native = None if coordinator is None else coordinator.describe(group_id)
-        if native is not None and native.members:
-            return _native_view(native)
+        known = native is not None and native.state is not GroupState.DEAD
         classic = self.classic.describe(group_id)
-        if classic.members:
-            return _classic_view(classic)
-        if native is not None and native.state is not GroupState.DEAD:
+        source = _source(known, len(native.members) if known else 0,
+                         classic.state is not ClassicState.DEAD, len(classic.members),
+                         self.offsets.has_offsets(group_id))
+        if source == CONSUMER:
             return _native_view(native)
-        if classic.state is not ClassicState.DEAD:
+        if source == CLASSIC:
             return _classic_view(classic)
-        if self.offsets.has_offsets(group_id):
+        if source == OFFSETS:
             return GroupView(group_id, CLASSIC, "EMPTY", 0, 0, self.groups.config.assignor,
                              CONSUMER, ())
         return None
 
-    def group_ids(self) -> list[str]:
-        """Every id any source knows, sorted (some may describe as None: an id whose
-        offsets were all deleted)."""
+    def list_groups(self) -> list[GroupSummary]:
+        """Every group, sorted by id, each as ``describe`` sees it: the coordinator's
+        listings (state and member count) stand in for its descriptions."""
         coordinator = self.groups.coordinator
-        ids = set(self.classic.group_ids())
-        if coordinator is not None:
-            ids.update(listing.group_id for listing in coordinator.list_groups())
-        ids.update(group_id for group_id, offsets in self.offsets.all_groups().items()
-                   if offsets)
-        return sorted(ids)
+        natives = {} if coordinator is None else {
+            listing.group_id: listing for listing in coordinator.list_groups()}
+        classics = {group_id: self.classic.describe(group_id)
+                    for group_id in self.classic.group_ids()}
+        committed = {group_id for group_id, offsets in self.offsets.all_groups().items()
+                     if offsets}
+        summaries = []
+        for group_id in sorted(natives.keys() | classics.keys() | committed):
+            native, classic = natives.get(group_id), classics.get(group_id)
+            source = _source(native is not None, native.member_count if native else 0,
+                             classic is not None, len(classic.members) if classic else 0,
+                             group_id in committed)
+            if source == CONSUMER:
+                summaries.append(GroupSummary(group_id, CONSUMER, native.state.name,
+                                              native.member_count, CONSUMER))
+            elif source == CLASSIC:
+                summaries.append(GroupSummary(group_id, CLASSIC, classic.state.name,
+                                              len(classic.members),
+                                              classic.protocol_type or CONSUMER))
+            elif source == OFFSETS:
+                summaries.append(GroupSummary(group_id, CLASSIC, "EMPTY", 0, CONSUMER))
+        return summaries
 
-    def list_groups(self) -> list[GroupView]:
-        """Every group, as ``describe`` sees it, sorted by id."""
-        views = (self.describe(group_id) for group_id in self.group_ids())
-        return [view for view in views if view is not None]
+
+def _source(native_known: bool, native_members: int, classic_known: bool,
+            classic_members: int, has_offsets: bool) -> str | None:
+    """Which source describes a group id (the module's rules 1-4, in order): CONSUMER (tslog's
+    coordinator), CLASSIC, OFFSETS (committed offsets only) or None (no such group)."""
+    if native_members:
+        return CONSUMER
+    if classic_members:
+        return CLASSIC
+    if native_known:
+        return CONSUMER
+    if classic_known:
+        return CLASSIC
+    return OFFSETS if has_offsets else None
 
 
 def _native_view(group: GroupDescription) -> GroupView:
-    members = tuple(MemberView(
+    members = tuple([MemberView(
         m.member_id, m.member_epoch, m.state.name, m.client_id, m.client_host,
         tuple(sorted(m.subscribed_topics)), tuple(sorted(m.assigned)),
-        tuple(sorted(m.revoking)), tuple(sorted(m.target))) for m in group.members)
+        tuple(sorted(m.revoking)), tuple(sorted(m.target))) for m in group.members])
     return GroupView(group.group_id, CONSUMER, group.state.name, group.group_epoch,
                      group.assignment_epoch, group.assignor, CONSUMER, members)
 

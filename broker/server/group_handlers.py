@@ -129,7 +129,7 @@ def handle_list_groups(services: GroupApis, body: dict) -> dict:
         return {"error_code": int(code), "groups": []}
     states = None if body["states"] is None else {state.upper() for state in body["states"]}
     return {"error_code": 0, "groups": [
-        {"group_id": view.group_id, "state": view.state, "members": len(view.members)}
+        {"group_id": view.group_id, "state": view.state, "members": view.member_count}
         for view in services.catalog.list_groups()
         if states is None or view.state in states]}
 
