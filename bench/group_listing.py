@@ -99,7 +99,7 @@ def main() -> None:
             asyncio.run(populate(broker, args.groups, args.members))
             listed_calls, listed = counted(lambda: list_groups(broker))
             ids = [group["group_id"] for group in listed["groups"]]
-            described_calls, described = counted(lambda: describe_all(broker, ids))
+            described_calls, _ = counted(lambda: describe_all(broker, ids))
             list_ms = timed(lambda: list_groups(broker), args.runs)
             describe_ms = timed(lambda: describe_all(broker, ids), args.runs)
         finally:
@@ -115,7 +115,6 @@ def main() -> None:
             ("ConsumerGroupDescribe (all)", described_calls, describe_ms)):
         print(f"{name:<32} {calls:>13,} {calls / max(1, len(ids)):>12.1f} {median:>10.2f} "
               f"{low:>6.2f}-{high:<7.2f}")
-    assert len(described["groups"]) == len(ids)
 
 
 if __name__ == "__main__":
