@@ -105,7 +105,7 @@ def _unserved(group_id: str, code: ErrorCode) -> dict:
 
 def _describe(services: GroupApis, group_id: str) -> dict:
     """The group as ``groups.catalog`` sees it (the view ListGroups lists)."""
-    view = services.catalog.describe(group_id)
+    view = services.group_catalog.describe(group_id)
     if view is None:
         return _unserved(group_id, ErrorCode.GROUP_ID_NOT_FOUND)
     return {"group_id": group_id, "error_code": 0, "state": view.state,
@@ -130,19 +130,19 @@ def handle_list_groups(services: GroupApis, body: dict) -> dict:
     states = None if body["states"] is None else {state.upper() for state in body["states"]}
     return {"error_code": 0, "groups": [
         {"group_id": view.group_id, "state": view.state, "members": view.member_count}
-        for view in services.catalog.list_groups()
+        for view in services.group_catalog.list_groups()
         if states is None or view.state in states]}
 
 
 async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
     """Delete the group's coordinator state, then all its committed offsets (NONE);
     NON_EMPTY_GROUP while it has members, of either protocol, and GROUP_ID_NOT_FOUND if
-    ``catalog`` does not know it, both changing nothing. The group's offset lock is held
+    ``group_catalog`` does not know it, both changing nothing. The group's offset lock is held
     throughout, so a commit waits and lands after the delete, never in between. A failed
     offset delete answers KAFKA_STORAGE_ERROR; the group then has offsets only, and a retry
     deletes them. An empty classic group is forgotten last, so it is listed no more."""
     async with services.offsets.group_lock(group_id):
-        view = services.catalog.describe(group_id)
+        view = services.group_catalog.describe(group_id)
         if view is not None and view.kind == CLASSIC and view.members:
             return ErrorCode.NON_EMPTY_GROUP
         code = await services.groups.delete_group(group_id)
@@ -157,7 +157,7 @@ async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
                 log.error("deleting the committed offsets of group %r failed: %r",
                           group_id, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
-        services.classic.forget(group_id)
+        services.classic_groups.forget(group_id)
         forget_group(group_id)
         return ErrorCode.NONE
 

@@ -96,8 +96,8 @@ class GroupApis(Protocol):
     offsets: CommittedOffsets
     groups: GroupService  # the consumer-group coordinator
     cluster: ClusterView  # where the coordinator is
-    catalog: GroupCatalog  # every group as ListGroups and the describe APIs show it
-    classic: ClassicGroupService  # Kafka's classic groups: DeleteGroups forgets an empty one
+    group_catalog: GroupCatalog  # every group as ListGroups and the describe APIs show it
+    classic_groups: ClassicGroupService  # Kafka's classic groups: DeleteGroups forgets one
 
 
 class AclApis(Protocol):
@@ -146,8 +146,8 @@ class GroupServices:
     offsets: CommittedOffsets
     groups: GroupService
     cluster: ClusterView
-    catalog: GroupCatalog
-    classic: ClassicGroupService
+    group_catalog: GroupCatalog
+    classic_groups: ClassicGroupService
 
 
 @dataclass(frozen=True, slots=True)
