@@ -29,7 +29,7 @@ import collections
 import enum
 from typing import NamedTuple
 
-from .chunked import encode_request_chunks, encode_response_chunks
+from .chunked import encode_request_chunks
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .foreign import is_kafka_refusal
 from .frames import FRAME_PREFIX_SIZE, MAX_FRAME_BYTES, SCRATCH_BYTES, FrameReceiver
@@ -44,13 +44,10 @@ from .messages import (
     RequestHeader,
     check_request,
     check_response_body,
-    decode_request,
     encode_request,
-    encode_response,
     split_response,
 )
-
-_SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
+from .server_codec import NATIVE_CODEC
 # ``record_views`` applies only to frames of at least this many bytes. The view walk
 # (``msgpack_views.py``) costs about 15 us whatever the size, where msgpack's C decoder
 # costs 3.5 us plus the copy of the records (0.03 us per KB here): 7 us against 15 for a
@@ -112,10 +109,11 @@ class ConnectionClosed(NamedTuple):
 # ------------------------------------------------------------------------------ connection
 
 
-# A server-side answer slot, in request order: [correlation id, frame buffers or None, size].
+# A server-side answer slot, in request order: [request header, frame buffers or None, size].
 # A list, not an object: one is made per request, and a list costs no Python-level __init__.
-_CID, _FRAME, _SIZE = 0, 1, 2
+_HEADER, _FRAME, _SIZE = 0, 1, 2
 _PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
+_PRODUCE_KEY = int(_PRODUCE)  # both codecs' Produce: the native ApiKey and Kafka's int
 
 
 class Connection:
@@ -133,13 +131,18 @@ class Connection:
         allocate: ``allocate(size)`` makes the buffer of one frame too large for the scratch.
         scratch_bytes: the reused receive buffer (``frames.FrameReceiver``): frames up to its
             size arrive many per read and are copied out; larger ones get their own buffer.
+        codec: the server role's wire format (``server_codec.py``): tslog's own by default,
+            or Kafka's (``kafka/server_codec.py``); the client role speaks tslog's.
     """
 
     def __init__(self, role: Role, *, max_frame_bytes: int = MAX_FRAME_BYTES,
                  client_id: str | None = None, record_views: bool = False,
                  views_from: int = VIEWS_FROM_BYTES, allocate=bytearray,
-                 scratch_bytes: int = SCRATCH_BYTES) -> None:
+                 scratch_bytes: int = SCRATCH_BYTES, codec=NATIVE_CODEC) -> None:
         self._server = role is Role.SERVER
+        # The codec's parts, bound once: each is called once per request.
+        self._decode, self._encode = codec.decode, codec.encode
+        self._refusals, self._codec = codec.refusals, codec
         self.client_id = client_id
         # Frames of this size and more get views (at least those received in place).
         # Infinite without record views: one comparison per frame decides either way.
@@ -203,13 +206,13 @@ class Connection:
         # A request: the per-request path of every server, so no call below this one but
         # the decoding (a request costs a few microseconds in all; each Python call shows).
         try:
-            header, body = decode_request(frame, record_views=len(frame) >= self._views_from)
-        except RequestError as exc:
+            header, body = self._decode(frame, record_views=len(frame) >= self._views_from)
+        except self._refusals as exc:
             return self._refuse(exc)
-        if header.api_key is _PRODUCE and body["acks"] == 0:
+        if header.api_key == _PRODUCE_KEY and body["acks"] == 0:
             return _new_tuple(Request, (None, header, body))
         # ``_expect_answer``, inline:
-        self._answers.append([header.correlation_id, None, 0])
+        self._answers.append([header, None, 0])
         self.unanswered += 1
         sequence = self._next_sequence
         self._next_sequence = sequence + 1
@@ -219,12 +222,12 @@ class Connection:
 
     def _refuse(self, exc: RequestError) -> Refused:
         """A request the core answers itself with its typed error (``Refused``)."""
-        sequence = self._expect_answer(exc.correlation_id)
-        self._settle(self._answers[-1], [encode_response(exc.correlation_id, exc.response_body())])
+        sequence = self._expect_answer(None)
+        self._settle(self._answers[-1], self._codec.refusal(exc))
         return Refused(sequence, exc)
 
-    def _expect_answer(self, correlation_id: int) -> int:
-        self._answers.append([correlation_id, None, 0])
+    def _expect_answer(self, header) -> int:
+        self._answers.append([header, None, 0])
         self.unanswered += 1
         sequence = self._next_sequence
         self._next_sequence += 1
@@ -237,30 +240,28 @@ class Connection:
         buffers (``chunked.py``), not copied into the frame.
 
         Raises:
-            LocalProtocolError: the body cannot be encoded; the request is answered with
-                UNKNOWN_SERVER_ERROR instead, and the error is raised for the owner to log.
+            LocalProtocolError: the body cannot be encoded; the request is answered with the
+                codec's server error instead (nothing, when its format has none: the owner
+                closes the connection), and the error is raised for the owner to log.
         """
         index = sequence - self._first_sequence
         answers = self._answers
         if not 0 <= index < len(answers) or answers[index][_FRAME] is not None:
             raise LocalProtocolError(f"request {sequence} is not awaiting an answer")
         slot = answers[index]
-        correlation_id = slot[_CID]
         try:
-            if not chunked:  # the usual: one buffer (``_settle``, inline)
-                slot[_FRAME] = frame = [encode_response(correlation_id, body)]
-                slot[_SIZE] = size = len(frame[0])
-                self.held_bytes += size
-                return
-            frame = encode_response_chunks(correlation_id, body)
+            frame = self._encode(slot[_HEADER], body, chunked)
         except LocalProtocolError:
-            self._settle(slot, [encode_response(correlation_id, _SERVER_ERROR)])
+            self._settle(slot, self._codec.server_error(slot[_HEADER]) or [])
             raise
-        self._settle(slot, frame)
+        # ``_settle``, inline (once per request):
+        slot[_FRAME] = frame
+        slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
+        self.held_bytes += size
 
     def _settle(self, slot: list, frame: list) -> None:
         slot[_FRAME] = frame
-        slot[_SIZE] = size = len(frame[0]) if len(frame) == 1 else sum(map(len, frame))
+        slot[_SIZE] = size = sum(map(len, frame))
         self.held_bytes += size
 
     def data_to_send(self) -> list:

@@ -180,8 +180,10 @@ def kafka_api_metrics(api_key: int, api_name: str) -> ApiMetrics:
 _FETCH = ApiKey.FETCH  # read per request (see ApiKey)
 
 
-def api_metrics(api_key: ApiKey, body: dict) -> ApiMetrics:
-    """The metrics a request counts in: its API's, or ``fetch_follower`` for a replica's."""
+def api_metrics(header, body: dict) -> ApiMetrics:
+    """The metrics a native request (its ``RequestHeader`` and body) counts in: its API's,
+    or ``fetch_follower`` for a replica's."""
+    api_key = header.api_key
     if api_key is _FETCH and body["replica_id"] >= 0:
         return FOLLOWER_FETCH
     return API[api_key]

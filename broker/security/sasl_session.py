@@ -100,14 +100,13 @@ class SaslSession:
             connection.abort()  # not close(): a TLS close waits for the peer's answer
 
     def handle(self, api_key: ApiKey, body: dict) -> dict | None:
-        """The answer to a request of an unauthenticated connection, or to any SASL request;
+        """The answer to a SASL request, or to any other request of an unauthenticated
+        connection but ApiVersions (which the connection's front serves before the login);
         None: the request is refused and the connection must close now (logged here)."""
         if api_key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(body)
         if api_key == ApiKey.SASL_AUTHENTICATE:
             return self._authenticate(body)
-        if api_key == ApiKey.API_VERSIONS:
-            return self.connection.dispatch[api_key](body)
         log.warning("%s: %s request before authentication; closing", self.connection.peer,
                     api_key.name)
         security_metrics.failed_login(self.mechanism, "request_before_login")

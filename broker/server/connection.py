@@ -1,10 +1,15 @@
-"""One client connection: frames in, handlers run, responses out in request order.
+"""One client connection, on either listener: frames in, handlers run, responses out in order.
 
 Theory of operation: this is an ``asyncio.BufferedProtocol`` shell over the sans-I/O
 ``tslog.protocol.connection.Connection`` (``_wire``), which owns the wire: the socket receives
 straight into its buffers (a large Produce request into a buffer of exactly its size, whose
 records msgpack leaves in place: ``record_views``), it cuts and checks the frames, and it keeps
-the answers in request order. ``pump`` takes request events while no limit holds them back.
+the answers in request order. The protocol is the *front*'s (``native_front.py`` for tslog's
+own, ``kafka/front.py`` for Kafka's): its codec, which handler serves a request, the metrics it
+counts in, and its answers to a failed handler and to a connection over a limit. Everything
+else here (limits, unsent-byte accounting, idle timeout, closing, metrics, the login) is the
+same for both listeners by construction.
+``pump`` takes request events while no limit holds them back.
 Fast handlers return a body and the request is answered at once; slow ones (durable produce,
 long poll, offset commit) return an awaitable that runs as a task and answers when done.
 After every event the answers now due are written, so responses go out in request order
@@ -13,9 +18,10 @@ however the handlers finish (pipelining).
 Limits: the frame cap (a bigger length prefix closes the connection before any of the body is
 read), at most ``max_in_flight_requests`` unanswered requests, and an idle timer. Bad input
 costs the client its request or its connection, and the broker one log line; never a
-traceback on the wire. The connection limits (``connection_registry.py``) are checked when a
+traceback on the wire (a front without a generic error answer, Kafka's, closes the connection
+on a handler's bug). The connection limits (``connection_registry.py``) are checked when a
 connection is made: one over a limit answers its first request with TOO_MANY_CONNECTIONS and
-closes (``refuse``).
+closes (``refuse``); on the Kafka listener, which has no such answer, it closes at once.
 
 Unsent bytes (a client that never reads must not grow our memory): a connection's *unsent*
 bytes are its answered responses not yet written (``_wire.held_bytes``: waiting behind an
@@ -44,33 +50,23 @@ import time
 
 from tslog.protocol.connection import NEED_DATA, ConnectionClosed, Refused, Role
 from tslog.protocol.connection import Connection as WireConnection
-from tslog.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from tslog.protocol.errors import LocalProtocolError, RemoteProtocolError
 from tslog.protocol.frames import FrameTooLargeError, unzeroed_buffer
-from tslog.protocol.messages import (
-    ApiKey,
-    ForeignProtocolError,
-    InvalidRequestError,
-    MalformedRequestError,
-    RequestError,
-    UnknownApiKeyError,
-    error_response_body,
-)
+from tslog.protocol.messages import ForeignProtocolError, MalformedRequestError
 
 from ..config import BrokerConfig
-from ..metrics.definitions import REFUSED, api_metrics
-from ..metrics.observe import finish_request
-from ..security.request_gate import RequestGate
-from .connection_registry import REFUSAL_WAIT_S, ConnectionRegistry, Refusal
-from ..security.sasl_session import SASL_APIS, SaslSession
+from ..metrics.definitions import REFUSED
+from ..security.sasl_session import SaslSession
 from ..security.tls import certificate_principal
-from .dispatch import Dispatch
+from .connection_registry import REFUSAL_WAIT_S, ConnectionRegistry, Refusal
 from .idle_poll import IdlePoller
 
 log = logging.getLogger("tslog.broker.connection")
 
-_SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 _PRE_LOGIN = " (sasl_server_max_receive_size: not logged in yet)"
-_FETCH, _GROUP_HEARTBEAT = ApiKey.FETCH, ApiKey.CONSUMER_GROUP_HEARTBEAT  # (see ApiKey)
+# What a front's ``call`` returns for a request that closes the connection unanswered (one
+# before the login: the SASL session logged why).
+CLOSE = object()
 # The receive scratch of each connection: 1000-record Produce requests (~116 KB) arrive about
 # two per read; with 64 KiB each took two reads. Not zeroed (``frames.py``): an idle
 # connection holds address space, memory only for bytes received.
@@ -78,11 +74,6 @@ RECEIVE_SCRATCH_BYTES = 256 * 1024
 # The transport's write-buffer high-water mark: ``pause_writing`` past it, ``resume_writing``
 # at a quarter keep the unsent figures honest; the limits are ``max_unsent_response_bytes``.
 _WRITE_HIGH_BYTES = 64 * 1024
-
-
-def _refusal_reason(exc: RequestError) -> str:
-    return ("unknown_api" if isinstance(exc, UnknownApiKeyError) else "invalid_request"
-            if isinstance(exc, InvalidRequestError) else "unsupported_version")
 
 
 class _Running:
@@ -98,19 +89,16 @@ class BrokerConnection(asyncio.BufferedProtocol):
     """One client's connection.
 
     Args:
-        dispatch: every ApiKey's handler, bound to its services once at start
-            (``dispatch.bind_handlers``): a request costs one lookup and one call.
+        front: the protocol's side (``native_front.NativeFront``, ``kafka.front.KafkaFront``).
         config: the connection limits (frame size, requests in flight, unsent bytes, idle).
         idle_poller: the broker's one poller, told when each read was handled.
         registry: every live connection, for the broker-wide limits.
-        gate: None (authorizer off), or every handler asks it first for ``principal``.
-        authenticator: SASL's (``security/scram.py``); its login state is ``_sasl``.
+        authenticator: SASL's (``security/scram.py``); its login state is ``sasl``.
     """
 
-    def __init__(self, dispatch: Dispatch, config: BrokerConfig, idle_poller: IdlePoller,
-                 registry: ConnectionRegistry, gate: RequestGate | None = None,
-                 authenticator=None) -> None:
-        self.dispatch = dispatch if gate is None else gate.bind(dispatch, self)
+    def __init__(self, front, config: BrokerConfig, idle_poller: IdlePoller,
+                 registry: ConnectionRegistry, authenticator=None) -> None:
+        self.front = front
         self.idle_poller = idle_poller
         self.registry = registry
         self.max_in_flight = config.max_in_flight_requests
@@ -119,7 +107,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._rules = config.tls_principal_mapping_rules
         self._wire = WireConnection(Role.SERVER, max_frame_bytes=config.max_frame_bytes,
                                     record_views=True, allocate=unzeroed_buffer,
-                                    scratch_bytes=RECEIVE_SCRATCH_BYTES)
+                                    scratch_bytes=RECEIVE_SCRATCH_BYTES, codec=front.codec)
+        # Per request, read once here: the front's answers and metrics.
+        self._failure_answer, self._chunked_api = front.failure_answer, front.chunked_api
+        self._metrics, self._finish = front.metrics, front.finish
+        # Requests whose answer is still being worked on (a long poll, an acks=all produce, a
+        # conversion off the loop) that may run at once; no more is read meanwhile.
+        self._max_running = front.max_running or config.max_in_flight_requests
         receiver = self._wire.receiver
         # The core's received frames (``FrameReceiver.frames``, public for per-request
         # owners): whether one waits is a truth test on it, not two property calls.
@@ -137,7 +131,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self.closed: asyncio.Future = self._loop.create_future()
-        self.peer = "?"
+        self.peer = self.host = "?"
         self._refusal: Refusal | None = None  # over a connection limit: answer, then close
         self._refusal_handle: asyncio.TimerHandle | None = None
         self._closing = False
@@ -151,8 +145,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # Who the client is (``tslog.broker.security``): ``principal`` and ``authenticated``
         # start as SaslSession says (anonymous; authenticated at once unless SASL is on), and
         # change through ``registry.principal_set`` (mutual TLS, SCRAM).
-        self._sasl = SaslSession(authenticator, self)
-
+        self.sasl = SaslSession(authenticator, self)
+        self._call = front.bind(self)  # (header, body) -> the handler's result
     def _count_held(self) -> None:
         """Bring the registry's total up to date with the answers the core holds."""
         held = self._wire.held_bytes
@@ -165,11 +159,14 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.host = peer[0] if isinstance(peer, tuple) else str(peer)
         self.principal = certificate_principal(transport, self.peer, self._rules)  # mTLS
         if self.principal is None:  # no tls_principal_mapping_rules rule (logged): refused
             return self.abort()
         refusal = self.registry.admit(self)
         if refusal is not None:
+            if not self.front.answers_refusals:  # Kafka's: no answer says why; closed
+                return self.abort()
             self.refuse(refusal)
             return
         # Below the cap, so a connection the cap holds back is paused for writing and hears
@@ -177,7 +174,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=min(_WRITE_HIGH_BYTES, self.max_unsent // 2))
         self._last_activity = self._loop.time()
         self._idle_handle = self._loop.call_later(self.idle_s, self._check_idle)
-        self._sasl.start(self._loop, self._receiver)
+        self.sasl.start(self._loop, self._receiver)
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._closing:
@@ -206,7 +203,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._held = self._buffered = 0
         if self._idle_handle is not None:
             self._idle_handle.cancel()
-        self._sasl.stop()
+        self.sasl.stop()
         unfinished = self._wire.receiver.buffered_bytes
         if unfinished:
             log.warning("%s: disconnected inside a frame; dropped %d bytes of it", self.peer,
@@ -283,7 +280,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def _blocked(self) -> bool:
         """True while this connection must not take another request (module docstring)."""
         if (self._wire.unanswered >= self.max_in_flight
-                or self._held + self._buffered >= self.max_unsent):
+                or self._held + self._buffered >= self.max_unsent
+                or len(self._running) >= self._max_running):
             return True
         registry = self.registry
         if registry.unsent_bytes < registry.max_unsent_bytes:
@@ -298,33 +296,30 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._answer_refusal(event)
             return
         if type(event) is Refused:  # answered by the protocol core with its typed error
-            exc = event.error
-            REFUSED[_refusal_reason(exc)].inc()
-            log.warning("%s: refused request %d: %s", self.peer, exc.correlation_id, exc)
+            self.front.refused(self.peer, event.error)
             self._count_held()
             return
         header, body = event.header, event.body
         started = time.perf_counter()
         try:
-            if self.authenticated and header.api_key not in SASL_APIS:
-                if header.api_key is _GROUP_HEARTBEAT:  # who the member is, for describe
-                    body["client"] = (header.client_id or "", self.peer.rsplit(":", 1)[0])
-                result = self.dispatch[header.api_key](body)
-            elif (result := self._sasl.handle(header.api_key, body)) is None:
-                return self._close()  # a request before authentication: logged, refused
+            result = self._call(header, body)
         except Exception:
-            log.exception("%s: %s handler failed", self.peer, header.api_key.name)
-            result = _SERVER_ERROR
+            log.exception("%s: the handler of api %d failed", self.peer, header.api_key)
+            result = self._failure_answer
+            if result is None:  # the protocol has no error answer for it: close
+                return self._close()
+        if result is CLOSE:
+            return self._close()
         if event.sequence is None:  # Produce with acks = 0: no response at all
-            finish_request(api_metrics(header.api_key, body), None, started)
+            self._finish(self._metrics(header, body), None, started)
             return
-        chunked = header.api_key is _FETCH
+        chunked = header.api_key is self._chunked_api
         if type(result) is dict:
             self._answer(event.sequence, result, chunked)
-            finish_request(api_metrics(header.api_key, body), result, started)
+            self._finish(self._metrics(header, body), result, started)
         else:
             task = self._loop.create_task(result)
-            self._running[event.sequence] = _Running(task, api_metrics(header.api_key, body),
+            self._running[event.sequence] = _Running(task, self._metrics(header, body),
                                                      started, chunked)
             task.add_done_callback(lambda task, sequence=event.sequence:
                                    self._on_done(sequence, task))
@@ -337,6 +332,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         except LocalProtocolError:
             log.exception("%s: the response to request %d cannot be encoded", self.peer,
                           sequence)
+            if self._failure_answer is None:  # answered with nothing: the stream ends here
+                self._write_ready()
+                self._close()
         held = wire.held_bytes  # ``_count_held`` inlined (once per request)
         self.registry.unsent_bytes += held - self._held
         self._held = held
@@ -348,11 +346,14 @@ class BrokerConnection(asyncio.BufferedProtocol):
         error = task.exception()
         if error is not None:
             log.error("%s: handler failed", self.peer, exc_info=error)
-            body = _SERVER_ERROR
+            body = self._failure_answer
+            if body is None:  # the protocol has no error answer for it: close
+                self._write_ready()
+                return self._close()
         else:
             body = task.result()
         self._answer(sequence, body, running.chunked)
-        finish_request(running.api, body, running.started)
+        self._finish(running.api, body, running.started)
         self.pump()
 
     def _write_ready(self) -> bool:
@@ -418,16 +419,19 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def refusal_response(self, api_key: int) -> dict | None:
         """The answer a handler gives instead of its own once the connection was refused
-        (e.g. SCRAM's last step after ``registry.principal_set`` said no); None if not."""
+        (e.g. SCRAM's last step after ``registry.principal_set`` said no); None if not, or
+        if the protocol has no answer for this API (the connection closes unanswered)."""
         if self._refusal is None:
             return None
-        return error_response_body(api_key, self._refusal.code, self._refusal.message)
+        return self.front.refusal_response(self._refusal, api_key)
 
     def _answer_refusal(self, event) -> None:
         """The refused connection's request: the typed error (a request owed no answer, or
         one the core already refused, gets none), then the close."""
-        if type(event) is not Refused and event.sequence is not None:
-            self._answer(event.sequence, self.refusal_response(event.header.api_key), False)
+        answer = None if type(event) is Refused or event.sequence is None else \
+            self.refusal_response(event.header.api_key)
+        if answer is not None:
+            self._answer(event.sequence, answer, False)
         else:
             self._count_held()
         self._write_ready()
@@ -461,8 +465,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _close_foreign(self, reason: str) -> None:
         """Another protocol's client (Kafka's): say so once a minute per host, then close."""
-        host = self.peer.rsplit(":", 1)[0]
-        if self.registry.foreign_clients.first_in_a_while(host, self._loop.time()):
+        if self.registry.foreign_clients.first_in_a_while(self.host, self._loop.time()):
             log.warning("%s: closing connection: %s", self.peer, reason)
         else:
             log.debug("%s: closing connection: %s", self.peer, reason)

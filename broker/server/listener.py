@@ -44,8 +44,9 @@ from ..security import tls
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
 from .connection import BrokerConnection
+from .native_front import NativeFront
 from .connection_registry import ConnectionRegistry
-from .kafka.connection import KafkaConnection
+from .kafka.front import KafkaFront
 from .kafka.services import KafkaServices
 from .state import Broker
 
@@ -209,15 +210,17 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     host, port = parse_host_port(config.kafka_listen)
     dispatch, gate = broker.dispatch, broker.gate
 
-    def make_services(connection: KafkaConnection) -> KafkaServices:
+    def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
                              broker.offsets, broker.classic_groups, broker.group_catalog,
                              None if gate is None else gate.authorizer)
 
+    front = KafkaFront(make_services)
     try:
         server = await loop.create_server(
-            lambda: KafkaConnection(make_services, config, registry, broker.authenticator),
+            lambda: BrokerConnection(front, config, broker.idle_poller, registry,
+                                     broker.authenticator),
             host, port,
             reuse_address=True, backlog=1024, ssl=server_ssl,
             **tls.server_timeouts(server_ssl))
@@ -284,7 +287,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     loop = asyncio.get_running_loop()
     registry = ConnectionRegistry.from_config(config)
     host, port = config.listen_address
-    dispatch, idle_poller, gate = broker.dispatch, broker.idle_poller, broker.gate
+    front, idle_poller = NativeFront(broker.dispatch, broker.gate), broker.idle_poller
     authenticator = broker.authenticator
     if config.sasl_bootstrap_users_file:  # before the first client can try to log in
         created = await authenticator.store.bootstrap(config.sasl_bootstrap_users_file)
@@ -292,8 +295,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
                  len(created), ", ".join(created) or "none")
     try:
         server = await loop.create_server(
-            lambda: BrokerConnection(dispatch, config, idle_poller, registry, gate,
-                                     authenticator),
+            lambda: BrokerConnection(front, config, idle_poller, registry, authenticator),
             host, port, reuse_address=True, backlog=1024, ssl=server_ssl,
             **tls.server_timeouts(server_ssl))
     except OSError as exc:

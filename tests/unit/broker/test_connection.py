@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.wire import batch
 from tslog.broker.server.connection import BrokerConnection
+from tslog.broker.server.native_front import NativeFront
 from tslog.broker.server.connection_registry import (
     MAX_PENDING_REFUSALS,
     MAX_PENDING_REFUSALS_PER_ADDRESS,
@@ -77,7 +78,8 @@ def fetch_request(correlation_id, max_wait_ms):
 
 def new_connection(broker, registry):
     """A connection as the listener makes it: the broker's dispatch table, not the broker."""
-    return BrokerConnection(broker.dispatch, broker.config, broker.idle_poller, registry)
+    return BrokerConnection(NativeFront(broker.dispatch), broker.config, broker.idle_poller,
+                            registry)
 
 
 def connect(broker, **limits):

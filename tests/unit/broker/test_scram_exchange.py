@@ -48,7 +48,6 @@ class FakeConnection:
     def __init__(self) -> None:
         self.peer = "test:1"
         self.registry = OpenRegistry()
-        self.dispatch = {ApiKey.API_VERSIONS: lambda body: {"error_code": 0}}
         self.shut = False
 
     def begin_shutdown(self) -> None:
@@ -124,10 +123,9 @@ def test_a_broker_without_the_keys_cannot_fake_its_final_message():
         login.answer({"error_code": 0, "auth_bytes": forged})
 
 
-def test_before_login_only_api_versions_and_sasl_are_answered():
+def test_before_login_only_sasl_is_answered_by_the_session():
     connection = FakeConnection()
     session = SaslSession(authenticator(), connection)
-    assert session.handle(ApiKey.API_VERSIONS, {}) == {"error_code": 0}
     assert session.handle(ApiKey.METADATA, {"topics": None}) is None  # close now
     answer = session.handle(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"n,,n=alice,r=x"})
     assert answer["error_code"] == ErrorCode.ILLEGAL_SASL_STATE and connection.shut
