@@ -23,7 +23,7 @@ Reads only: no I/O, no clock. Owner: the event loop, like the services it reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .classic_service import ClassicGroupService
 from .classic_views import ClassicGroupDescription, ClassicState
@@ -37,8 +37,7 @@ CLASSIC = "classic"    # Kafka's JoinGroup/SyncGroup protocol
 OFFSETS = "offsets"    # no coordinator knows the id; it has committed offsets (listed Classic)
 
 
-@dataclass(frozen=True, slots=True)
-class MemberView:
+class MemberView(NamedTuple):
     """One member, of either protocol. A classic member's epoch is its group's generation,
     its partitions are read from the assignment its leader sent (none if that is not
     Kafka's consumer protocol), and it has no revoking or target partitions; ``metadata``
@@ -57,8 +56,7 @@ class MemberView:
     assignment: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
-class GroupView:
+class GroupView(NamedTuple):
     """A group as both ports' admin APIs describe and list it. ``state`` is the upper-case
     name of its coordinator's state (``STABLE``, ``RECONCILING``, ``PREPARING_REBALANCE``,
     ``EMPTY`` ...); ``assignor`` is the classic group's chosen protocol name, and
@@ -75,10 +73,10 @@ class GroupView:
     members: tuple[MemberView, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
+class GroupSummary(NamedTuple):
     """A group as ListGroups shows it: what ``describe`` would say of its kind, state and
-    member count, read without building every member's view."""
+    member count, read without building every member's view. (Named tuples, not frozen
+    dataclasses: a listing makes one per group, and a tuple is built in one call.)"""
 
     group_id: str
     kind: str
