@@ -35,6 +35,12 @@ class CatchUpThrottle:
         self.sent_bytes = 0  # catch-up bytes served (metrics)
         self.held_back = 0  # catch-up reads refused while over the quota (metrics)
 
+    def set_rate(self, rate_bytes_s: int) -> None:
+        """A new quota from now on (Kafka's dynamic ``leader.replication.throttled.rate``):
+        the bucket keeps what it holds, capped at one second of the new rate."""
+        self.rate = rate_bytes_s
+        self.tokens = min(self.tokens, float(rate_bytes_s))
+
     def allowance(self) -> int:
         """Bytes a catch-up read may return now: 0 while over the quota, else what the
         bucket holds (at least 1, so a read makes progress); -1 when there is no limit."""

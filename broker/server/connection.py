@@ -79,10 +79,12 @@ _WRITE_HIGH_BYTES = 64 * 1024
 class _Running:
     """A request whose handler runs as a task: what its answer and its metrics need."""
 
-    __slots__ = ("api", "chunked", "started", "task")
+    __slots__ = ("api", "chunked", "started", "task", "bounded")
 
-    def __init__(self, task: asyncio.Task, api, started: float, chunked: bool) -> None:
+    def __init__(self, task: asyncio.Task, api, started: float, chunked: bool,
+                 bounded: bool) -> None:
         self.task, self.api, self.started, self.chunked = task, api, started, chunked
+        self.bounded = bounded  # of the front's ``bounded_api``: counted in ``_bounded``
 
 
 class BrokerConnection(asyncio.BufferedProtocol):
@@ -111,9 +113,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # Per request, read once here: the front's answers and metrics.
         self._failure_answer, self._chunked_api = front.failure_answer, front.chunked_api
         self._metrics, self._finish = front.metrics, front.finish
-        # Requests whose answer is still being worked on (a long poll, an acks=all produce, a
-        # conversion off the loop) that may run at once; no more is read meanwhile.
-        self._max_running = front.max_running or config.max_in_flight_requests
+        # Requests of the front's ``bounded_api`` whose answer is still being built (a long
+        # poll, a conversion off the loop) that may run at once; no more is read meanwhile.
+        self._bounded_api, self._max_bounded = front.bounded_api, front.max_bounded
+        self._bounded = 0
         receiver = self._wire.receiver
         # The core's received frames (``FrameReceiver.frames``, public for per-request
         # owners): whether one waits is a truth test on it, not two property calls.
@@ -281,7 +284,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         """True while this connection must not take another request (module docstring)."""
         if (self._wire.unanswered >= self.max_in_flight
                 or self._held + self._buffered >= self.max_unsent
-                or len(self._running) >= self._max_running):
+                or self._bounded >= self._max_bounded):
             return True
         registry = self.registry
         if registry.unsent_bytes < registry.max_unsent_bytes:
@@ -319,8 +322,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._finish(self._metrics(header, body), result, started)
         else:
             task = self._loop.create_task(result)
+            bounded = header.api_key == self._bounded_api
+            self._bounded += bounded
             self._running[event.sequence] = _Running(task, self._metrics(header, body),
-                                                     started, chunked)
+                                                     started, chunked, bounded)
             task.add_done_callback(lambda task, sequence=event.sequence:
                                    self._on_done(sequence, task))
 
@@ -341,6 +346,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _on_done(self, sequence: int, task: asyncio.Task) -> None:
         running = self._running.pop(sequence, None)
+        if running is not None:
+            self._bounded -= running.bounded
         if self._closing or task.cancelled() or running is None:
             return
         error = task.exception()
@@ -473,6 +480,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def _cancel_running(self) -> None:
         running, self._running = self._running, {}
+        self._bounded = 0
         for entry in running.values():
             entry.task.cancel()
 

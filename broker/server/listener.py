@@ -47,6 +47,7 @@ from .connection import BrokerConnection
 from .native_front import NativeFront
 from .connection_registry import ConnectionRegistry
 from .kafka.front import KafkaFront
+from .kafka.replication_rates import ReplicationRates
 from .kafka.services import KafkaServices
 from .state import Broker
 
@@ -209,12 +210,13 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     loop = asyncio.get_running_loop()
     host, port = parse_host_port(config.kafka_listen)
     dispatch, gate = broker.dispatch, broker.gate
+    rates = ReplicationRates(broker.replicas.throttle, config.leader_replication_throttled_rate)
 
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
                              broker.offsets, broker.classic_groups, broker.group_catalog,
-                             None if gate is None else gate.authorizer)
+                             None if gate is None else gate.authorizer, rates=rates)
 
     front = KafkaFront(make_services)
     try:
@@ -297,7 +299,7 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
         server = await loop.create_server(
             lambda: BrokerConnection(front, config, idle_poller, registry, authenticator),
             host, port, reuse_address=True, backlog=1024, ssl=server_ssl,
-            **tls.server_timeouts(server_ssl))
+            start_serving=False, **tls.server_timeouts(server_ssl))
     except OSError as exc:
         raise ListenError("--listen", host, port, exc) from None
     reloads = _reload_on_sighup(loop, broker, config, server_ssl, metrics)
@@ -308,6 +310,9 @@ async def _serve_opened(broker: Broker, config: BrokerConfig, trigger: Awaitable
     except BaseException:
         server.close()
         raise
+    # The native port serves last: once it answers, the Kafka port does too (a client or a
+    # test that waits for the first finds both).
+    await server.start_serving()
     tasks = {
         asyncio.create_task(_periodically(config.log_retention_check_interval_ms,
                                           lambda: _retention(broker), "retention")),

@@ -12,6 +12,7 @@ and TOO_MANY_CONNECTIONS, naming the limit, for a connection over one.
 from __future__ import annotations
 
 import logging
+import math
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import (ApiKey, InvalidRequestError, RequestError,
@@ -46,7 +47,9 @@ class NativeFront:
     chunked_api = ApiKey.FETCH  # a Fetch answer's records go out from their own buffers
     failure_answer = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}  # a handler's bug
     answers_refusals = True
-    max_running = None  # any number of slow answers in flight (up to max_in_flight_requests)
+    # Slow answers (long polls, acks=all produces) run side by side, up to
+    # max_in_flight_requests: each answer counts in the unsent bytes once built.
+    bounded_api, max_bounded = None, math.inf
     metrics = staticmethod(api_metrics)
     finish = staticmethod(finish_request)
 

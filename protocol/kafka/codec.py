@@ -32,6 +32,8 @@ API_NAMES = {
     19: "CreateTopics", 20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId",
     32: "DescribeConfigs",
     36: "SaslAuthenticate", 47: "OffsetDelete",
+    43: "ElectLeaders", 44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments", 60: "DescribeCluster", 35: "DescribeLogDirs",
 }
 API_KEYS = {name: key for key, name in API_NAMES.items()}
 API_VERSIONS = 18

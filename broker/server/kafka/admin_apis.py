@@ -31,7 +31,8 @@ _NULL_UUID = uuid.UUID(int=0)
 _INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
 _EXISTS = int(ErrorCode.TOPIC_ALREADY_EXISTS)  # created meanwhile by another client
 # Kafka's DescribeConfigs sources and types (DescribeConfigsResponse.json).
-_SOURCE = {"topic": 1, "broker": 4, "default": 5}  # DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT
+# DYNAMIC_TOPIC, DYNAMIC_BROKER (rates set at run time), STATIC_BROKER, DEFAULT
+_SOURCE = {"topic": 1, "dynamic_broker": 2, "broker": 4, "default": 5}
 _STRING, _LONG = 2, 5
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
 
@@ -255,9 +256,18 @@ def describe_configs(services: KafkaServices, body: dict, version: int,
                 result.update(error_code=int(answer["error_code"]),
                               error_message=answer.get("error_message"))
                 result["configs"] = _config_entries(
-                    _Entry.of(answer["configs"]), resource["configuration_keys"], version)
+                    _Entry.of(answer["configs"] + _dynamic(services, resource)),
+                    resource["configuration_keys"], version)
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}
+
+
+def _dynamic(services: KafkaServices, resource: dict) -> list[dict]:
+    """A broker's replication rates set at run time (``replication_rates.py``)."""
+    if resource["resource_type"] != _BROKER_RESOURCE or services.rates is None:
+        return []
+    return [{"name": e.name, "value": e.value, "source": "dynamic_broker"}
+            for e in services.rates.entries()]
 
 
 class _Entry:

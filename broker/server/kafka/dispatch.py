@@ -24,6 +24,9 @@ from .data_apis import DATA_ADAPTERS
 from .group_admin_apis import GROUP_ADMIN_ADAPTERS
 from .group_apis import GROUP_ADAPTERS
 from .offset_delete_api import OFFSET_DELETE_ADAPTERS
+from .config_apis import CONFIG_ADAPTERS
+from .log_dirs_api import LOG_DIRS_ADAPTERS
+from .reassign_apis import REASSIGN_ADAPTERS
 
 Adapter = Callable[..., Any]
 
@@ -38,7 +41,8 @@ LISTENER_ADAPTERS: dict[int, Adapter] = {ApiKey.API_VERSIONS: api_versions}
 ADAPTER_GROUPS: tuple[dict[int, Adapter], ...] = (LISTENER_ADAPTERS, DATA_ADAPTERS,
                                                   ADMIN_ADAPTERS, GROUP_ADAPTERS,
                                                   GROUP_ADMIN_ADAPTERS,
-                                                  OFFSET_DELETE_ADAPTERS)
+                                                  OFFSET_DELETE_ADAPTERS, REASSIGN_ADAPTERS,
+                                                  CONFIG_ADAPTERS, LOG_DIRS_ADAPTERS)
 
 # Fetch stops at 12 and Metadata's topic ids stay null: Fetch 13+ names topics by id, which
 # tslog does not have. ListOffsets stops at 7 (8+ adds tiered-storage timestamps -4/-5).
@@ -54,6 +58,8 @@ _VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (1, 5),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
+    # AllowReplicationFactorChange (v1) is not honoured: a reassignment may change it.
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
 }
 # Served by the connection itself (its SCRAM session), not by an adapter: SaslHandshake v1
 # only (v0 would switch the stream to raw tokens), SaslAuthenticate 0-2.

@@ -45,10 +45,12 @@ class KafkaFront:
     chunked_api = None  # every Kafka answer is encoded in chunks (the codec's own)
     failure_answer = None  # no generic error shape: close
     answers_refusals = False  # over a connection limit: closed unanswered
-    # One slow answer at a time (a long poll, an acks=all produce, a large conversion off the
-    # loop): Kafka's broker takes a connection's requests one at a time, its clients expect
-    # no more, and an answer still being built is not yet counted in the unsent bytes.
-    max_running = 1
+    # One Fetch at a time whose answer is still being built (a long poll, a large conversion
+    # off the loop): it holds records not yet counted in the unsent bytes, so a pipelining
+    # client could otherwise have many built at once. Kafka's broker goes further and takes a
+    # connection's requests one at a time; acks=all produces here still run side by side, so
+    # their fsyncs are shared (group commit).
+    bounded_api, max_bounded = int(ApiKey.FETCH), 1
     finish = staticmethod(finish_kafka_request)
 
     def __init__(self, make_services, table=TABLE, advertised=ADVERTISED) -> None:

@@ -29,6 +29,7 @@ from ...groups.committed_offsets import CommittedOffsets
 from ...groups.service import GroupService
 from ...topics import TopicManager
 from ...security.acl import Authorizer
+from .replication_rates import ReplicationRates
 
 
 @dataclass(slots=True)
@@ -51,6 +52,7 @@ class KafkaServices:
     catalog: GroupCatalog  # every group as ListGroups and DescribeGroups show it
     authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
+    rates: ReplicationRates | None = None  # the broker's run-time replication throttles
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""

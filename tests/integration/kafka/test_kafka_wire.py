@@ -56,8 +56,8 @@ def _api_versions_ok(sock, correlation_id: int) -> None:
 def test_an_unserved_api_or_version_is_answered_unsupported_and_the_connection_goes_on(
         kafka_broker):
     with _connect(kafka_broker) as sock:
-        # DescribeCluster (60): not in the codec, not served.
-        _send(sock, struct.pack(">hhih", 60, 0, 11, -1))
+        # DescribeAcls (29): not in the codec, not served.
+        _send(sock, struct.pack(">hhih", 29, 0, 11, -1))
         assert _receive(sock) == struct.pack(">ih", 11, UNSUPPORTED_VERSION)
         # Produce v0: decodable, but not advertised (no RecordBatch v2 before v3).
         _send(sock, encode_request(0, 0, 12, None, {"acks": 1, "timeout_ms": 10,

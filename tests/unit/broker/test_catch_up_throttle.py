@@ -57,3 +57,34 @@ def test_rate_zero_is_no_limit():
         assert throttle.allowance() == -1
         throttle.spent(10**9)
     assert throttle.held_back == 0 and throttle.sent_bytes == 3 * 10**9
+
+
+@given(st.integers(1, 10_000_000), st.integers(1, 10_000_000),
+       st.lists(st.tuples(st.floats(0, 2), st.integers(1, 10**7)), max_size=100))
+def test_a_rate_set_at_run_time_bounds_what_follows(first, second, reads):
+    """Kafka's dynamic ``leader.replication.throttled.rate``: after ``set_rate`` the bytes
+    through stay within the new rate (the bucket keeps at most one second of it)."""
+    clock = Clock()
+    throttle = CatchUpThrottle(first, clock)
+    throttle.spent(first // 2)
+    throttle.set_rate(second)
+    start, largest, sent = clock.now, 0, 0
+    for gap, wanted in reads:
+        clock.now += gap
+        allowance = throttle.allowance()
+        if allowance == 0:
+            continue
+        size = min(wanted, allowance)
+        largest = max(largest, size)
+        throttle.spent(size)
+        sent += size
+    assert sent <= second * (clock.now - start) + second + largest
+
+
+def test_setting_the_rate_to_zero_lifts_the_limit():
+    clock = Clock()
+    throttle = CatchUpThrottle(10, clock)
+    throttle.spent(1000)
+    assert throttle.allowance() == 0
+    throttle.set_rate(0)
+    assert throttle.allowance() == -1
