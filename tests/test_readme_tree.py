@@ -31,3 +31,20 @@ def test_every_package_has_a_row():
 
 def test_every_row_names_a_folder_that_exists():
     assert {f for f in listed_folders() if not (ROOT / f).is_dir()} == set()
+
+
+def named_files() -> list[tuple[str, str]]:
+    """(row's folder, file) for every ``name.py`` a row of the table names in backquotes."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## What is here", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([\w/]+/)`[^|]*\|(.*)\|$", section, flags=re.MULTILINE)
+    return [(folder, name) for folder, text in rows
+            for name in re.findall(r"`([\w/]+\.py)`", text)]
+
+
+def test_every_file_a_row_names_is_in_its_folder():
+    """A moved module (issue 41 moved the groups' stores and services into
+    ``broker/groups/``) must not leave the table pointing at where it was."""
+    named = named_files()
+    assert len(named) > 10, "the check read too few names to mean anything"
+    assert [f"{folder}{name}" for folder, name in named if not (ROOT / folder / name).is_file()] == []

@@ -196,6 +196,34 @@ def test_replication_depends_on_storage_and_the_cluster_view_only():
     assert not offenders, offenders
 
 
+def test_the_groups_sit_below_the_server():
+    """Issue 41: the consumer groups (both coordinators, their stores on disk and in etcd,
+    their services) live in ``broker/groups`` and import nothing of ``broker/server``: the
+    front doors call the groups, never the reverse. Their state lives in storage's files or
+    the cluster's etcd."""
+    groups = [module for module in import_graph() if module.startswith("tslog.broker.groups")]
+    assert {"tslog.broker.groups.service", "tslog.broker.groups.classic_service",
+            "tslog.broker.groups.committed_offsets", "tslog.broker.groups.offset_etcd",
+            "tslog.broker.groups.state_etcd"} <= set(groups)
+    offenders = [f"{module} imports {target}" for module in groups
+                 for target in _broker_imports(module)
+                 if target.startswith(("tslog.broker.server", "tslog.broker.security",
+                                       "tslog.broker.replication"))]
+    assert not offenders, offenders
+
+
+def test_no_group_module_outside_the_groups_folder():
+    """Issue 41: one place for groups. No module of ``broker/`` outside ``broker/groups``
+    is a group store or service (the protocol adapters, ``*group*`` in ``broker/server``
+    and ``broker/server/kafka``, are the front doors' edges and stay there)."""
+    edges = {"broker/server/group_handlers.py", "broker/server/kafka/group_apis.py",
+             "broker/server/kafka/group_admin_apis.py"}
+    strays = [str(path.relative_to(ROOT)) for path in source_files("broker")
+              if "group" in path.name and "groups" not in path.relative_to(ROOT).parts
+              and str(path.relative_to(ROOT)) not in edges]
+    assert strays == []
+
+
 def _given_narrow_services() -> list[Path]:
     """The modules that are handed narrow services, never the broker: every request
     handler module, the connection (it gets the dispatch table) and the metrics (they get
@@ -444,7 +472,7 @@ def test_no_timings_in_comments():
 
 
 # Etcd stores whose move is another part of issue 41 (the groups' stores go to broker/groups/).
-STORES_MOVING_ELSEWHERE = {"EtcdGroupOffsetStore", "EtcdGroupStateStore", "EtcdAclStore"}
+STORES_MOVING_ELSEWHERE = {"EtcdAclStore"}  # ACL stores: broker/cluster vs security/ (not yet moved)
 
 
 def test_etcd_stores_sit_beside_their_interfaces():

@@ -12,7 +12,7 @@ Layout under ``/<cluster_name>/`` (docs/cluster.md has the whole table):
   ``PartitionState.version``
 - ``producer_ids``: ``{"next"}``, the next unallocated producer id block
 - ``consumer_groups/<sha1 of group id>``: the group coordinator's record of one group, written
-  by the controller only (``group_state_store.py``); the cache ignores these keys
+  by the controller only (``groups/state_etcd.py``); the cache ignores these keys
 
 Why a cache applied from events: every broker answers Metadata and every ISR decision from
 memory, in the order etcd applied the changes, without a round trip. No I/O here, so the

@@ -28,7 +28,7 @@ class ReplicaStates(Protocol):
 
 
 class GroupOffsets(Protocol):
-    """Every group's committed offsets (``server.committed_offsets.CommittedOffsets``)."""
+    """Every group's committed offsets (``groups.committed_offsets.CommittedOffsets``)."""
 
     def all_groups(self) -> dict[str, dict]: ...
 
@@ -42,7 +42,7 @@ class GroupDescriptions(Protocol):
 
 
 class Coordinated(Protocol):
-    """Holds the coordinator (``server.group_service.GroupService``). Read at every scrape,
+    """Holds the coordinator (``groups.service.GroupService``). Read at every scrape,
     not once, so a coordinator rebuilt on taking over groups is the one reported; None while
     there is none (a clustered broker between terms as controller)."""
 

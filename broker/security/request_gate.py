@@ -28,7 +28,8 @@ from ..metrics import security_metrics
 from . import ANONYMOUS
 from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
 
-__all__ = ["ANONYMOUS", "RULES", "RequestGate", "decide"]
+__all__ = ["ANONYMOUS", "GROUP_OPERATIONS", "RULES", "RequestGate", "HostAuthorizer", "decide",
+           "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -116,6 +117,50 @@ def _named(operation: str, resource_type: str, request_key: str, response_key: s
         return Partial({**body, request_key: kept} if kept else None,
                        _appending(response_key, entries), {response_key: []})
     return rule
+
+
+# Kafka's mapping of the group APIs to the operation each needs on its group, for both
+# ports: tslog's keys and the Kafka port's own (JoinGroup 11 ... DescribeGroups 15,
+# OffsetDelete 47), so one table says what a group request needs whichever door it came in.
+GROUP_OPERATIONS: dict[int, str] = {
+    8: "Read",       # OffsetCommit
+    9: "Describe",   # OffsetFetch
+    10: "Describe",  # FindCoordinator
+    11: "Read",      # JoinGroup (Kafka port)
+    12: "Read",      # Heartbeat (Kafka port)
+    13: "Read",      # LeaveGroup (Kafka port)
+    14: "Read",      # SyncGroup (Kafka port)
+    15: "Describe",  # DescribeGroups (Kafka port)
+    16: "Describe",  # ListGroups (hides the groups it may not describe)
+    42: "Delete",    # DeleteGroups
+    47: "Delete",    # OffsetDelete (Kafka port)
+    68: "Read",      # ConsumerGroupHeartbeat
+    69: "Describe",  # ConsumerGroupDescribe
+}
+
+
+def may_use_group(authz, principal: str, api_key: int, group_id: str) -> bool:
+    """The one group ACL check of both ports: may ``principal`` make request ``api_key`` on
+    the group? ``authz`` is the authorizer bound to the request's host (``HostAuthorizer``
+    for a Kafka adapter, the gate's own for a native request)."""
+    return authz.authorize(principal, GROUP_OPERATIONS[api_key], "group", group_id)
+
+
+class HostAuthorizer:
+    """The authorizer as the rules see it for a request from ``host`` (ACLs may name one):
+    the Kafka adapters, whose request info carries the host, check through it."""
+
+    __slots__ = ("authz", "host")
+
+    def __init__(self, authz: Authorizer, host: str) -> None:
+        self.authz = authz
+        self.host = host
+
+    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
+        return self.authz.authorize(principal, operation, resource_type, name, self.host)
+
+    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
+        return self.authz.authorize_any(principal, operation, resource_type, self.host)
 
 
 def _message(principal: str, operation: str, kind: str, name: str) -> str:
@@ -229,7 +274,7 @@ def _config_rule(operation: str, describe: bool) -> Rule:
 
 
 def _offset_commit(authz: Authorizer, principal: str, body: dict):
-    if not authz.authorize(principal, "Read", "group", body["group_id"]):
+    if not may_use_group(authz, principal, 8, body["group_id"]):
         return {"topics": [{"topic": t["topic"], "partitions": [
             {"partition": p["partition"], "error_code": GROUP_DENIED}
             for p in t["partitions"]]} for t in body["topics"]]}
@@ -237,7 +282,7 @@ def _offset_commit(authz: Authorizer, principal: str, body: dict):
 
 
 def _offset_fetch(authz: Authorizer, principal: str, body: dict):
-    if not authz.authorize(principal, "Describe", "group", body["group_id"]):
+    if not may_use_group(authz, principal, 9, body["group_id"]):
         return {"error_code": GROUP_DENIED,
                 "error_message": _message(principal, "Describe", "group", body["group_id"])}
     if body["topics"] is None:  # every committed offset: hide topics not describable
@@ -247,7 +292,7 @@ def _offset_fetch(authz: Authorizer, principal: str, body: dict):
     return _fetch_offset_topics(authz, principal, body)
 
 
-_find_coordinator = _named("Describe", "group", "keys", "coordinators",
+_find_coordinator = _named(GROUP_OPERATIONS[10], "group", "keys", "coordinators",
                            lambda principal, key: {"key": key, "node_id": -1, "host": "",
                                                    "port": 0, "error_code": GROUP_DENIED})
 
@@ -256,13 +301,13 @@ def _list_groups(authz: Authorizer, principal: str, body: dict):
     if authz.authorize(principal, "Describe", "cluster", CLUSTER_NAME):
         return None
     return Partial(body, _keeping("groups", lambda g: g["group_id"], lambda name:
-                                  authz.authorize(principal, "Describe", "group", name)), {},
+                                  may_use_group(authz, principal, 16, name)), {},
                    denied=False)
 
 
-_delete_groups = _named("Delete", "group", "groups", "results",
+_delete_groups = _named(GROUP_OPERATIONS[42], "group", "groups", "results",
                         lambda principal, group: {"group_id": group, "error_code": GROUP_DENIED})
-_describe_groups = _named("Describe", "group", "groups", "groups",
+_describe_groups = _named(GROUP_OPERATIONS[69], "group", "groups", "groups",
                           lambda principal, group: {
                               "group_id": group, "error_code": GROUP_DENIED, "state": "",
                               "group_epoch": -1, "assignment_epoch": -1, "assignor": "",
@@ -272,7 +317,7 @@ _describe_groups = _named("Describe", "group", "groups", "groups",
 def _heartbeat(authz: Authorizer, principal: str, body: dict):
     """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848 check)."""
     code = 0
-    if not authz.authorize(principal, "Read", "group", body["group_id"]):
+    if not may_use_group(authz, principal, 68, body["group_id"]):
         code = GROUP_DENIED
     elif any(not authz.authorize(principal, "Describe", "topic", name)
              for name in body["subscribed_topics"] or ()):

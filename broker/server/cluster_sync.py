@@ -27,18 +27,18 @@ from typing import Callable
 
 from ..cluster.acl_store import EtcdAclStore
 from ..cluster.etcd_view import EtcdClusterView
-from ..cluster.group_state_store import EtcdGroupStateStore
-from ..cluster.group_store import EtcdGroupOffsetStore
 from ..cluster.reassign_store import EtcdReassignments
 from ..cluster.records import Changes, TopicRecord
 from ..metadata.etcd_store import EtcdMetadataStore
 from ..config import BrokerConfig, parse_host_port
+from ..groups.offset_etcd import EtcdGroupOffsetStore
+from ..groups.service import GroupService
+from ..groups.state_etcd import EtcdGroupStateStore
 from ..metadata import META_DIR
 from ..metrics.definitions import forget_topic
 from ..security.etcd_credentials import EtcdCredentialStore
 from ..storage.files import remove_retired, write_atomically
 from ..topics import TopicManager
-from .group_service import GroupService
 from .state import Broker
 
 log = logging.getLogger("tslog.broker.cluster")

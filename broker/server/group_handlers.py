@@ -4,12 +4,13 @@ ConsumerGroupHeartbeat, ConsumerGroupDescribe, ListGroups, DeleteGroups.
 Each turns a request body into ``GroupService`` calls and the answer back into a body; the
 rules (epochs, assignment, fencing, expiry) live in ``broker.groups``.
 
-A group exists if the coordinator knows it *or* it has committed offsets (as in Kafka): a
-group whose clients only ever committed (``assign()`` and commit, no membership) is listed and
-described as ``Empty`` with no members, and DeleteGroups deletes it; deleting any group
-deletes its committed offsets too, so a group made again under the name starts afresh. A Kafka
-client's classic group with members is described too, in the same shape (its members' hosts
-and client ids beside the KIP-848 members'), so ``tslog groups describe`` shows every group.
+ListGroups and ConsumerGroupDescribe read one view of every group (``groups.catalog``),
+whichever protocol its members speak, so they agree: a group exists if either coordinator
+knows it *or* it has committed offsets (as in Kafka): a group whose clients only ever
+committed (``assign()`` and commit, no membership) is listed and described as ``Empty`` with
+no members, and DeleteGroups deletes it; deleting any group deletes its committed offsets
+too, so a group made again under the name starts afresh. A Kafka client's classic group is
+described in the same shape (its members' hosts and client ids beside the KIP-848 members').
 
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
@@ -24,19 +25,13 @@ import logging
 
 from tslog.protocol.errors import ErrorCode
 
-from ..group_offsets import group_id_problem
-from ..groups import GroupDescription, GroupState, MemberDescription
+from ..groups.offset_files import group_id_problem
+from ..groups.catalog import CLASSIC, MemberView
+from ..groups.consumer_protocol import by_topic
 from ..metrics.observe import forget_group
 from .services import GroupApis
 
 log = logging.getLogger("tslog.broker.groups")
-
-
-def _by_topic(partitions) -> list[dict]:
-    topics: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
-        topics.setdefault(topic, []).append(partition)
-    return [{"topic": topic, "partitions": parts} for topic, parts in topics.items()]
 
 
 def _pairs(groups) -> list[tuple[str, int]] | None:
@@ -92,22 +87,15 @@ async def handle_consumer_group_heartbeat(services: GroupApis, body: dict) -> di
     return {"error_code": int(answer.error), "member_id": answer.member_id,
             "member_epoch": answer.member_epoch,
             "heartbeat_interval_ms": answer.heartbeat_interval_ms,
-            "assignment": None if answer.assignment is None else _by_topic(answer.assignment)}
+            "assignment": None if answer.assignment is None else by_topic(answer.assignment)}
 
 
-def _member(member: MemberDescription) -> dict:
+def _member(member: MemberView) -> dict:
     return {"member_id": member.member_id, "member_epoch": member.member_epoch,
-            "state": member.state.name, "subscribed_topics": sorted(member.subscribed_topics),
-            "assigned": _by_topic(member.assigned), "revoking": _by_topic(member.revoking),
-            "target": _by_topic(member.target), "client_id": member.client_id,
+            "state": member.state, "subscribed_topics": list(member.subscribed_topics),
+            "assigned": by_topic(member.assigned), "revoking": by_topic(member.revoking),
+            "target": by_topic(member.target), "client_id": member.client_id,
             "client_host": member.client_host}
-
-
-def _group(group: GroupDescription) -> dict:
-    return {"group_id": group.group_id, "error_code": int(group.error),
-            "state": group.state.name, "group_epoch": group.group_epoch,
-            "assignment_epoch": group.assignment_epoch, "assignor": group.assignor,
-            "members": [_member(member) for member in group.members]}
 
 
 def _unserved(group_id: str, code: ErrorCode) -> dict:
@@ -115,23 +103,14 @@ def _unserved(group_id: str, code: ErrorCode) -> dict:
             "assignment_epoch": -1, "assignor": "", "members": []}
 
 
-def _offsets_only(services: GroupApis, group_id: str) -> dict:
-    """A group the coordinator does not know but which has committed offsets: Empty."""
-    return {"group_id": group_id, "error_code": 0, "state": GroupState.EMPTY.name,
-            "group_epoch": 0, "assignment_epoch": 0,
-            "assignor": services.groups.config.assignor, "members": []}
-
-
 def _describe(services: GroupApis, group_id: str) -> dict:
-    described = services.groups.coordinator.describe(group_id)
-    if not described.members:  # a group id is one kind while it has members (ListGroups)
-        classic = services.groups.classic_describe(group_id)
-        if classic is not None:
-            return classic
-    if (described.error is ErrorCode.GROUP_ID_NOT_FOUND
-            and services.offsets.has_offsets(group_id)):
-        return _offsets_only(services, group_id)
-    return _group(described)
+    """The group as ``groups.catalog`` sees it (the view ListGroups lists)."""
+    view = services.group_catalog.describe(group_id)
+    if view is None:
+        return _unserved(group_id, ErrorCode.GROUP_ID_NOT_FOUND)
+    return {"group_id": group_id, "error_code": 0, "state": view.state,
+            "group_epoch": view.group_epoch, "assignment_epoch": view.assignment_epoch,
+            "assignor": view.assignor, "members": [_member(m) for m in view.members]}
 
 
 def handle_consumer_group_describe(services: GroupApis, body: dict) -> dict:
@@ -142,37 +121,33 @@ def handle_consumer_group_describe(services: GroupApis, body: dict) -> dict:
 
 
 def handle_list_groups(services: GroupApis, body: dict) -> dict:
-    """The coordinator's groups, Kafka's classic groups (their states are Kafka's names, e.g.
-    PREPARING_REBALANCE) and every group with committed offsets (Empty, 0 members), sorted
-    by id; ``states`` (if given) keeps only groups in one of them."""
+    """Every group ``groups.catalog`` knows (tslog's, Kafka's classic groups with their state
+    names, e.g. PREPARING_REBALANCE, and groups that only have committed offsets: Empty, 0
+    members), sorted by id; ``states`` (if given) keeps only groups in one of them."""
     code = coordinator_problem(services)
     if code:
         return {"error_code": int(code), "groups": []}
-    listed = {listing.group_id: (listing.state.name, listing.member_count)
-              for listing in services.groups.coordinator.list_groups()}
-    for group_id, state, members in services.groups.classic_listing():  # Kafka's classic
-        if not listed.get(group_id, ("", 0))[1]:  # a group id is one kind while it has members
-            listed[group_id] = (state, members)
-    for group_id, offsets in services.offsets.all_groups().items():
-        if offsets and group_id not in listed:
-            listed[group_id] = (GroupState.EMPTY.name, 0)
     states = None if body["states"] is None else {state.upper() for state in body["states"]}
     return {"error_code": 0, "groups": [
-        {"group_id": group_id, "state": state, "members": members}
-        for group_id, (state, members) in sorted(listed.items())
-        if states is None or state in states]}
+        {"group_id": view.group_id, "state": view.state, "members": view.member_count}
+        for view in services.group_catalog.list_groups()
+        if states is None or view.state in states]}
 
 
 async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
     """Delete the group's coordinator state, then all its committed offsets (NONE);
-    NON_EMPTY_GROUP while it has members and GROUP_ID_NOT_FOUND if it has neither state nor
-    offsets, both changing nothing. The group's offset lock is held throughout, so a commit
-    waits and lands after the delete, never in between. A failed offset delete answers
-    KAFKA_STORAGE_ERROR; the group then has offsets only, and a retry deletes them."""
+    NON_EMPTY_GROUP while it has members, of either protocol, and GROUP_ID_NOT_FOUND if
+    ``group_catalog`` does not know it, both changing nothing. The group's offset lock is held
+    throughout, so a commit waits and lands after the delete, never in between. A failed
+    offset delete answers KAFKA_STORAGE_ERROR; the group then has offsets only, and a retry
+    deletes them. An empty classic group is forgotten last, so it is listed no more."""
     async with services.offsets.group_lock(group_id):
+        view = services.group_catalog.describe(group_id)
+        if view is not None and view.kind == CLASSIC and view.members:
+            return ErrorCode.NON_EMPTY_GROUP
         code = await services.groups.delete_group(group_id)
-        if code is ErrorCode.GROUP_ID_NOT_FOUND and services.offsets.has_offsets(group_id):
-            code = ErrorCode.NONE
+        if code is ErrorCode.GROUP_ID_NOT_FOUND and view is not None:
+            code = ErrorCode.NONE  # a classic or offsets-only group: nothing of tslog's
         if code is not ErrorCode.NONE:
             return code
         if services.offsets.has_offsets(group_id):
@@ -182,6 +157,7 @@ async def delete_group(services: GroupApis, group_id: str) -> ErrorCode:
                 log.error("deleting the committed offsets of group %r failed: %r",
                           group_id, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
+        services.classic_groups.forget(group_id)
         forget_group(group_id)
         return ErrorCode.NONE
 

@@ -20,7 +20,7 @@ import logging
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import api_versions_list
 
-from ..group_offsets import MAX_METADATA_BYTES, group_id_problem
+from ..groups.offset_files import MAX_METADATA_BYTES, group_id_problem
 from ..metadata import topic_name_problem
 from ..metrics.observe import observe_commit
 from ..topics import TopicError

@@ -215,7 +215,7 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
-                             broker.offsets, broker.classic_groups,
+                             broker.offsets, broker.classic_groups, broker.group_catalog,
                              None if gate is None else gate.authorizer, rates=rates)
 
     front = KafkaFront(make_services)

@@ -37,15 +37,17 @@ from tslog.protocol.errors import ErrorCode
 
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
+from ..groups.catalog import GroupCatalog
+from ..groups.classic_service import ClassicGroupService
+from ..groups.committed_offsets import CommittedOffsets
+from ..groups.service import GroupService
 from ..metadata import TopicMetadata
 from ..replication.manager import ReplicaManager
 from ..security.acl_store import AclService
 from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
-from .committed_offsets import CommittedOffsets
 from .durability import AppendNotifier, GroupCommitter
-from .group_service import GroupService
 from .partition_lists import PartitionLists
 from .reassign_service import ReassignmentService
 from .topic_service import TopicService
@@ -94,6 +96,8 @@ class GroupApis(Protocol):
     offsets: CommittedOffsets
     groups: GroupService  # the consumer-group coordinator
     cluster: ClusterView  # where the coordinator is
+    group_catalog: GroupCatalog  # every group as ListGroups and the describe APIs show it
+    classic_groups: ClassicGroupService  # Kafka's classic groups: DeleteGroups forgets one
 
 
 class AclApis(Protocol):
@@ -142,6 +146,8 @@ class GroupServices:
     offsets: CommittedOffsets
     groups: GroupService
     cluster: ClusterView
+    group_catalog: GroupCatalog
+    classic_groups: ClassicGroupService
 
 
 @dataclass(frozen=True, slots=True)

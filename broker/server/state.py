@@ -24,8 +24,12 @@ from tslog.protocol.sasl import ScramLogin
 
 from ..cluster.view import ClusterView, LocalClusterView, kafka_address
 from ..config import BrokerConfig, parse_host_port
-from ..group_offsets import GroupOffsetStore
-from ..group_state import GroupStateStore
+from ..groups.catalog import GroupCatalog
+from ..groups.classic_service import ClassicGroupService
+from ..groups.committed_offsets import CommittedOffsets, OffsetStore
+from ..groups.offset_files import GroupOffsetStore
+from ..groups.service import GroupService
+from ..groups.state_files import GroupStateStore
 from ..metadata import LocalMetadataStore, MetadataStore
 from ..metrics.sources import ScrapeSources
 from ..replication.manager import ReplicaManager
@@ -37,9 +41,6 @@ from ..security.scram import Authenticator
 from ..security.tls import peer_context
 from ..topics import TopicManager
 from .clock import BrokerClock
-from .classic_group_service import ClassicGroupService
-from .committed_offsets import CommittedOffsets, OffsetStore
-from .group_service import GroupService
 from .dispatch import Dispatch, bind_handlers
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
@@ -113,8 +114,9 @@ class Broker:
         # offsets in ``offsets``; a group id is a classic group or a tslog one, never both.
         self.classic_groups = ClassicGroupService(clock, self._native_group_busy)
         self.groups.classic_busy = self.classic_groups.has_members
-        self.groups.classic_listing = self.classic_groups.listings
-        self.groups.classic_describe = self.classic_groups.described
+        # The one view of a group, whichever protocol its members speak, that ListGroups and
+        # the describe APIs of both ports read.
+        self.group_catalog = GroupCatalog(self.groups, self.classic_groups, self.offsets)
         # Metadata's partition list per topic, kept until the topic or a state changes.
         self.partition_lists = PartitionLists(self.cluster)
         self.replicas = ReplicaManager(
@@ -131,7 +133,8 @@ class Broker:
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
                           self.partition_lists, self.reassignments),
-            GroupServices(topics, self.offsets, self.groups, self.cluster),
+            GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog,
+                          self.classic_groups),
             AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,

@@ -24,7 +24,7 @@ from ..cluster.errors import ClusterError
 from ..metadata import TopicMetadata
 from ..metrics.definitions import forget_topic
 from ..topics import TopicError, TopicManager
-from .committed_offsets import CommittedOffsets
+from ..groups.committed_offsets import CommittedOffsets
 from .error_codes import error_code_for
 
 log = logging.getLogger("tslog.broker.handlers")

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 from tslog.broker.cluster.etcd import Etcd
-from tslog.broker.cluster.group_state_store import EtcdGroupStateStore, FencedWriteError
+from tslog.broker.groups.state_etcd import EtcdGroupStateStore, FencedWriteError
 from tslog.broker.cluster.records import ClusterKeys
 from tslog.broker.metadata import TopicMetadata
 from tslog.broker.server.clock import BrokerClock
-from tslog.broker.server.group_service import GroupService
+from tslog.broker.groups.service import GroupService
 from tslog.protocol.errors import ErrorCode
 
 

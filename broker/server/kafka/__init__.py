@@ -8,5 +8,5 @@ msgpack listener uses (so validation, durability, idempotence, long polls and AC
 shared), and translates the answer back. Records are converted per batch at this edge; they
 stay stored in tslog's format. ``group_apis`` serves the classic consumer-group APIs
 (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
-through ``classic_group_service``. docs/kafka.md is the user's page.
+through ``groups.classic_service``. docs/kafka.md is the user's page.
 """

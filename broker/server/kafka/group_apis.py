@@ -12,12 +12,15 @@ Kafka response body for the same version, and ``info`` is the request's
 - Placement as for tslog's groups: the controller coordinates (a single broker is its own);
   FindCoordinator names it by its Kafka address (``kafka_address``), other brokers answer the
   group APIs with NOT_COORDINATOR.
-- ACLs are checked here, with ``info.principal`` (Kafka's mapping): Describe on the group for
-  FindCoordinator and OffsetFetch (plus Describe on each topic; with "all topics" the others
-  are left out), Read on the group for JoinGroup, SyncGroup, Heartbeat and LeaveGroup, Read on
-  the group and on each topic for OffsetCommit. With the authorizer off, ``authorizer`` is None
-  and nothing is checked. Why here and not in ``request_gate``: Kafka's bodies have other
-  shapes and versions than tslog's, and the gate's rules are written for tslog's.
+- ACLs, with ``info.principal`` from the request's host: the group's by the gate's one check
+  (``request_gate.may_use_group``, Kafka's mapping of each API to an operation, the table the
+  native port's requests pass too): Describe for FindCoordinator and OffsetFetch, Read for
+  JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit; then Describe on each topic
+  for OffsetFetch (with "all topics" the others are left out) and Read on each topic for
+  OffsetCommit. A denied group answers GROUP_AUTHORIZATION_FAILED before any service is
+  called, so it changes nothing. The bodies are Kafka's (other shapes and versions than
+  tslog's), so the adapter calls the check where its body names the group. With the
+  authorizer off, ``authorizer`` is None and nothing is checked.
 
 Every user error is an error code in the answer; nothing here raises on a well-typed body.
 """
@@ -29,14 +32,15 @@ from dataclasses import dataclass
 
 from tslog.protocol.errors import ErrorCode
 
-from ...group_offsets import MAX_METADATA_BYTES, group_id_problem
+from ...groups.classic_service import ClassicGroupService
+from ...groups.committed_offsets import CommittedOffsets
+from ...groups.offset_files import MAX_METADATA_BYTES, group_id_problem
+from ...groups.service import GroupService
 from ...security.acl import Authorizer
+from ...security.request_gate import HostAuthorizer, may_use_group
 from ...topics import TopicManager
 from ...cluster.view import ClusterView
-from ..classic_group_service import ClassicGroupService
-from ..committed_offsets import CommittedOffsets
 from ..group_handlers import coordinator_problem
-from ..group_service import GroupService
 from ..handlers import commit_durably
 
 
@@ -70,17 +74,24 @@ def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] 
                               kafka_address)
 
 
-def _allowed(services: KafkaGroupServices, info, operation: str, kind: str, name: str) -> bool:
+def group_allowed(services, info, api_key: int, group_id: str) -> bool:
+    """The gate's group check (``request_gate.may_use_group``) for a Kafka request."""
     authorizer = services.authorizer
-    return authorizer is None or authorizer.authorize(info.principal, operation, kind, name,
-                                                      info.client_host)
+    return authorizer is None or may_use_group(HostAuthorizer(authorizer, info.client_host),
+                                               info.principal, api_key, group_id)
 
 
-def _group_problem(services: KafkaGroupServices, info, operation: str, group_id: str) -> int:
+def topic_allowed(services, info, operation: str, topic: str) -> bool:
+    authorizer = services.authorizer
+    return authorizer is None or authorizer.authorize(info.principal, operation, "topic",
+                                                      topic, info.client_host)
+
+
+def _group_problem(services: KafkaGroupServices, info, api_key: int, group_id: str) -> int:
     """The group-level refusal of a request (0: none): a bad id, the ACL, the placement."""
     if group_id_problem(group_id) is not None:
         return ErrorCode.INVALID_GROUP_ID
-    if not _allowed(services, info, operation, "group", group_id):
+    if not group_allowed(services, info, api_key, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return coordinator_problem(services)
 
@@ -107,7 +118,7 @@ def _coordinator(services: KafkaGroupServices, info, key: str, key_type: int) ->
         answer["error_message"] = "only group coordinators (key type 0): no transactions here"
     elif group_id_problem(key) is not None:
         answer["error_code"] = ErrorCode.INVALID_GROUP_ID
-    elif not _allowed(services, info, "Describe", "group", key):
+    elif not group_allowed(services, info, 10, key):
         answer["error_code"] = ErrorCode.GROUP_AUTHORIZATION_FAILED
     else:
         controller = services.cluster.controller_id()
@@ -127,7 +138,7 @@ def _coordinator(services: KafkaGroupServices, info, key: str, key_type: int) ->
 
 async def join_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
     group_id, member_id = body["group_id"], body["member_id"]
-    code = _group_problem(services, info, "Read", group_id)
+    code = _group_problem(services, info, 11, group_id)
     if code:
         return _join_error(code, member_id, version)
     session_ms = body["session_timeout_ms"]
@@ -154,7 +165,7 @@ def _join_error(code: int, member_id: str, version: int) -> dict:
 
 async def sync_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
     group_id = body["group_id"]
-    code = _group_problem(services, info, "Read", group_id)
+    code = _group_problem(services, info, 14, group_id)
     if code:
         return {"error_code": int(code), "assignment": b""}
     assignments = {entry["member_id"]: entry["assignment"] for entry in body["assignments"]}
@@ -167,7 +178,7 @@ async def sync_group(services: KafkaGroupServices, body: dict, version: int, inf
 
 def heartbeat(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
     group_id = body["group_id"]
-    code = _group_problem(services, info, "Read", group_id)
+    code = _group_problem(services, info, 12, group_id)
     if not code:
         code = services.classic.heartbeat(group_id, body["generation_id"], body["member_id"])
     return {"error_code": int(code)}
@@ -177,7 +188,7 @@ def leave_group(services: KafkaGroupServices, body: dict, version: int, info) ->
     group_id = body["group_id"]
     members = ([entry["member_id"] for entry in body["members"]] if version >= 3
                else [body["member_id"]])
-    code = _group_problem(services, info, "Read", group_id)
+    code = _group_problem(services, info, 13, group_id)
     if code:
         return {"error_code": int(code), "members": []}
     codes = services.classic.leave(group_id, members)
@@ -195,13 +206,13 @@ def offset_commit(services: KafkaGroupServices, body: dict, version: int, info):
     """Offsets of every partition that passes the topic checks are stored together, once the
     group's coordinator accepts the committer (``_fence``); the answer waits for the fsync."""
     group_id = body["group_id"]
-    refused = _group_problem(services, info, "Read", group_id) or _fence(services, body, version)
+    refused = _group_problem(services, info, 8, group_id) or _fence(services, body, version)
     offsets = {}
     topics_out = []
     for topic in body["topics"]:
         name = topic["name"]
         topic_code = refused
-        if not topic_code and not _allowed(services, info, "Read", "topic", name):
+        if not topic_code and not topic_allowed(services, info, "Read", name):
             topic_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         parts_out = []
         for entry in topic["partitions"]:
@@ -256,7 +267,7 @@ def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -
 
 
 def _fetch_group(services: KafkaGroupServices, info, group_id: str, requested) -> dict:
-    code = _group_problem(services, info, "Describe", group_id)
+    code = _group_problem(services, info, 9, group_id)
     if code:
         topics = [{"name": t["name"], "partitions": [_fetched(p, -1, "", 0)
                                                       for p in t["partition_indexes"]]}
@@ -269,11 +280,11 @@ def _fetch_group(services: KafkaGroupServices, info, group_id: str, requested) -
             by_topic.setdefault(topic, []).append(partition)
         requested = [{"name": name, "partition_indexes": parts}
                      for name, parts in by_topic.items()
-                     if _allowed(services, info, "Describe", "topic", name)]
+                     if topic_allowed(services, info, "Describe", name)]
     topics = []
     for topic in requested:
         name = topic["name"]
-        if not _allowed(services, info, "Describe", "topic", name):
+        if not topic_allowed(services, info, "Describe", name):
             partitions = [_fetched(p, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                           for p in topic["partition_indexes"]]
         else:

@@ -25,17 +25,12 @@ import struct
 from tslog.protocol.errors import ErrorCode
 
 from ..group_handlers import coordinator_problem
+from .group_apis import group_allowed, topic_allowed
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
 
 _EVERY_TOPIC = None  # a subscription that could not be read
-
-
-def _allowed(services: KafkaServices, info: KafkaRequestInfo, operation: str, kind: str,
-             name: str) -> bool:
-    authorizer = services.authorizer
-    return authorizer is None or authorizer.authorize(info.principal, operation, kind, name,
-                                                      info.client_host)
+OFFSET_DELETE = 47  # Kafka's api key (tslog's own protocol has none)
 
 
 def _whole(code: int) -> dict:
@@ -47,7 +42,7 @@ def _group_problem(services: KafkaServices, info: KafkaRequestInfo, group_id: st
     placement = coordinator_problem(services)
     if placement:
         return placement
-    if not _allowed(services, info, "Delete", "group", group_id):
+    if not group_allowed(services, info, OFFSET_DELETE, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
     coordinator = services.groups.coordinator
     native = coordinator is not None and bool(coordinator.describe(group_id).members)
@@ -116,7 +111,7 @@ async def offset_delete(services: KafkaServices, body: dict, version: int,
     gone, topics_out = [], []
     for topic in body["topics"]:
         name = topic["name"]
-        topic_code = 0 if _allowed(services, info, "Read", "topic", name) else \
+        topic_code = 0 if topic_allowed(services, info, "Read", name) else \
             ErrorCode.TOPIC_AUTHORIZATION_FAILED
         partitions = []
         for entry in topic["partitions"]:
@@ -136,4 +131,4 @@ async def offset_delete(services: KafkaServices, body: dict, version: int,
     return {"error_code": 0, "throttle_time_ms": 0, "topics": topics_out}
 
 
-OFFSET_DELETE_ADAPTERS = {47: offset_delete}  # OffsetDelete: tslog's protocol has no twin
+OFFSET_DELETE_ADAPTERS = {OFFSET_DELETE: offset_delete}  # OffsetDelete: tslog's protocol has no twin

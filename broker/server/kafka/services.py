@@ -12,7 +12,8 @@ topic catalog (each topic's ``message.timestamp.type`` decides how batches and t
 are translated), the cluster view (brokers' Kafka addresses, partition leader epochs) and
 the broker's settings; and, for the group adapters (``group_apis.py``, which read the same
 attributes as their own ``KafkaGroupServices``), tslog's group coordinator, the classic
-groups, the committed offsets and the authorizer.
+groups, the committed offsets, the one view of every group (``groups.catalog``) and the
+authorizer.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from typing import Any, Callable
 
 from ...cluster.view import ClusterView
 from ...config import BrokerConfig
+from ...groups.catalog import GroupCatalog
+from ...groups.classic_service import ClassicGroupService
+from ...groups.committed_offsets import CommittedOffsets
+from ...groups.service import GroupService
 from ...topics import TopicManager
 from ...security.acl import Authorizer
-from ..classic_group_service import ClassicGroupService
-from ..committed_offsets import CommittedOffsets
-from ..group_service import GroupService
 from .replication_rates import ReplicationRates
 
 
@@ -47,6 +49,7 @@ class KafkaServices:
     groups: GroupService  # the consumer-group coordinator, for the group adapters
     offsets: CommittedOffsets  # the groups' committed offsets
     classic: ClassicGroupService  # Kafka's classic groups (JoinGroup, SyncGroup, ...)
+    catalog: GroupCatalog  # every group as ListGroups and DescribeGroups show it
     authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
     rates: ReplicationRates | None = None  # the broker's run-time replication throttles

@@ -9,7 +9,7 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tslog.broker.server.classic_group_service import consumer_assignment
+from tslog.broker.groups.consumer_protocol import consumer_assignment
 
 
 def assignment(topics: dict[str, list[int]], user_data: bytes = b"") -> bytes:

@@ -3,7 +3,7 @@ a deleted topic takes away stays away when the data directory is opened again.""
 
 from __future__ import annotations
 
-from tslog.broker.group_offsets import GroupOffsetStore
+from tslog.broker.groups.offset_files import GroupOffsetStore
 
 
 async def test_a_deleted_group_is_gone_after_a_reopen_and_others_stay(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from tslog.broker.metadata import TopicMetadata
 from tslog.broker.server.clock import BrokerClock
-from tslog.broker.server.group_service import GroupService
+from tslog.broker.groups.service import GroupService
 from tslog.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(30)

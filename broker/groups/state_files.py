@@ -2,7 +2,7 @@
 
 Layout: one JSON file per group, ``DATA_DIR/__meta/consumer_groups/<sha1 of group id>.json``,
 holding the coordinator's ``group_record`` (members, epochs, assignments), replaced atomically
-(temp file, fsync, rename, directory fsync) as committed offsets are (``group_offsets.py``).
+(temp file, fsync, rename, directory fsync) as committed offsets are (``offset_files.py``).
 
 Why durable before answering: a heartbeat's answer hands a member partitions and an epoch; a
 broker restarted from an older state would hand the same partitions to another member while
@@ -18,8 +18,8 @@ import json
 import logging
 from pathlib import Path
 
-from .metadata import META_DIR
-from .storage.files import fsync_directory, write_atomically
+from ..metadata import META_DIR
+from ..storage.files import fsync_directory, write_atomically
 
 log = logging.getLogger("tslog.broker.groups")
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import struct
 from collections.abc import Callable, Iterable, Mapping
 
 from tslog.protocol.errors import ErrorCode
 
-from ..groups.classic import (
+from .classic import (
     PENDING,
     ClassicConfig,
     ClassicGroupDescription,
@@ -33,14 +32,13 @@ from ..groups.classic import (
     JoinResponse,
     SyncResponse,
 )
-from .clock import BrokerClock
+from .clock import Clock
 
 log = logging.getLogger("tslog.broker.groups")
 
 # The timer sleeps until the machine's next deadline, but never longer than this: a request
 # may bring a deadline earlier meanwhile (no wake-up signal needed; lateness is bounded).
 TIMER_MAX_S = 0.2
-_INT16, _INT32 = struct.Struct(">h"), struct.Struct(">i")
 
 
 class ClassicGroupService:
@@ -51,7 +49,7 @@ class ClassicGroupService:
         native_busy: group id -> whether a KIP-848 group of that id has members.
     """
 
-    def __init__(self, clock: BrokerClock, native_busy: Callable[[str], bool] = lambda _: False,
+    def __init__(self, clock: Clock, native_busy: Callable[[str], bool] = lambda _: False,
                  config: ClassicConfig | None = None) -> None:
         self.clock = clock
         self.native_busy = native_busy
@@ -67,33 +65,13 @@ class ClassicGroupService:
         """The group's state and members (DEAD if unknown), for DescribeGroups."""
         return self.machine.describe(group_id)
 
+    def group_ids(self) -> list[str]:
+        """Every classic group's id, with members or not, sorted."""
+        return self.machine.group_ids()
+
     def forget(self, group_id: str) -> bool:
         """Drop a group without members once its offsets are deleted (DeleteGroups)."""
         return self.machine.forget(group_id)
-
-    def listings(self) -> list[tuple[str, str, int]]:
-        """(group id, state, member count) of every classic group, for ListGroups."""
-        described = (self.machine.describe(group_id) for group_id in self.machine.group_ids())
-        return [(d.group_id, d.state.name, len(d.members)) for d in described]
-
-    def described(self, group_id: str) -> dict | None:
-        """A classic group with members in ConsumerGroupDescribe's shape (``tslog groups
-        describe`` shows every kind of group alike), or None if it has none. The generation
-        stands for both epochs; a member's partitions are read from the consumer protocol's
-        assignment the leader sent (none if it is another protocol's or unreadable)."""
-        group = self.machine.describe(group_id)
-        if not group.members:
-            return None
-        consumer = group.protocol_type == "consumer"
-        return {"group_id": group_id, "error_code": 0, "state": group.state.name,
-                "group_epoch": group.generation_id, "assignment_epoch": group.generation_id,
-                "assignor": group.protocol_name or "", "members": [
-                    {"member_id": m.member_id, "member_epoch": group.generation_id,
-                     "state": "STABLE" if group.state.name == "STABLE" else "REBALANCING",
-                     "subscribed_topics": [], "revoking": [], "target": [],
-                     "assigned": consumer_assignment(m.assignment) if consumer else [],
-                     "client_id": m.client_id, "client_host": m.client_host}
-                    for m in group.members]}
 
     # -- the timer ---------------------------------------------------------------------------
 
@@ -195,23 +173,3 @@ class ClassicGroupService:
 
 class _NotAvailable(Exception):
     """The service stopped while a request waited."""
-
-
-def consumer_assignment(data: bytes) -> list[dict]:
-    """Kafka's ConsumerProtocolAssignment (int16 version, [topic, [partition]], user data)
-    as ``[{"topic", "partitions"}]``; [] for bytes that are not one (a leader's bytes are
-    any client's, so they are read defensively)."""
-    try:
-        (count,), at = _INT32.unpack_from(data, 2), 6
-        topics = []
-        for _ in range(min(count, len(data))):
-            (length,) = _INT16.unpack_from(data, at)
-            topic = data[at + 2:at + 2 + length].decode()
-            (partitions,) = _INT32.unpack_from(data, at + 2 + length)
-            at += 6 + length
-            numbers = list(struct.unpack_from(f">{partitions}i", data, at))
-            at += 4 * partitions
-            topics.append({"topic": topic, "partitions": sorted(n for n in numbers if n >= 0)})
-        return topics
-    except (struct.error, UnicodeDecodeError, ValueError, MemoryError):
-        return []

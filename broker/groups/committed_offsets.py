@@ -13,13 +13,13 @@ import asyncio
 import logging
 from typing import Protocol
 
-from ..group_offsets import Offsets
+from .offset_files import Offsets
 
 log = logging.getLogger("tslog.broker.handlers")
 
 
 class OffsetStore(Protocol):
-    """Where committed offsets are kept (``group_offsets`` or ``cluster.group_store``)."""
+    """Where committed offsets are kept (``offset_files`` or ``offset_etcd``)."""
 
     def fetch(self, group_id: str) -> Offsets: ...
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import logging
 
-from .etcd import Etcd, EtcdError
-from .group_store import group_hash
-from .records import ClusterKeys
+from ..cluster.etcd import Etcd, EtcdError
+from ..cluster.records import ClusterKeys
+from .offset_etcd import group_hash
 
 log = logging.getLogger("tslog.broker.groups")
 

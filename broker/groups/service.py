@@ -9,9 +9,9 @@ nothing. Writes of one group are serialised by a FIFO lock and always write the 
 newest state, so an older state never lands after a newer one.
 
 Where it runs: a single broker coordinates every group from the moment it opens, its state
-in the data directory (``group_state.GroupStateStore``). In a cluster the coordinator is the
+in the data directory (``state_files.GroupStateStore``). In a cluster the coordinator is the
 controller: ``serve_with`` starts a *term* (a coordinator rebuilt from the etcd store of one
-controller epoch, ``cluster.group_state_store``) when this broker becomes controller and
+controller epoch, ``state_etcd``) when this broker becomes controller and
 ends it when it stops being one; between terms ``coordinator`` is None and nothing is
 answered from memory that another broker may have changed.
 """
@@ -24,10 +24,11 @@ from typing import Callable, Protocol
 
 from tslog.protocol.errors import ErrorCode
 
-from ..group_state import GroupStateStore
-from ..groups import JOIN_EPOCH, CoordinatorConfig, GroupCoordinator, HeartbeatResponse
 from ..topics import TopicManager
-from .clock import BrokerClock
+from .clock import Clock
+from .coordinator import GroupCoordinator
+from .state_files import GroupStateStore
+from .views import JOIN_EPOCH, CoordinatorConfig, HeartbeatResponse
 
 log = logging.getLogger("tslog.broker.groups")
 
@@ -82,7 +83,7 @@ class GroupService:
             broker, which coordinates only while ``serve_with`` gives it an etcd store.
     """
 
-    def __init__(self, store: GroupStateStore | None, topics: TopicManager, clock: BrokerClock,
+    def __init__(self, store: GroupStateStore | None, topics: TopicManager, clock: Clock,
                  config: CoordinatorConfig | None = None) -> None:
         self.topics = topics
         self.clock = clock
@@ -94,10 +95,6 @@ class GroupService:
         # group id -> whether a Kafka classic group of that id has members (set by the broker
         # once the classic service exists): a join to such a group id is refused.
         self.classic_busy: Callable[[str], bool] = lambda group_id: False
-        # (group id, state, member count) of every Kafka classic group, for ListGroups.
-        self.classic_listing: Callable[[], list[tuple[str, str, int]]] = lambda: []
-        # A Kafka classic group with members in ConsumerGroupDescribe's shape, else None.
-        self.classic_describe: Callable[[str], dict | None] = lambda group_id: None
         if store is not None:
             self._term = self._restore(FileGroupRecords(store), store.load())
 

@@ -11,7 +11,7 @@ serialized so an older snapshot can never overwrite a newer one; commits of
 different groups write in parallel. That ordering belongs to the server (a lock per group
 around ``commit``); ``commit`` runs the fsyncs in a worker thread.
 
-In a cluster, offsets live in etcd instead (``cluster.group_store.EtcdGroupOffsetStore``, the
+In a cluster, offsets live in etcd instead (``offset_etcd.EtcdGroupOffsetStore``, the
 same methods), so a controller failover keeps them.
 """
 
@@ -23,8 +23,8 @@ import json
 import logging
 from pathlib import Path
 
-from .metadata import META_DIR
-from .storage.files import fsync_directory, write_atomically
+from ..metadata import META_DIR
+from ..storage.files import fsync_directory, write_atomically
 
 log = logging.getLogger("tslog.broker.groups")
 

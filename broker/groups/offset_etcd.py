@@ -26,8 +26,8 @@ import hashlib
 import json
 import logging
 
-from ..group_offsets import Offsets
-from .etcd import Etcd, EtcdError, WatchEvent, follow_prefix
+from ..cluster.etcd import Etcd, EtcdError, WatchEvent, follow_prefix
+from .offset_files import Offsets
 
 log = logging.getLogger("tslog.broker.groups")
 
