@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers.python_calls import count_calls  # noqa: E402
 from tslog.broker.config import BrokerConfig  # noqa: E402
 from tslog.broker.server.state import Broker  # noqa: E402
 from tslog.protocol.messages import ApiKey  # noqa: E402
@@ -52,22 +53,6 @@ async def populate(broker: Broker, groups: int, members: int) -> None:
         for _ in range(members):
             await broker.groups.heartbeat(f"g{number:05}", "", 0, [TOPIC], [])
         await broker.offsets.commit(f"o{number:05}", {(TOPIC, 0): (number, "")})
-
-
-def counted(run) -> tuple[int, object]:
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(profile)
-    try:
-        result = run()
-    finally:
-        sys.setprofile(None)
-    return calls, result
 
 
 def list_groups(broker: Broker) -> dict:
@@ -97,9 +82,9 @@ def main() -> None:
         broker = Broker.open(BrokerConfig(data_dir=data_dir))
         try:
             asyncio.run(populate(broker, args.groups, args.members))
-            listed_calls, listed = counted(lambda: list_groups(broker))
+            listed_calls, listed = count_calls(lambda: list_groups(broker))
             ids = [group["group_id"] for group in listed["groups"]]
-            described_calls, _ = counted(lambda: describe_all(broker, ids))
+            described_calls, _ = count_calls(lambda: describe_all(broker, ids))
             list_ms = timed(lambda: list_groups(broker), args.runs)
             describe_ms = timed(lambda: describe_all(broker, ids), args.runs)
         finally:

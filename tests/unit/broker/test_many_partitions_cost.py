@@ -6,12 +6,11 @@ a topic's partition list once, until its partitions or their states change."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from tests.helpers.cluster_view import MemoryClusterView
 from tests.helpers.handlers import call
+from tests.helpers.python_calls import count_calls
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import TIME_LOOKUP_DURATION, TIME_LOOKUP_SCANNED_BYTES
 from tslog.protocol.messages import ApiKey
@@ -23,19 +22,7 @@ PARTITIONS = 64
 
 async def counted_calls(broker, api_key, body) -> tuple[int, dict]:
     """(Python function calls made while the handler ran, its response)."""
-    calls = 0
-
-    def hook(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(hook)
-    try:
-        response = broker.dispatch[api_key](body)
-    finally:
-        sys.setprofile(None)
-    return calls, response
+    return count_calls(lambda: broker.dispatch[api_key](body))
 
 
 async def topic_with_one_batch_each(broker, name: str, partitions: int) -> None:
