@@ -13,6 +13,12 @@ Kafka body from ``kafka.codec.decode_request``) through the handler or adapter t
 encoded response chunks. The broker is ``Broker.open`` over a temporary directory, the
 dispatch table the listener binds, no authorizer, acks = 1.
 
+The rows marked "(connection)" count the same requests from their frame's bytes to the
+answer's bytes, through the connection the listeners make (``server/connection.py`` with
+each port's front), fed as the socket would feed it, with idle polling off (its spinning
+between requests would be counted as theirs): the framing, decoding, dispatch, ordering
+and metrics that the handler rows leave out.
+
 Method: the harness process runs under ``valgrind --tool=callgrind --dump-before=os_getppid``
 and calls ``os.getppid`` (C function ``os_getppid``; the broker never calls it) between
 requests, so
@@ -41,8 +47,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = ("native produce", "native fetch", "native list_offsets",
-        "kafka produce", "kafka fetch", "kafka list_offsets")
+HANDLER_ROWS = ("native produce", "native fetch", "native list_offsets",
+                "kafka produce", "kafka fetch", "kafka list_offsets")
+ROWS = HANDLER_ROWS + tuple(name + " (connection)" for name in HANDLER_ROWS)
 RECORDS = 1000
 VALUE = b"v" * 100
 PACKAGES = ("protocol", "broker", "client", "spark_connector")
@@ -51,18 +58,46 @@ PACKAGES = ("protocol", "broker", "client", "spark_connector")
 # ------------------------------------------------------------------ the measured process
 
 
-def _requests(broker, kafka, topic_in: str, topic_out: str, now_ms: int,
-              lookup_at: int) -> dict:
+def _bodies(topic_in: str, topic_out: str, now_ms: int, lookup_at: int) -> dict:
+    """Row name -> (port, api key, version, request body)."""
+    from tslog.protocol.kafka import record_batch
+    from tslog.protocol.messages import ApiKey
+    from tslog.protocol.records import build_batch
+
+    native_batch = build_batch([VALUE] * RECORDS, create_times=[now_ms] * RECORDS)
+    kafka_batch = record_batch.encode_batch([VALUE] * RECORDS, None, now_ms)
+    fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+             "topics": [{"topic": topic_in, "partitions": [
+                 {"partition": 0, "fetch_offset": 0, "max_bytes": 64 << 10}]}]}
+    return {
+        "native produce": ("native", ApiKey.PRODUCE, 0, {"acks": 1, "timeout_ms": 5000, "topics": [
+            {"topic": topic_out, "partitions": [{"partition": 0, "records": native_batch}]}]}),
+        "native fetch": ("native", ApiKey.FETCH, 0, fetch),
+        "native list_offsets": ("native", ApiKey.LIST_OFFSETS, 0, {
+            "replica_id": -1, "timestamp_type": "append", "topics": [
+                {"topic": topic_in, "partitions": [{"partition": 0, "timestamp": lookup_at}]}]}),
+        "kafka produce": ("kafka", ApiKey.PRODUCE, 9, {
+            "transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+                {"name": topic_out + "-k", "partition_data": [
+                    {"index": 0, "records": kafka_batch}]}]}),
+        "kafka fetch": ("kafka", ApiKey.FETCH, 12, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+            "isolation_level": 0, "topics": [{"topic": topic_in, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 64 << 10}]}]}),
+        "kafka list_offsets": ("kafka", ApiKey.LIST_OFFSETS, 7, {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic_in, "partitions": [
+                {"partition_index": 0, "timestamp": lookup_at}]}]}),
+    }
+
+
+def _requests(broker, kafka, bodies: dict) -> dict:
     """Row name -> a function that handles one request and encodes its response."""
     from tslog.broker.server.kafka.dispatch import TABLE
     from tslog.protocol import chunked, messages
-    from tslog.protocol.kafka import codec, record_batch
-    from tslog.protocol.messages import ApiKey, RequestHeader
-    from tslog.protocol.records import build_batch
+    from tslog.protocol.kafka import codec
+    from tslog.protocol.messages import RequestHeader
 
     info = kafka.info
-    native_batch = build_batch([VALUE] * RECORDS, create_times=[now_ms] * RECORDS)
-    kafka_batch = record_batch.encode_batch([VALUE] * RECORDS, None, now_ms)
 
     def native(api_key, body):
         frame = messages.encode_request(RequestHeader(api_key, 0, 1, "bench"), body)
@@ -76,28 +111,112 @@ def _requests(broker, kafka, topic_in: str, topic_out: str, now_ms: int,
         return lambda: codec.encode_response_chunks(
             api_key, version, 1, _settled(adapter(kafka.services, request.body, version, info)))
 
-    fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
-             "topics": [{"topic": topic_in, "partitions": [
-                 {"partition": 0, "fetch_offset": 0, "max_bytes": 64 << 10}]}]}
-    return {
-        "native produce": native(ApiKey.PRODUCE, {"acks": 1, "timeout_ms": 5000, "topics": [
-            {"topic": topic_out, "partitions": [{"partition": 0, "records": native_batch}]}]}),
-        "native fetch": native(ApiKey.FETCH, fetch),
-        "native list_offsets": native(ApiKey.LIST_OFFSETS, {
-            "replica_id": -1, "timestamp_type": "append", "topics": [
-                {"topic": topic_in, "partitions": [{"partition": 0, "timestamp": lookup_at}]}]}),
-        "kafka produce": kafka_row(ApiKey.PRODUCE, 9, {
-            "transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
-                {"name": topic_out + "-k", "partition_data": [
-                    {"index": 0, "records": kafka_batch}]}]}),
-        "kafka fetch": kafka_row(ApiKey.FETCH, 12, {
-            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
-            "isolation_level": 0, "topics": [{"topic": topic_in, "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 64 << 10}]}]}),
-        "kafka list_offsets": kafka_row(ApiKey.LIST_OFFSETS, 7, {
-            "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic_in, "partitions": [
-                {"partition_index": 0, "timestamp": lookup_at}]}]}),
-    }
+    return {name: native(key, body) if port == "native" else kafka_row(key, version, body)
+            for name, (port, key, version, body) in bodies.items()}
+
+
+class _Transport:
+    """What a connection asks of its socket: it takes every byte at once."""
+
+    def __init__(self) -> None:
+        self.answers = 0
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+    def writelines(self, frames) -> None:
+        self.answers += 1
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def set_write_buffer_limits(self, high=None, low=None) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _connections(broker, kafka):
+    """(connection, its transport) for the native port and Kafka's, as the listeners make
+    them, on a transport of our own.
+    A tree from before both ports shared one connection (2609f8a and older) makes its own
+    two kinds, so ``--against`` such a tree compares like with like."""
+    from tslog.broker.server.connection import BrokerConnection
+    from tslog.broker.server.connection_registry import ConnectionRegistry
+
+    registry = ConnectionRegistry(100)
+    config, poller = broker.config, broker.idle_poller
+    try:
+        from tslog.broker.server.kafka.front import KafkaFront
+        from tslog.broker.server.native_front import NativeFront
+    except ImportError:
+        from tslog.broker.server.kafka.connection import KafkaConnection
+        made = (BrokerConnection(broker.dispatch, config, poller, registry),
+                KafkaConnection(lambda connection: kafka.services, config, registry))
+    else:
+        made = (BrokerConnection(NativeFront(broker.dispatch), config, poller, registry),
+                BrokerConnection(KafkaFront(lambda connection: kafka.services), config, poller,
+                                 registry))
+    pairs = [(connection, _Transport()) for connection in made]
+    for connection, transport in pairs:
+        connection.connection_made(transport)
+    return pairs
+
+
+def _connection_rows(broker, kafka, bodies: dict) -> dict:
+    """Row name + " (connection)" -> a function that feeds one request's frame to a
+    connection, as the socket would, and runs the loop until it is answered."""
+    import struct
+
+    from tslog.protocol import messages
+    from tslog.protocol.kafka import codec
+    from tslog.protocol.messages import RequestHeader
+
+    native, kafka_connection = _LOOP.run_until_complete(_made_on_the_loop(
+        lambda: _connections(broker, kafka)))
+
+    def frame(port, key, version, body) -> bytes:
+        if port == "native":
+            return messages.encode_request(RequestHeader(key, 0, 1, "bench"), body)
+        data = codec.encode_request(key, version, 1, "bench", body)
+        return struct.pack(">I", len(data)) + data
+
+    def feed(connection, transport, data: bytes):
+        answered = transport.answers
+        view = memoryview(data)
+        while view:
+            buffer = connection.get_buffer(len(view))
+            size = min(len(buffer), len(view))
+            buffer[:size] = view[:size]
+            connection.buffer_updated(size)
+            view = view[size:]
+        while transport.answers == answered:
+            _LOOP.run_until_complete(_one_turn())
+
+    rows = {}
+    for name, (port, key, version, body) in bodies.items():
+        data = frame(port, key, version, body)
+        connection, transport = native if port == "native" else kafka_connection
+        rows[name + " (connection)"] = lambda c=connection, t=transport, d=data: feed(c, t, d)
+    return rows
+
+
+async def _made_on_the_loop(make):
+    """``make()`` with the loop running (a connection takes the running loop)."""
+    return make()
+
+
+async def _one_turn() -> None:
+    import asyncio
+
+    await asyncio.sleep(0)
 
 
 _LOOP = None
@@ -113,6 +232,7 @@ def _settled(result):
 def _open_broker(data_dir: str):
     """The broker over ``data_dir`` with the topics the rows use, and the Kafka adapters'
     services (what the listener builds for a connection, no authorizer)."""
+    import dataclasses
     from types import SimpleNamespace
 
     from tslog.broker.config import BrokerConfig
@@ -120,13 +240,19 @@ def _open_broker(data_dir: str):
     from tslog.broker.server.state import Broker
     from tslog.protocol.messages import ApiKey
 
-    config = BrokerConfig(data_dir=data_dir)
+    config = BrokerConfig(data_dir=data_dir, idle_poll_us=0)  # no polling between requests
     broker = Broker.open(config)
     _settled(broker.dispatch[ApiKey.CREATE_TOPICS]({"timeout_ms": 5000, "topics": [
         {"topic": name, "partitions": 1, "replication_factor": 1, "configs": {}}
         for name in ("read", "write", "write-k")]}))
-    services = KafkaServices(broker.dispatch, broker.topics, broker.cluster, config,
-                             broker.groups, broker.offsets, broker.classic_groups, None)
+    # By field name: the fields differ between trees (``--against`` an older one).
+    available = {"native": broker.dispatch, "topics": broker.topics, "cluster": broker.cluster,
+                 "config": config, "groups": broker.groups, "offsets": broker.offsets,
+                 "classic": broker.classic_groups, "authorizer": None,
+                 "catalog": getattr(broker, "group_catalog", None)}
+    services = KafkaServices(**{field.name: available[field.name]
+                                for field in dataclasses.fields(KafkaServices)
+                                if field.name in available})
     info = SimpleNamespace(client_id="bench", client_host="127.0.0.1",
                            principal="User:ANONYMOUS")
     return broker, SimpleNamespace(services=services, info=info)
@@ -148,7 +274,9 @@ def child(requests: int) -> None:
         try:
             now_ms = int(time.time() * 1000)
             lookup_at = _fill(broker, now_ms)  # the topic fetched from and searched
-            rows = _requests(broker, kafka, "read", "write", now_ms, lookup_at)
+            bodies = _bodies("read", "write", now_ms, lookup_at)
+            rows = _requests(broker, kafka, bodies)
+            rows.update(_connection_rows(broker, kafka, bodies))
             for run in rows.values():  # every row warm
                 for _ in range(3):
                     run()
