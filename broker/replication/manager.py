@@ -281,6 +281,7 @@ class ReplicaManager:
         if part.key in self._proposing or part.state is None or part.role != LEADER:
             return
         self._proposing.add(part.key)
+        part.begin_join(isr - part.isr)
         state = part.state
         ordered = tuple(r for r in state.replicas if r in isr)
         self._spawn(self._send_proposal(part, state, ordered, why), "tslog-isr-proposal")
@@ -299,6 +300,7 @@ class ReplicaManager:
             return
         finally:
             self._proposing.discard(part.key)
+            part.end_join()
         log.info("%s-%d: ISR %s -> %s (%s)", *part.key, state.isr, new_state.isr, why)
         if self.partitions.get(part.key) is part:
             self._apply(part, new_state)

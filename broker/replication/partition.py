@@ -59,6 +59,10 @@ class Partition:
         self.leader_epoch = -1
         self.epoch_start_offset = 0
         self.isr: frozenset[int] = frozenset()
+        # Replicas an ISR expansion proposed to the view is adding: until it resolves they
+        # count as in the ISR for the HW (Kafka's "maximal ISR", KIP-497), so nothing is
+        # acknowledged that a replica about to be in the ISR lacks (it could be elected).
+        self.joining: frozenset[int] = frozenset()
         self.alone = False  # leader with ISR == {self}: HW is simply the log end
         self.follower_leo: dict[int, int] = {}
         self.caught_up_ms: dict[int, int] = {}
@@ -91,7 +95,7 @@ class Partition:
         self.state = state
         self.role = LEADER
         self.isr = frozenset(state.isr)
-        self.alone = self.isr == {self.node_id}
+        self.alone = self.isr == {self.node_id} and not self.joining
         if new_epoch:
             self.leader_epoch = state.leader_epoch
             self.replica.become_leader(state.leader_epoch)
@@ -146,10 +150,21 @@ class Partition:
         elif previous is not None and fetch_offset >= previous[0]:
             self.caught_up_ms[replica_id] = max(self.caught_up_ms[replica_id], previous[1])
         self._last_fetch[replica_id] = (leader_leo, now_ms)
-        if replica_id in self.isr:
+        if replica_id in self.isr or replica_id in self.joining:
             self.maybe_advance_high_watermark()
             return False
         return fetch_offset >= max(self.high_watermark, self.epoch_start_offset)
+
+    def begin_join(self, replicas: frozenset[int]) -> None:
+        """An ISR expansion adding ``replicas`` was proposed: count them in from now."""
+        self.joining = replicas
+        if replicas:
+            self.alone = False
+
+    def end_join(self) -> None:
+        """The expansion was decided (the view's answer, applied next, says how)."""
+        self.joining = frozenset()
+        self.alone = self.role == LEADER and self.isr == {self.node_id}
 
     def lagging_followers(self, now_ms: int, max_lag_ms: int) -> list[int]:
         """ISR members not caught up within ``max_lag_ms``."""
@@ -164,7 +179,7 @@ class Partition:
         if self.alone:
             new = leo
         else:
-            new = min([leo] + [self.follower_leo.get(r, -1) for r in self.isr
+            new = min([leo] + [self.follower_leo.get(r, -1) for r in self.isr | self.joining
                                if r != self.node_id])
         replica = self.replica
         if new <= replica.high_watermark:

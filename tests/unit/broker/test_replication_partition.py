@@ -41,3 +41,38 @@ def test_a_follower_outside_the_isr_asks_to_join_once_at_the_high_watermark(tmp_
     part.replica.append_as_leader(make_batch(1), 1)
     assert not part.record_follower_fetch(2, 1, 300)  # below the HW
     assert part.record_follower_fetch(2, 3, 400)
+
+
+def test_a_joining_replica_holds_the_high_watermark_until_the_expansion_is_decided(tmp_path):
+    """Kafka's maximal ISR (KIP-497): while the proposal adding replica 2 to the ISR is in
+    flight, the HW counts replica 2 too, so no acks=all produce is answered for a record it
+    lacks: once in the ISR it may be elected leader (a fault schedule lost an acknowledged
+    record that way, the preferred replica elected right after it rejoined)."""
+    part = leader(tmp_path)
+    part.become_leader(PartitionState("t", 0, 0, 1, (0, 1), (0, 1, 2), 1), now_ms=100)
+    part.replica.append_as_leader(make_batch(2), 1)
+    part.record_follower_fetch(1, 2, 200)
+    assert part.high_watermark == 2
+    assert part.record_follower_fetch(2, 2, 300)  # at the HW: it asks to join
+    part.begin_join(frozenset({2}))
+    part.replica.append_as_leader(make_batch(1), 1)
+    part.record_follower_fetch(1, 3, 400)  # the ISR (0, 1) alone would commit offset 2
+    assert part.high_watermark == 2
+    part.record_follower_fetch(2, 3, 500)
+    assert part.high_watermark == 3
+    part.end_join()
+
+
+def test_a_leader_alone_does_not_commit_alone_while_a_replica_joins(tmp_path):
+    part = leader(tmp_path)
+    part.become_leader(PartitionState("t", 0, 0, 1, (0,), (0, 1), 1), now_ms=100)
+    assert part.alone
+    part.begin_join(frozenset({1}))
+    assert not part.alone  # acks=all now waits for the HW, not for this disk alone
+    part.replica.append_as_leader(make_batch(1), 1)
+    part.maybe_advance_high_watermark()
+    assert part.high_watermark == 0
+    part.record_follower_fetch(1, 1, 200)
+    assert part.high_watermark == 1
+    part.end_join()
+    assert part.alone  # refused: alone again until the view says otherwise
