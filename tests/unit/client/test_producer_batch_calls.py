@@ -8,12 +8,11 @@ room: a change past it has added calls that every ``send_batch`` pays.
 """
 
 import asyncio
-import gc
-import sys
 import time
 
 import pytest
 
+from tests.helpers.python_calls import count_calls
 from tslog.client._cluster import PartitionInfo
 from tslog.client.aio import AsyncProducer
 
@@ -30,24 +29,8 @@ def producer() -> AsyncProducer:
 
 
 def python_calls(function, *args, **kwargs) -> int:
-    """Python calls made by ``function`` itself: the collector is off meanwhile, so no
-    finalizer of an earlier test's garbage runs inside the count."""
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    gc.collect()
-    gc.disable()
-    sys.setprofile(profile)
-    try:
-        function(*args, **kwargs)
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
+    """Python calls made by ``function`` itself (the collector off meanwhile)."""
+    return count_calls(lambda: function(*args, **kwargs))[0]
 
 
 def calls_for(count: int, **options) -> int:

@@ -8,12 +8,12 @@ That both paths accept and refuse the same batches: tests/property/test_column_c
 from __future__ import annotations
 
 import struct
-import sys
 from collections import Counter
 
 import pytest
 
 from tests.helpers.batches import reseal
+from tests.helpers.python_calls import calls_by_name
 from tslog.protocol import _column_check
 from tslog.protocol._column_check import COLUMNS_START, SCALAR_MAX_RECORDS
 from tslog.protocol._record_check import SECTION_SIZES
@@ -72,20 +72,7 @@ def test_a_batch_past_the_threshold_takes_the_numpy_path(monkeypatch):
 
 def calls_made(function, *args) -> Counter:
     """Python-level and C-level calls made by ``function(*args)``, by kind."""
-    calls = Counter()
-
-    def profile(frame, event, arg):
-        if event == "call":
-            calls["python"] += 1
-        elif event == "c_call":
-            calls["c"] += 1
-
-    sys.setprofile(profile)
-    try:
-        function(*args)
-    finally:
-        sys.setprofile(None)
-    return calls
+    return calls_by_name(lambda: function(*args))[0]
 
 
 def test_validating_a_small_batch_makes_a_bounded_number_of_calls_whatever_its_count():

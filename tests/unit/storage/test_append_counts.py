@@ -11,7 +11,6 @@ produce handler calls) on a real log in a temporary directory.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 
 import pytest
@@ -20,6 +19,7 @@ from tslog.broker.storage import LogConfig, ManualClock, PartitionLog
 from tslog.broker.storage.replica import ReplicaLog
 from tslog.protocol.batch_header import parse_header
 from tslog.protocol.records import build_batch
+from tests.helpers.python_calls import calls_by_name
 
 START_MS = 1_700_000_000_000
 # Today's count for a one-record append (22: since issue 41 it includes what the produce
@@ -30,21 +30,7 @@ PYTHON_CALLS_MAX = 22
 def counted(function, *args) -> Counter:
     """Python calls (``python``, and by function name) and C calls by name during
     ``function(*args)``."""
-    calls = Counter()
-
-    def profile(frame, event, arg):
-        if event == "call":
-            calls["python"] += 1
-            calls[frame.f_code.co_name] += 1
-        elif event == "c_call":
-            calls[arg.__name__] += 1
-
-    sys.setprofile(profile)
-    try:
-        function(*args)
-    finally:
-        sys.setprofile(None)
-    return calls
+    return calls_by_name(lambda: function(*args))[0]
 
 
 @pytest.fixture()
