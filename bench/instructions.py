@@ -246,7 +246,8 @@ def _open_broker(data_dir: str):
         {"topic": name, "partitions": 1, "replication_factor": 1, "configs": {}}
         for name in ("read", "write", "write-k")]}))
     # By field name: the fields differ between trees (``--against`` an older one).
-    available = {"native": broker.dispatch, "topics": broker.topics, "cluster": broker.cluster,
+    available = {"native": broker.dispatch, "data": getattr(broker, "data", None),
+                 "topics": broker.topics, "cluster": broker.cluster,
                  "config": config, "groups": broker.groups, "offsets": broker.offsets,
                  "classic": broker.classic_groups, "authorizer": None,
                  "catalog": getattr(broker, "group_catalog", None)}

@@ -94,17 +94,18 @@ def observe_produce(topic: str, records: int, size: int, log_append_time: int,
     metrics.end_to_end.observe(max(0, log_append_time - max_create_time) / 1000)
 
 
-def observe_fetch(response: dict) -> None:
-    """Count the records and bytes of a consumer's Fetch response (one hop per batch)."""
-    for group in response["topics"]:
-        metrics = None
-        for result in group["partitions"]:
-            records = result["records"]
-            if records:
-                if metrics is None:
-                    metrics = topic_metrics(group["topic"])
-                metrics.fetched_bytes.inc(len(records))
-                metrics.fetched_records.inc(count_records(records))
+def observe_fetched(partitions, results) -> None:
+    """Count the records and bytes of a consumer's Fetch (the data service's ``partitions``
+    requested and ``results`` beside them; one hop per batch)."""
+    metrics = topic = None
+    for entry, result in zip(partitions, results):
+        records = result.records
+        if records:
+            if entry.topic != topic:
+                topic = entry.topic
+                metrics = topic_metrics(topic)
+            metrics.fetched_bytes.inc(len(records))
+            metrics.fetched_records.inc(count_records(records))
 
 
 # The histograms' one (unlabelled) child each, bound once: a request's two observations are

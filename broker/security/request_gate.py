@@ -20,15 +20,17 @@ either way; with the authorizer off it gets the plain table and pays nothing at 
 
 from __future__ import annotations
 
+from types import MethodType
 from typing import Any, Callable
 
 from tslog.protocol.errors import ErrorCode
 
+from ..data.requests import RequestDenied
 from ..metrics import security_metrics
 from . import ANONYMOUS
 from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
 
-__all__ = ["ANONYMOUS", "GROUP_OPERATIONS", "RULES", "RequestGate", "HostAuthorizer", "decide",
+__all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "GatedData", "RequestGate", "HostAuthorizer", "decide",
            "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -192,14 +194,6 @@ def _replica_or(client_rule: Rule) -> Rule:
 
 # -- the per-API rules -------------------------------------------------------------------
 
-_produce = _topic_partitions("Write", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "base_offset": -1,
-    "log_append_time": -1, "log_start_offset": -1})
-_fetch = _topic_partitions("Read", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "high_watermark": -1,
-    "log_start_offset": -1, "records": b""})
-_list_offsets = _topic_partitions("Describe", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "offset": -1, "timestamp": -1})
 _offsets_at_times = _topic_partitions("Describe", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED, "offsets": [], "timestamps": []})
 _delete_records = _topic_partitions("Delete", lambda p: {
@@ -336,11 +330,9 @@ def _init_producer_id(authz: Authorizer, principal: str, body: dict):
     return {"error_code": CLUSTER_DENIED, "producer_id": -1, "producer_epoch": -1}
 
 
-# api key (a number: some APIs are added by other parts of the product) -> its rule.
+# api key (a number: some APIs are added by other parts of the product) -> its rule. The data
+# service's three (Produce, Fetch, ListOffsets) are judged typed, by ``GatedData``.
 RULES: dict[int, Rule] = {
-    0: _produce,                                    # Produce: Write topic
-    1: _replica_or(_fetch),                         # Fetch: Read topic / ClusterAction
-    2: _list_offsets,                               # ListOffsets: Describe topic
     3: _metadata,                                   # Metadata: Describe topic (hides)
     8: _offset_commit,                              # OffsetCommit: Read group + Read topic
     9: _offset_fetch,                               # OffsetFetch: Describe group + topic
@@ -431,6 +423,53 @@ class _Gated:
         return decide(self.authz, self.api_key, self.connection.principal, body, self.handler)
 
 
+class GatedData:
+    """The data service (``broker/data``) as one connection's principal may use it, for
+    both front doors: the same three methods, each judging the typed request first.
+
+    Produce needs Write on each topic, Fetch Read (a follower's, ClusterAction on the
+    cluster), ListOffsets Describe. A denied topic's partitions are answered
+    TOPIC_AUTHORIZATION_FAILED by the service, which does nothing else for them, so a
+    denied part of a request changes nothing and the rest is served."""
+
+    __slots__ = ("data", "authz", "connection")
+
+    def __init__(self, authz: Authorizer, data, connection) -> None:
+        self.data = data
+        self.authz = _FromHost(authz, connection)
+        self.connection = connection
+
+    def _denied(self, operation: str, entries, api_key: int) -> frozenset:
+        """The topics of ``entries`` (each a tuple whose first field is its topic) the
+        principal may not ``operation``; counted as one denial of the request."""
+        principal = self.connection.principal
+        authorize = self.authz.authorize
+        denied = frozenset(topic for topic in {entry[0] for entry in entries}
+                           if not authorize(principal, operation, "topic", topic))
+        if denied:
+            security_metrics.denied(principal, api_key)
+        return denied
+
+    def produce(self, request):
+        return self.data.produce(request, self._denied("Write", request.partitions, 0))
+
+    def fetch(self, request):
+        if request.replica_id < 0:
+            return self.data.fetch(request, self._denied("Read", request.partitions, 1))
+        principal = self.connection.principal
+        if self.authz.authorize(principal, "ClusterAction", "cluster", CLUSTER_NAME):
+            return self.data.fetch(request)
+        security_metrics.denied(principal, 1)
+        return RequestDenied(**_cluster_denied(principal, "ClusterAction"))
+
+    def list_offsets(self, request):
+        return self.data.list_offsets(request,
+                                      self._denied("Describe", request.queries, 2))
+
+
+DATA_KEYS = frozenset({0, 1, 2})  # Produce, Fetch, ListOffsets: handlers of the data service
+
+
 class RequestGate:
     """The broker's authorizer, put in front of a connection's handlers."""
 
@@ -439,6 +478,19 @@ class RequestGate:
 
     def bind(self, dispatch: dict, connection) -> dict:
         """``dispatch`` with every handler asking first, for ``connection.principal`` as it
-        is at each request (authentication may change it after the connection opened)."""
-        return {key: _Gated(self.authorizer, int(key), handler, connection)
-                for key, handler in dispatch.items()}
+        is at each request (authentication may change it after the connection opened).
+        The data service's handlers (``DATA_KEYS``, each bound to the service) are bound
+        to the connection's ``GatedData`` instead, which judges the typed requests."""
+        gated, data = {}, None
+        for key, handler in dispatch.items():
+            if int(key) in DATA_KEYS:
+                data = data or self.data(handler.__self__, connection)
+                gated[key] = MethodType(handler.__func__, data)
+            else:
+                gated[key] = _Gated(self.authorizer, int(key), handler, connection)
+        return gated
+
+    def data(self, service, connection) -> GatedData:
+        """``service`` (the broker's ``DataService``) judged for ``connection``'s principal:
+        what a Kafka connection's adapters call."""
+        return GatedData(self.authorizer, service, connection)

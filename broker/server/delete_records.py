@@ -16,8 +16,8 @@ import asyncio
 from tslog.protocol.errors import ErrorCode
 
 from ..replication.partition import LEADER
-from .error_codes import error_code_for
-from .services import DataPath, missing_code
+from ..data.error_codes import error_code_for, missing_code
+from .services import DataPath
 
 HIGH_WATERMARK = -1  # an offset of -1 means "up to the high watermark", as in Kafka
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from tslog.protocol.messages import ApiKey
 
+from ..data.service import DataService
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
 from .delete_records import handle_delete_records
@@ -56,10 +57,14 @@ from .services import AclApis, AdminApis, DataPath, GroupApis, ReplicationApis, 
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
-DATA_PATH_HANDLERS = {
+# Bound to the data service (``broker/data``), which the Kafka port's adapters call too; the
+# request gate binds them to its gated service per connection (``RequestGate.bind``).
+DATA_SERVICE_HANDLERS = {
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
     ApiKey.LIST_OFFSETS: handle_list_offsets,
+}
+DATA_PATH_HANDLERS = {
     ApiKey.DELETE_RECORDS: handle_delete_records,
     ApiKey.OFFSETS_AT_TIMES: handle_offsets_at_times,
 }
@@ -101,11 +106,12 @@ SECURITY_HANDLERS = {
 }
 
 
-def bind_handlers(data_path: DataPath, replication: ReplicationApis, admin: AdminApis,
-                  groups: GroupApis, acls: AclApis, security: SecurityApis) -> Dispatch:
+def bind_handlers(data: DataService, data_path: DataPath, replication: ReplicationApis,
+                  admin: AdminApis, groups: GroupApis, acls: AclApis,
+                  security: SecurityApis) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
-    for handlers, services in ((DATA_PATH_HANDLERS, data_path),
+    for handlers, services in ((DATA_SERVICE_HANDLERS, data), (DATA_PATH_HANDLERS, data_path),
                                (REPLICATION_HANDLERS, replication),
                                (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):

@@ -214,7 +214,8 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
 
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
-        return KafkaServices(native, broker.topics, broker.cluster, config, broker.groups,
+        data = broker.data if gate is None else gate.data(broker.data, connection)
+        return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
                              broker.offsets, broker.classic_groups, broker.group_catalog,
                              None if gate is None else gate.authorizer, rates=rates)
 

@@ -22,8 +22,8 @@ from tslog.protocol.errors import ErrorCode
 from ..metrics.observe import observe_lookups
 from ..replication.partition import LEADER
 from ..storage.time_series import TimeSeriesError, offsets_for_times
-from .error_codes import error_code_for
-from .services import DataPath, missing_code
+from ..data.error_codes import error_code_for, missing_code
+from .services import DataPath
 
 _INVALID_REQUEST = ErrorCode.INVALID_REQUEST  # read per partition (see ApiKey's note)
 _NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER

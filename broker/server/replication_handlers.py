@@ -12,7 +12,8 @@ import logging
 from tslog.protocol.errors import ErrorCode
 
 from ..replication.partition import LEADER
-from .services import ReplicationApis, missing_code
+from ..data.error_codes import missing_code
+from .services import ReplicationApis
 
 log = logging.getLogger("tslog.broker.handlers")
 

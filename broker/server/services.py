@@ -33,15 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from tslog.protocol.errors import ErrorCode
-
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
 from ..groups.catalog import GroupCatalog
 from ..groups.classic_service import ClassicGroupService
 from ..groups.committed_offsets import CommittedOffsets
 from ..groups.service import GroupService
-from ..metadata import TopicMetadata
 from ..replication.manager import ReplicaManager
 from ..security.acl_store import AclService
 from ..security.scram import Authenticator
@@ -159,12 +156,3 @@ class AclServices:
 class SecurityServices:
     authenticator: Authenticator
 
-
-def missing_code(known: TopicManager, topic: str, partition: int) -> ErrorCode:
-    """The answer for a partition this broker holds no log of: NOT_LEADER_OR_FOLLOWER when
-    the cluster has it (the client should look up its leader), else
-    UNKNOWN_TOPIC_OR_PARTITION."""
-    metadata: TopicMetadata | None = known.topics.get(topic)
-    if metadata is not None and 0 <= partition < metadata.partitions:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

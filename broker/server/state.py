@@ -24,6 +24,7 @@ from tslog.protocol.sasl import ScramLogin
 
 from ..cluster.view import ClusterView, LocalClusterView, kafka_address
 from ..config import BrokerConfig, parse_host_port
+from ..data.service import DataService
 from ..groups.catalog import GroupCatalog
 from ..groups.classic_service import ClassicGroupService
 from ..groups.committed_offsets import CommittedOffsets, OffsetStore
@@ -127,9 +128,12 @@ class Broker:
         # Partition reassignments: etcd's store when clustered (cluster_sync attaches it).
         self.reassignments = ReassignmentService(self.cluster, self.replicas)
         self._open_security(config)
+        data_path = DataPathServices(topics, self.replicas, clock, self.notifier,
+                                     self.committer, config, self.lifecycle)
+        # Produce, fetch and list offsets for both front doors (``broker/data``).
+        self.data = DataService(data_path)
         self.dispatch: Dispatch = bind_handlers(
-            DataPathServices(topics, self.replicas, clock, self.notifier, self.committer, config,
-                             self.lifecycle),
+            self.data, data_path,
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
                           self.partition_lists, self.reassignments),

@@ -25,7 +25,7 @@ from ..metadata import TopicMetadata
 from ..metrics.definitions import forget_topic
 from ..topics import TopicError, TopicManager
 from ..groups.committed_offsets import CommittedOffsets
-from .error_codes import error_code_for
+from ..data.error_codes import error_code_for
 
 log = logging.getLogger("tslog.broker.handlers")
 

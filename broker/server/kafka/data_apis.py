@@ -1,12 +1,13 @@
-"""Kafka's Produce, Fetch and ListOffsets, served by tslog's own data-path handlers.
+"""Kafka's Produce, Fetch and ListOffsets, served by the data service both ports call.
 
-Each adapter turns a Kafka body into the native body, calls the native handler (gated when
-the authorizer is on: ``services.py``), and turns its answer into the Kafka response body.
-So acks 0/1/-1, group commit, the idempotent producers' duplicate and sequence checks, the
-CreateTime bounds, the high watermark and long polls are the native path's, not copies.
+Each adapter translates a Kafka body once into the service's typed request
+(``broker/data/requests.py``), calls the service (through the connection's gate when the
+authorizer is on: ``services.py``), and writes the Kafka response from its results. So acks
+0/1/-1, group commit, the idempotent producers' duplicate and sequence checks, the
+CreateTime bounds, the high watermark, long polls and ACLs are the native port's, not copies.
 
 Records are converted at this edge (``tslog.protocol.kafka.convert``): a produced Kafka
-batch becomes one tslog batch before the native handler sees it, handed on with the header
+batch becomes one tslog batch before the service sees it, handed on with the header
 the conversion packed (``storage.ConvertedBatches``), so the log stamps it without parsing
 it again; each fetched tslog batch
 becomes one Kafka batch marked with the topic's ``message.timestamp.type`` (LogAppendTime:
@@ -32,6 +33,16 @@ from tslog.protocol.kafka import convert, record_batch
 from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.messages import ApiKey
 
+from ...data.requests import (
+    FetchPartition,
+    FetchRequest,
+    ListOffsetsRequest,
+    OffsetQuery,
+    ProducePartition,
+    ProduceRequest,
+    RequestDenied,
+    make,
+)
 from ...storage import ConvertedBatches
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
@@ -53,11 +64,10 @@ _CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
 _INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
 _TIMESTAMP_TYPE = {"LogAppendTime": record_batch.LOG_APPEND_TIME,
                    "CreateTime": record_batch.CREATE_TIME}
-_INDEX = {"LogAppendTime": "append", "CreateTime": "create"}
 
 
 def then(result, finish):
-    """``finish(result)`` now, or once the native handler's awaitable is done; ``finish``
+    """``finish(result)`` now, or once the service's awaitable is done; ``finish``
     may itself return an awaitable (work handed to a thread), which is awaited too."""
     if inspect.isawaitable(result):
         async def later():
@@ -115,42 +125,39 @@ class _Transactional(KafkaBatchError):
     error_code = ErrorCode.INVALID_REQUEST
 
 
-def _convert_produce(services: KafkaServices, body: dict,
-                     info: KafkaRequestInfo) -> tuple[list, dict]:
-    """(native topics, refused partitions) of a Kafka Produce body: every partition's
-    batches converted, or its error noted. Pure apart from logging: it may run in a thread."""
-    refused: dict[tuple[str, int], tuple[int, str]] = {}
-    topics = []
+def _convert_produce(services: KafkaServices, body: dict, info: KafkaRequestInfo) -> list:
+    """One outcome per partition of a Kafka Produce body, in its order: the partition's
+    converted batches (a ``ProducePartition``), or why they were refused (error code,
+    message). Pure apart from logging: it may run in a thread."""
+    outcomes: list = []
     for group in body["topic_data"]:
         name = group["name"]
-        partitions = []
         for entry in group["partition_data"]:
+            index = entry["index"]
             try:
-                batches = _to_tslog(entry["records"], services.batch_limit(name, entry["index"]))
-                partitions.append({"partition": entry["index"], "records": batches})
+                batches = _to_tslog(entry["records"], services.batch_limit(name, index))
+                outcomes.append(make(ProducePartition, (name, index, batches)))
             except KafkaBatchError as exc:
-                code = int(getattr(exc, "error_code", _CORRUPT))
-                refused[name, entry["index"]] = (code, str(exc))
-                log.info("%s: produce %r-%d refused: %s", info.client_host, name,
-                         entry["index"], exc)
-        if partitions:
-            topics.append({"topic": name, "partitions": partitions})
-    return topics, refused
+                outcomes.append((int(getattr(exc, "error_code", _CORRUPT)), str(exc)))
+                log.info("%s: produce %r-%d refused: %s", info.client_host, name, index, exc)
+    return outcomes
 
 
-def _append(services: KafkaServices, body: dict, topics: list, refused: dict):
-    """Hand converted batches to the native Produce handler (which appends them now) and
-    return the Kafka answer, or an awaitable of it, or None for acks = 0."""
+def _append(services: KafkaServices, body: dict, outcomes: list):
+    """Hand the converted batches to the data service (which appends them now) and return
+    the Kafka answer, or an awaitable of it, or None for acks = 0."""
     acks = body["acks"]
     if acks not in (-1, 0, 1):  # Kafka's INVALID_REQUIRED_ACKS, on every partition
-        return _produce_response(services, body, None, refused, ErrorCode.INVALID_REQUIRED_ACKS)
-    result = None
-    if topics:
-        result = services.native[ApiKey.PRODUCE](
-            {"acks": acks, "timeout_ms": max(body["timeout_ms"], 0), "topics": topics})
+        refusal = (int(ErrorCode.INVALID_REQUIRED_ACKS), None)
+        return _produce_response(services, body, [refusal] * len(outcomes), ())
+    partitions = [outcome for outcome in outcomes if type(outcome) is ProducePartition]
+    result = ()
+    if partitions:
+        result = services.data.produce(
+            ProduceRequest(acks, max(body["timeout_ms"], 0), partitions))
     if acks == 0:
         return None
-    return then(result, lambda native: _produce_response(services, body, native, refused))
+    return then(result, lambda results: _produce_response(services, body, outcomes, results))
 
 
 def produce(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
@@ -164,7 +171,7 @@ def produce(services: KafkaServices, body: dict, version: int, info: KafkaReques
     size = sum(len(entry["records"] or b"") for group in body["topic_data"]
                for entry in group["partition_data"])
     if body["acks"] == 0 or (size <= OFF_LOOP_BYTES and order.tail is None):
-        return _append(services, body, *_convert_produce(services, body, info))
+        return _append(services, body, _convert_produce(services, body, info))
     previous = order.tail
     turn = order.tail = asyncio.get_running_loop().create_future()
 
@@ -174,7 +181,7 @@ def produce(services: KafkaServices, body: dict, version: int, info: KafkaReques
                 if size > OFF_LOOP_BYTES else _convert_produce(services, body, info)
             if previous is not None:
                 await previous
-            result = _append(services, body, *converted)
+            result = _append(services, body, converted)
         finally:
             turn.set_result(None)
             if order.tail is turn:
@@ -183,37 +190,31 @@ def produce(services: KafkaServices, body: dict, version: int, info: KafkaReques
     return later()
 
 
-def _produce_response(services: KafkaServices, body: dict, native: dict | None,
-                      refused: dict, every: int = 0) -> dict:
-    """The Kafka answer in the request's order: the native handler's results, the batches
-    refused before it ran (``refused``), or ``every`` partition's error code."""
-    if native is not None and "topics" not in native:  # a whole-request error body
-        every = every or int(native.get("error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
-    answered = {}
-    for group in (native or {}).get("topics", ()):
-        for result in group["partitions"]:
-            answered[group["topic"], result["partition"]] = result
+def _produce_response(services: KafkaServices, body: dict, outcomes: list, results) -> dict:
+    """The Kafka answer in the request's order: each partition's result from the data
+    service, or why it was refused before (``outcomes``)."""
+    each = iter(results)
+    outcome_of = iter(outcomes)
     responses = []
     for group in body["topic_data"]:
         name = group["name"]
         out = []
         for entry in group["partition_data"]:
             index = entry["index"]
-            result = answered.get((name, index))
-            if every or result is None:
-                code, message = refused.get((name, index), (int(every) or _INVALID_REQUEST, None))
-                out.append({"index": index, "error_code": code, "base_offset": -1,
+            outcome = next(outcome_of)
+            if type(outcome) is not ProducePartition:
+                out.append({"index": index, "error_code": outcome[0], "base_offset": -1,
                             "log_append_time_ms": -1, "log_start_offset": -1,
-                            "error_message": message})
+                            "error_message": outcome[1]})
                 continue
+            result = next(each)
+            code = int(result.error_code)
             lat = -1
-            if result["error_code"] == 0 and \
-                    services.timestamp_type(name, index) == "LogAppendTime":
-                lat = result["log_append_time"]
-            out.append({"index": index, "error_code": int(result["error_code"]),
-                        "base_offset": result["base_offset"], "log_append_time_ms": lat,
-                        "log_start_offset": result["log_start_offset"],
-                        "error_message": result.get("error_message")})  # v8+ carry it
+            if code == 0 and services.timestamp_type(name, index) == "LogAppendTime":
+                lat = result.log_append_time
+            out.append({"index": index, "error_code": code, "base_offset": result.base_offset,
+                        "log_append_time_ms": lat, "log_start_offset": result.log_start_offset,
+                        "error_message": result.error_message})  # v8+ carry it
         responses.append({"name": name, "partition_responses": out})
     return {"responses": responses, "throttle_time_ms": 0}
 
@@ -246,43 +247,39 @@ def fetch(services: KafkaServices, body: dict, version: int, info: KafkaRequestI
 
 def _fetch(services: KafkaServices, body: dict, version: int):
     max_bytes = body["max_bytes"] if version >= 3 else services.config.fetch_max_bytes
-    native_body = {
-        "replica_id": -1,  # a Kafka client is always a consumer here, never a follower
-        "max_wait_ms": max(body["max_wait_ms"], 0),
-        "min_bytes": max(body["min_bytes"], 0),
-        "max_bytes": max(max_bytes, 0),
-        "topics": [{"topic": group["topic"], "partitions": [
-            {"partition": p["partition"], "fetch_offset": p["fetch_offset"],
-             "max_bytes": max(p["partition_max_bytes"], 0)} for p in group["partitions"]]}
-            for group in body["topics"]],
-    }
-    result = services.native[ApiKey.FETCH](native_body)
-    return then(result, lambda native: _fetch_response(services, native))
+    request = FetchRequest(
+        -1,  # a Kafka client is always a consumer here, never a follower
+        max(body["max_wait_ms"], 0), max(body["min_bytes"], 0), max(max_bytes, 0),
+        [make(FetchPartition, (group["topic"], p["partition"], p["fetch_offset"],
+                               max(p["partition_max_bytes"], 0)))
+         for group in body["topics"] for p in group["partitions"]])
+    return then(services.data.fetch(request),
+                lambda results: _fetch_response(services, body, results))
 
 
-def _fetch_response(services: KafkaServices, native: dict):
+def _fetch_response(services: KafkaServices, body: dict, results):
     """The Kafka answer; built in a worker thread when it converts more than
     ``OFF_LOOP_BYTES`` of records, so a large Fetch does not stall the loop's other
     connections (a Fetch changes nothing, so its order against other requests is moot, and
     the connection answers in request order anyway)."""
-    if "topics" not in native:  # a whole-request error body (e.g. denied by the authorizer)
-        return {"error_code": int(native.get("error_code", -1)), "responses": []}
-    total = sum(len(result.get("records") or b"") for group in native["topics"]
-                for result in group["partitions"])
+    if type(results) is RequestDenied:
+        return {"error_code": results.error_code, "responses": []}
+    total = sum(len(result.records) for result in results)
     if total <= OFF_LOOP_BYTES:
-        return _convert_fetch(services, native)
-    return asyncio.to_thread(_convert_fetch, services, native)
+        return _convert_fetch(services, body, results)
+    return asyncio.to_thread(_convert_fetch, services, body, results)
 
 
-def _convert_fetch(services: KafkaServices, native: dict) -> dict:
+def _convert_fetch(services: KafkaServices, body: dict, results) -> dict:
+    each = iter(results)
     responses = []
-    for group in native["topics"]:
+    for group in body["topics"]:
         topic = group["topic"]
         out = []
-        for result in group["partitions"]:
-            partition = result["partition"]
-            code = int(result["error_code"])
-            records = result.get("records") or b""
+        for entry in group["partitions"]:
+            partition = entry["partition"]
+            code, high_watermark, log_start_offset, records = next(each)
+            code = int(code)
             if code == 0 and records:
                 try:
                     kind = _TIMESTAMP_TYPE[services.timestamp_type(topic, partition)]
@@ -292,9 +289,9 @@ def _convert_fetch(services: KafkaServices, native: dict) -> dict:
                               partition, exc)
                     code, records = _CORRUPT, b""
             out.append({"partition_index": partition, "error_code": code,
-                        "high_watermark": result["high_watermark"],
-                        "last_stable_offset": result["high_watermark"],
-                        "log_start_offset": result["log_start_offset"],
+                        "high_watermark": high_watermark,
+                        "last_stable_offset": high_watermark,
+                        "log_start_offset": log_start_offset,
                         "aborted_transactions": None if code == 0 else [],
                         "preferred_read_replica": -1, "records": records})
         responses.append({"topic": topic, "partitions": out})
@@ -308,42 +305,17 @@ def list_offsets(services: KafkaServices, body: dict, version: int, info: KafkaR
     return _after_produces(services, lambda: _list_offsets(services, body))
 
 
-def _list_offsets(services: KafkaServices, body: dict):
-    """One native ListOffsets per timestamp type present (each topic's own index)."""
-    by_index: dict[str, list] = {}
-    for group in body["topics"]:
-        for entry in group["partitions"]:
-            index = _INDEX[services.timestamp_type(group["name"], entry["partition_index"])]
-            by_index.setdefault(index, []).append(
-                (group["name"], entry["partition_index"], entry["timestamp"]))
-    found: dict[tuple[str, int], dict] = {}
-    for index, entries in by_index.items():
-        grouped: dict[str, list] = {}
-        for topic, partition, timestamp in entries:
-            grouped.setdefault(topic, []).append({"partition": partition, "timestamp": timestamp})
-        native = services.native[ApiKey.LIST_OFFSETS](
-            {"replica_id": -1, "timestamp_type": index,
-             "topics": [{"topic": t, "partitions": ps} for t, ps in grouped.items()]})
-        for group in native.get("topics", ()):
-            for result in group["partitions"]:
-                found[group["topic"], result["partition"]] = result
-    topics = []
-    for group in body["topics"]:
-        out = []
-        for entry in group["partitions"]:
-            partition = entry["partition_index"]
-            result = found.get((group["name"], partition))
-            if result is None:
-                out.append({"partition_index": partition, "error_code": _INVALID_REQUEST,
-                            "timestamp": -1, "offset": -1, "leader_epoch": -1})
-                continue
-            state = services.cluster.partition_state(group["name"], partition)
-            out.append({"partition_index": partition, "error_code": int(result["error_code"]),
-                        "timestamp": result["timestamp"], "offset": result["offset"],
-                        "leader_epoch": -1 if state is None or result["offset"] < 0
-                        else state.leader_epoch})
-        topics.append({"name": group["name"], "partitions": out})
-    return {"throttle_time_ms": 0, "topics": topics}
+def _list_offsets(services: KafkaServices, body: dict) -> dict:
+    """Each partition searched by its topic's own ``message.timestamp.type`` (the service's
+    ``timestamp_type`` None), as Kafka does."""
+    request = ListOffsetsRequest(-1, None, [
+        make(OffsetQuery, (group["name"], entry["partition_index"], entry["timestamp"]))
+        for group in body["topics"] for entry in group["partitions"]])
+    each = iter(services.data.list_offsets(request))
+    return {"throttle_time_ms": 0, "topics": [{"name": group["name"], "partitions": [
+        {"partition_index": entry["partition_index"], "error_code": int(found[0]),
+         "timestamp": found[2], "offset": found[1], "leader_epoch": found[3]}
+        for entry, found in zip(group["partitions"], each)]} for group in body["topics"]]}
 
 
 DATA_ADAPTERS = {

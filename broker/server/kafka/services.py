@@ -1,4 +1,9 @@
-"""What a Kafka adapter is given: the native handlers, gated, plus what translation reads.
+"""What a Kafka adapter is given: the data service and the native handlers, gated, plus
+what translation reads.
+
+Produce, Fetch and ListOffsets call the data service (``broker/data``) with typed requests,
+as tslog's own handlers do; with the authorizer on, through the connection's ``GatedData``
+(``security/request_gate.py``), the same gate the native port uses.
 
 Why the native handlers and not the services behind them: the issue asks that Kafka requests
 be served by "the same handlers the native protocol uses", so validation, durability (acks),
@@ -35,7 +40,7 @@ from .replication_rates import ReplicationRates
 @dataclass(slots=True)
 class ProduceOrder:
     """Per connection: the last Produce still converting off the loop (its future is done
-    once its batches were handed to the native handler), so later ones append after it."""
+    once its batches were handed to the data service), so later ones append after it."""
 
     tail: Any = None
 
@@ -43,6 +48,7 @@ class ProduceOrder:
 @dataclass(frozen=True, slots=True)
 class KafkaServices:
     native: dict[int, Callable[[dict], Any]]  # ApiKey -> bound (and gated) native handler
+    data: Any  # the data service, or the connection's ``GatedData`` in front of it
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig

@@ -107,7 +107,7 @@ async def test_a_native_produce_parses_its_batch_header_once(broker, parses, cou
 
 
 def _kafka_services(broker) -> KafkaServices:
-    return KafkaServices(broker.dispatch, broker.topics, broker.cluster, broker.config,
+    return KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster, broker.config,
                          broker.groups, broker.offsets, broker.classic_groups,
                          broker.group_catalog, None)
 

@@ -1,6 +1,6 @@
-"""A connection's Produce requests reach the native handler in arrival order even when a
+"""A connection's Produce requests reach the data service in arrival order even when a
 large one converts in a worker thread: the small request after it must wait for it, or a
-pipelining idempotent producer would see OUT_OF_ORDER_SEQUENCE. The native handler here
+pipelining idempotent producer would see OUT_OF_ORDER_SEQUENCE. The service here
 records what it is handed (the ordering is the adapter's job; appending is tested with a
 real broker in tests/integration/kafka/test_kafka_large_requests.py)."""
 
@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from tslog.broker.data.requests import Appended
 from tslog.broker.server.kafka import data_apis
 from tslog.broker.server.kafka.services import ProduceOrder
 from tslog.protocol.kafka import record_batch
-from tslog.protocol.messages import ApiKey
 from tslog.protocol.records import iter_records
 
 pytestmark = pytest.mark.timeout(30)
@@ -29,15 +29,17 @@ def _body(tag: bytes, records: int, acks: int = 1) -> dict:
 
 
 def _services(seen: list):
-    def native_produce(body):
-        for group in body["topics"]:
-            for part in group["partitions"]:
-                batch = part["records"].batches[0].data  # storage.ConvertedBatches
-                seen.append(next(iter_records(batch)).value[:1])
-        return {"topics": [{"topic": "t", "partitions": [
-            {"partition": 0, "error_code": 0, "base_offset": len(seen), "log_start_offset": 0,
-             "log_append_time": -1}]}]}
-    return SimpleNamespace(native={ApiKey.PRODUCE: native_produce},
+    def produce(request):
+        """The data service's produce, recording the order batches reach it."""
+        results = []
+        for partition in request.partitions:
+            batch = partition.records.batches[0].data  # storage.ConvertedBatches
+            seen.append(next(iter_records(batch)).value[:1])
+            appended = Appended()
+            appended.base_offset, appended.log_start_offset = len(seen), 0
+            results.append(appended)
+        return None if request.acks == 0 else results
+    return SimpleNamespace(data=SimpleNamespace(produce=produce),
                            produce_order=ProduceOrder(),
                            timestamp_type=lambda topic, partition: "CreateTime",
                            batch_limit=lambda topic, partition: None)

@@ -53,7 +53,7 @@ def test_every_api_key_is_dispatched_and_none_gets_the_broker(broker):
 
 
 def test_the_shutdown_flag_reaches_the_data_path_through_the_shared_lifecycle(broker):
-    data_path = broker.dispatch[ApiKey.FETCH].__self__
+    data_path = broker.dispatch[ApiKey.FETCH].__self__.path  # the data service's
     assert data_path.lifecycle is broker.lifecycle
     assert broker.scrape_sources.lifecycle is broker.lifecycle
     broker.lifecycle.stopping = True

@@ -1,4 +1,4 @@
-"""Which wire error code answers which failure of a request's work.
+"""Which wire error code answers which failure of a request's work, and a partition not here.
 
 Shared by the data path (produce, fetch, list offsets) and the topic services (a disk
 failing under a topic change), so the mapping and its logging rules live in one place:
@@ -12,6 +12,7 @@ import logging
 
 from tslog.protocol.errors import ErrorCode
 
+from ..metadata import TopicMetadata
 from ..replication.partition import NotLeaderError
 from ..storage import (
     CorruptRecordError,
@@ -21,6 +22,7 @@ from ..storage import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from ..topics import TopicManager
 from ..storage.producers import InvalidProducerEpochError, OutOfOrderSequenceError
 
 log = logging.getLogger("tslog.broker.handlers")
@@ -57,3 +59,13 @@ def error_code_for(exc: BaseException, where: str) -> ErrorCode:
         return ErrorCode.KAFKA_STORAGE_ERROR
     log.error("%s: unexpected error", where, exc_info=exc)
     return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def missing_code(known: TopicManager, topic: str, partition: int) -> ErrorCode:
+    """The answer for a partition this broker holds no log of: NOT_LEADER_OR_FOLLOWER when
+    the cluster has it (the client should look up its leader), else
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    metadata: TopicMetadata | None = known.topics.get(topic)
+    if metadata is not None and 0 <= partition < metadata.partitions:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
