@@ -1,0 +1,396 @@
+"""The data service: produce, fetch and list offsets, for both front doors.
+
+Each method takes a typed request (``requests.py``) and returns the results in the request's
+order, or an awaitable of them when the answer must wait (a durable ack, a long poll), or
+None for a produce with acks = 0. The fast path stays synchronous: no task is created for
+an acks = 1 produce or a fetch that has data.
+
+``denied``: the topics the request gate (``security/request_gate.py``) refused for this
+principal. Their partitions are answered TOPIC_AUTHORIZATION_FAILED and nothing else is
+done for them; they do not cut a long poll short (Kafka answers them beside the rest).
+
+Per batch the work is constant: a produce hands a partition's ``records`` to its
+``ReplicaLog.append_as_leader`` (storage's append rules: checks, idempotence, offsets, all
+or nothing); a fetch returns ``PartitionLog.read``'s bytes as they are. Records are never
+decoded here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Protocol
+
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+
+from ..config import BrokerConfig
+from ..metrics.observe import observe_fetched, observe_lookups, observe_produce
+from ..replication.manager import ReplicaManager
+from ..replication.partition import LEADER, NotLeaderError, Partition
+from ..storage import PartitionLog, RecordTooLargeError
+from ..topics import TopicManager
+from .error_codes import error_code_for, missing_code
+from .requests import (
+    Appended,
+    FetchRequest,
+    Fetched,
+    FoundOffset,
+    ListOffsetsRequest,
+    ProduceRequest,
+    make,
+)
+
+log = logging.getLogger("tslog.broker.handlers")
+
+NOTHING_DENIED: frozenset[str] = frozenset()
+TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+_INDEX = {"LogAppendTime": "append", "CreateTime": "create"}  # message.timestamp.type
+
+
+class DataPath(Protocol):
+    """What the service reads: the hosted partitions and their replication state, the topic
+    catalog (to tell "not here" from "no such partition"), the notifier that wakes long
+    polls, group commit (durable acks), the request limits and the broker's ``Lifecycle``
+    (its ``stopping`` flag ends long polls). ``server/services.DataPathServices`` is one."""
+
+    topics: TopicManager
+    replicas: ReplicaManager
+    notifier: object
+    committer: object
+    config: BrokerConfig
+    lifecycle: object
+
+
+class DataService:
+    """Produce, fetch and list offsets on this broker's partitions."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: DataPath) -> None:
+        self.path = path
+
+    def produce(self, request: ProduceRequest, denied: frozenset = NOTHING_DENIED):
+        return produce(self.path, request, denied)
+
+    def fetch(self, request: FetchRequest, denied: frozenset = NOTHING_DENIED):
+        return fetch(self.path, request, denied)
+
+    def list_offsets(self, request: ListOffsetsRequest,
+                     denied: frozenset = NOTHING_DENIED) -> list[FoundOffset]:
+        return list_offsets(self.path, request, denied)
+
+
+# ------------------------------------------------------------------------------------ produce
+
+
+def _refusal(path: DataPath, topic: str, partition: int, part: Partition | None,
+             acks: int, denied: frozenset) -> int | None:
+    """Why this broker must not take a produce for ``part`` now, or None."""
+    if topic in denied:
+        return TOPIC_DENIED
+    if part is None:
+        return missing_code(path.topics, topic, partition)
+    if part.role != LEADER or not path.replicas.may_acknowledge():
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER  # deposed, or our lease may have expired
+    if acks == -1 and len(part.isr) < part.log.config.min_insync_replicas:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return None
+
+
+def produce(path: DataPath, request: ProduceRequest, denied: frozenset):
+    """Append each partition's batches (``ReplicaLog.append_as_leader``) and answer: now
+    for acks 1, nothing for acks 0, and for acks -1 an awaitable of the results that waits
+    for what each partition needs (``_acknowledge_all``)."""
+    acks = request.acks
+    durable: list[tuple[Appended, PartitionLog]] = []  # to fsync before answering
+    replicated: list[tuple[Appended, Partition, int]] = []  # (result, partition, end offset)
+    results = []
+    get = path.replicas.get
+    for topic, partition, records in request.partitions:
+        part = get(topic, partition)
+        refusal = _refusal(path, topic, partition, part, acks, denied)
+        if refusal is not None:
+            results.append(Appended(refusal))
+            log.info("produce %s-%d refused: %s", topic, partition, ErrorCode(refusal).name)
+            continue
+        result = Appended()
+        results.append(result)
+        end = _append(path, topic, partition, part, records, result)
+        if end is not None and acks == -1:
+            if part.alone:  # the only copy: acknowledged once it is on disk
+                durable.append((result, part.log))
+            else:  # acknowledged once every in-sync replica holds it
+                replicated.append((result, part, end))
+    if acks == 0:
+        return None
+    if durable or replicated:
+        return _acknowledge_all(path, results, durable, replicated, request.timeout_ms)
+    return results
+
+
+def _append(path: DataPath, topic: str, partition: int, part: Partition, records,
+            result: Appended) -> int | None:
+    """Append one partition's ``records`` as its leader and fill ``result``; return the end
+    offset the acknowledgement waits for, or None when the append was refused."""
+    plog = part.log
+    try:
+        info = part.replica.append_as_leader(records, part.leader_epoch)
+        result.base_offset = info.base_offset
+        result.log_append_time = info.log_append_time
+        path.notifier.notify(part)  # followers' long polls
+        if part.alone:  # consumers wait for the HW, which is the log end here
+            path.notifier.notify(plog)
+        observe_produce(topic, plog.log_end_offset - info.base_offset, info.batch_bytes,
+                        info.log_append_time, info.max_create_time)
+        return info.last_offset + 1
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a code
+        result.error_code = error_code_for(exc, f"produce {topic}-{partition}")
+        if isinstance(exc, RecordTooLargeError):  # which limit, for the user
+            result.error_message = str(exc)
+        return None
+    finally:
+        result.log_start_offset = plog.log_start_offset
+
+
+async def _acknowledge_all(path: DataPath, results: list[Appended],
+                           durable: list[tuple[Appended, PartitionLog]],
+                           replicated: list[tuple[Appended, Partition, int]],
+                           timeout_ms: int) -> list[Appended]:
+    """The results of an acks = -1 produce once each batch survives the loss of any one
+    broker (or time out trying), their error codes set in place.
+
+    A leader alone in its ISR holds the only copy (``durable``), so the batch must be on
+    its disk: the group-commit fsync. With followers in the ISR (``replicated``), the batch
+    is safe once every in-sync replica holds it, i.e. once the high watermark has passed
+    it. As in Kafka, that waits for no fsync (``flush.messages``/``flush.ms`` ask for
+    those): waiting for both made every acks=all produce pay a disk round trip on top of
+    the followers'.
+    """
+    timeout_ms = min(timeout_ms or path.config.request_timeout_ms,
+                     path.config.request_timeout_ms)
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    failed, timed_out = {}, False
+    if durable:
+        # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
+        try:
+            async with asyncio.timeout_at(deadline):
+                failed = await path.committer.durable([plog for _, plog in durable])
+        except TimeoutError:
+            timed_out = True
+    for result, plog in durable:
+        if not path.replicas.may_acknowledge():
+            result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif timed_out:
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+        elif plog in failed:
+            result.error_code = error_code_for(failed[plog], f"flush {plog.directory.name}")
+    for result, part, end in replicated:
+        result.error_code = await _until_committed(path, part, end, deadline)
+    return results
+
+
+async def _until_committed(path: DataPath, part: Partition, end_offset: int,
+                           deadline: float) -> int:
+    """Wait until the HW reaches ``end_offset`` (by the loop's clock ``deadline``): 0,
+    REQUEST_TIMED_OUT, NOT_LEADER or a flush's error code.
+
+    The HW also passes a batch when its followers leave the ISR instead of copying it: the
+    leader then holds the only copy, which must be fsynced before the answer, as if the
+    leader had been alone from the start."""
+    try:
+        async with asyncio.timeout_at(deadline):
+            await part.wait_for_high_watermark(end_offset)
+            if part.alone:
+                plog = part.log
+                failed = await path.committer.durable([plog])
+                if plog in failed:
+                    return error_code_for(failed[plog], f"flush {plog.directory.name}")
+        if not path.replicas.may_acknowledge():
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # committed or not: a retry settles it
+        return 0
+    except TimeoutError:
+        return ErrorCode.REQUEST_TIMED_OUT
+    except NotLeaderError:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+# -------------------------------------------------------------------------------------- fetch
+
+_DENIED_READ = make(Fetched, (TOPIC_DENIED, -1, -1, b""))
+
+
+def _fetch_plan(path: DataPath, request: FetchRequest, denied: frozenset) -> list:
+    """The partitions (None: not here, or denied); a follower's fetch offsets are recorded
+    once here (they are its log end offsets, which move the leader's high watermark)."""
+    get = path.replicas.get
+    plan = [None if topic in denied else get(topic, partition)
+            for topic, partition, _, _ in request.partitions]
+    replica_id = request.replica_id
+    if replica_id >= 0:
+        for entry, part in zip(request.partitions, plan):
+            if part is not None and part.role == LEADER:
+                path.replicas.follower_fetched(part, replica_id, entry.fetch_offset)
+    return plan
+
+
+def _read_plan(path: DataPath, request: FetchRequest, plan: list, denied: frozenset
+               ) -> tuple[list[Fetched], int, bool]:
+    """One pass over the requested partitions: (results, record bytes, any error).
+
+    Consumers read below the high watermark; followers (replica_id >= 0) up to the log end.
+    """
+    budget = min(request.max_bytes, path.config.fetch_max_bytes)
+    replica_id = request.replica_id
+    follower = replica_id >= 0
+    total = 0
+    errors = False
+    results = []
+    for entry, part in zip(request.partitions, plan):
+        topic, partition, fetch_offset, max_bytes = entry
+        if part is None:
+            if topic in denied:
+                results.append(_DENIED_READ)
+                continue
+            results.append(make(Fetched, (missing_code(path.topics, topic, partition),
+                                          -1, -1, b"")))
+            errors = True
+        elif part.role != LEADER:
+            results.append(make(Fetched, (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, b"")))
+            errors = True
+        else:
+            plog = part.log
+            try:
+                high_watermark = part.high_watermark
+                records = b""
+                limit = min(max_bytes, budget - total)
+                if follower and replica_id in part.state.adding and replica_id not in part.isr:
+                    records = _catch_up_read(path.replicas.throttle, plog, fetch_offset,
+                                             limit, total)
+                elif limit > 0 or total == 0:  # the first data is sent even if oversized
+                    records = plog.read(fetch_offset, max(limit, 1),
+                                        None if follower else high_watermark)
+                total += len(records)
+                results.append(make(Fetched, (0, high_watermark, plog.log_start_offset,
+                                              records)))
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a code
+                code = error_code_for(exc, f"fetch {topic}-{partition}")
+                results.append(make(Fetched, (code, -1, -1, b"")))
+                errors = True
+    return results, total, errors
+
+
+def _catch_up_read(throttle, plog, fetch_offset: int, limit: int, total: int) -> bytes:
+    """A read for a replica a reassignment is adding, within the catch-up throttle
+    (``replication/throttle.py``): nothing while it is over its quota."""
+    allowance = throttle.allowance()
+    if allowance == 0 or (limit <= 0 and total > 0):
+        return b""
+    if allowance > 0:
+        limit = min(limit, allowance)
+    records = plog.read(fetch_offset, max(limit, 1), None)
+    throttle.spent(len(records))
+    return records
+
+
+def fetch(path: DataPath, request: FetchRequest, denied: frozenset):
+    plan = _fetch_plan(path, request, denied)
+    results, total, errors = _read_plan(path, request, plan, denied)
+    if total >= request.min_bytes or errors or request.max_wait_ms == 0:
+        if total and request.replica_id < 0:  # consumers' reads, not followers'
+            observe_fetched(request.partitions, results)
+        return results
+    return _long_poll(path, request, plan, denied)
+
+
+async def _long_poll(path: DataPath, request: FetchRequest, plan: list, denied: frozenset
+                     ) -> list[Fetched]:
+    """Wait until ``min_bytes`` are available or ``max_wait_ms`` passes; woken by appends."""
+    loop = asyncio.get_running_loop()
+    wait_ms = min(request.max_wait_ms, path.config.request_timeout_ms)
+    deadline = loop.time() + wait_ms / 1000
+    # Consumers wake when the high watermark moves (on plog), followers on appends (on the
+    # partition): a follower is not woken just to hear a new HW, a consumer not for data
+    # it may not read yet.
+    follower = request.replica_id >= 0
+    logs = [part if follower else part.log for part in plan if part is not None]
+    while True:
+        woken = loop.create_future()
+        path.notifier.register(logs, woken)
+        try:
+            results, total, errors = _read_plan(path, request, plan, denied)
+            remaining = deadline - loop.time()
+            if (total >= request.min_bytes or errors or remaining <= 0
+                    or path.lifecycle.stopping):
+                if total and not follower:
+                    observe_fetched(request.partitions, results)
+                return results
+            try:
+                async with asyncio.timeout(remaining):
+                    await woken
+            except TimeoutError:
+                pass
+        finally:
+            path.notifier.unregister(logs, woken)
+
+
+# ------------------------------------------------------------------------------- list offsets
+
+_DENIED_OFFSET = make(FoundOffset, (TOPIC_DENIED, -1, -1, -1))
+
+
+def _list_special(part: Partition, timestamp: int, limit: int) -> tuple[int, int, int]:
+    """(error code, offset, timestamp) for LATEST, EARLIEST or an invalid negative time."""
+    if timestamp == LATEST_TIMESTAMP:
+        return 0, limit, -1
+    if timestamp == EARLIEST_TIMESTAMP:
+        return 0, part.log.log_start_offset, -1
+    return ErrorCode.INVALID_REQUEST, -1, -1
+
+
+def list_offsets(path: DataPath, request: ListOffsetsRequest, denied: frozenset
+                 ) -> list[FoundOffset]:
+    """Each query's answer. Consumers see only what is below the high watermark (an
+    uncommitted match answers "none", as Kafka does); replicas see the log end.
+
+    The per-partition work is the log's own lookup and a few attribute reads; the lookups
+    are timed and counted for the metrics once for the request, not once each."""
+    get = path.replicas.get
+    replica = request.replica_id >= 0
+    index = request.timestamp_type
+    count = scanned = 0
+    started = time.perf_counter()
+    results = []
+    for topic, partition, timestamp in request.queries:
+        part = None if topic in denied else get(topic, partition)
+        if part is None:
+            results.append(_DENIED_OFFSET if topic in denied else make(
+                FoundOffset, (missing_code(path.topics, topic, partition), -1, -1, -1)))
+            continue
+        if part.role != LEADER:
+            results.append(make(FoundOffset, (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1)))
+            continue
+        plog = part.log
+        code = offset = found_time = -1
+        try:
+            limit = plog.log_end_offset if replica else part.high_watermark
+            if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
+                before = plog.lookup_bytes_read
+                found = plog.offset_for_time(
+                    timestamp, index or _INDEX[plog.config.message_timestamp_type])
+                count += 1
+                scanned += plog.lookup_bytes_read - before
+                code = 0
+                if found is not None and found.offset < limit:
+                    offset, found_time = found
+            else:
+                code, offset, found_time = _list_special(part, timestamp, limit)
+        except Exception as exc:  # noqa: BLE001
+            code = error_code_for(exc, f"list offsets {topic}-{partition}")
+            offset = found_time = -1
+        results.append(make(FoundOffset, (code, offset, found_time,
+                                          part.leader_epoch if offset >= 0 else -1)))
+    if count:
+        observe_lookups(count, time.perf_counter() - started, scanned)
+    return results
