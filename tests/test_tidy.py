@@ -471,25 +471,20 @@ def test_no_timings_in_comments():
     assert not offenders, offenders
 
 
-# Etcd stores whose move is another part of issue 41 (the groups' stores go to broker/groups/).
-STORES_MOVING_ELSEWHERE = {"EtcdAclStore"}  # ACL stores: broker/cluster vs security/ (not yet moved)
-
-
 def test_etcd_stores_sit_beside_their_interfaces():
     """Issue 41: ``EtcdXStore`` lives in the package of ``XStore``/``LocalXStore``, so the
     interface, its local store and its etcd store are read together."""
     classes = _classes()
     offenders = set()
     for name, definitions in classes.items():
-        if not (name.startswith("Etcd") and name.endswith("Store")) \
-                or name in STORES_MOVING_ELSEWHERE:
+        if not (name.startswith("Etcd") and name.endswith("Store")):
             continue
         interfaces = [path for other in (name[4:], "Local" + name[4:])
                       for path, _ in classes.get(other, [])]
         offenders |= {f"{name} in {path.relative_to(ROOT)}, {name[4:]} in "
                       f"{interface.relative_to(ROOT)}" for path, _ in definitions
                       for interface in interfaces if interface.parent != path.parent}
-    assert {"EtcdMetadataStore", "EtcdCredentialStore"} <= classes.keys()
+    assert {"EtcdMetadataStore", "EtcdCredentialStore", "EtcdAclStore"} <= classes.keys()
     assert not offenders, offenders
 
 

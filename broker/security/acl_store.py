@@ -5,7 +5,7 @@ resource_type, pattern_type, resource_name, operation, permission(, host)], ...]
 host only when a binding names one), replaced
 atomically (temp file, fsync, rename) like the group offsets' files, so a crash leaves the
 old set or the new one. A cluster keeps them in etcd instead
-(``cluster.acl_store.EtcdAclStore``, the same ``add``/``remove``).
+(``etcd_acls.EtcdAclStore``, the same ``add``/``remove``).
 
 Either way the broker evaluates from memory: ``Authorizer.replace`` is called with the new
 set once it is durable (and, in a cluster, on every change the watch reports), so a check

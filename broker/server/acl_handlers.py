@@ -1,6 +1,6 @@
 """DescribeAcls, CreateAcls and DeleteAcls: the same on a single node and in a cluster,
 where the service's store is the data directory's file or etcd (``security.acl_store``,
-``cluster.acl_store``). Who may call them is the request gate's business, not theirs.
+``security.etcd_acls``). Who may call them is the request gate's business, not theirs.
 
 The wire spells a binding's permission ``permission_type`` and a filter's wildcard
 ``"any"`` (null for a name or principal), as Kafka's fields; the model (``security.acl``)

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from ..cluster.acl_store import EtcdAclStore
+from ..security.etcd_acls import EtcdAclStore
 from ..cluster.etcd_view import EtcdClusterView
 from ..cluster.reassign_store import EtcdReassignments
 from ..cluster.records import Changes, TopicRecord

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from tslog.broker.cluster.acl_store import binding_key_suffix
+from tslog.broker.security.etcd_acls import binding_key_suffix
 from tslog.broker.security.acl import AclBinding, AclFilter, Authorizer, binding_problem
 
 

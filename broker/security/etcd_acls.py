@@ -16,8 +16,8 @@ import hashlib
 import json
 import logging
 
-from ..security.acl import ANY_HOST, AclBinding, Authorizer
-from .etcd import Etcd, EtcdError, PrefixFollower, WatchEvent
+from .acl import ANY_HOST, AclBinding, Authorizer
+from ..cluster.etcd import Etcd, EtcdError, PrefixFollower, WatchEvent
 
 log = logging.getLogger("tslog.broker.security")
 
