@@ -103,3 +103,22 @@ class FoundOffset(NamedTuple):
     offset: int  # -1: none
     timestamp: int  # the found record's, -1 for none or a special query
     leader_epoch: int  # the leader's epoch when the answer was read, -1 with no offset
+
+
+# --------------------------------------------------------------------------------- metadata
+
+
+class MetadataRequest(NamedTuple):
+    topics: list[str] | None  # None: every topic (those the principal may describe)
+
+
+class TopicLeaders(NamedTuple):
+    topic: str
+    error_code: int  # UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, a denial, or 0
+    partitions: object  # ``partition_lists.KeptPartitions``; None with an error
+
+
+class Metadata(NamedTuple):
+    controller_id: int
+    topics: list[TopicLeaders]  # in the request's order (sorted by name for every topic)
+    cluster: object  # the ``ClusterView``: each port lists its own brokers' addresses

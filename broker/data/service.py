@@ -1,4 +1,4 @@
-"""The data service: produce, fetch and list offsets, for both front doors.
+"""The data service: produce, fetch, list offsets and metadata, for both front doors.
 
 Each method takes a typed request (``requests.py``) and returns the results in the request's
 order, or an awaitable of them when the answer must wait (a durable ack, a long poll), or
@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from typing import Callable, Protocol
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
+from ..cluster.view import ClusterView
 from ..config import BrokerConfig
 from ..metrics.observe import observe_fetched, observe_lookups, observe_produce
 from ..replication.manager import ReplicaManager
@@ -32,12 +33,16 @@ from ..replication.partition import LEADER, NotLeaderError, Partition
 from ..storage import PartitionLog, RecordTooLargeError
 from ..topics import TopicManager
 from .error_codes import error_code_for, missing_code
+from .metadata import metadata
+from .partition_lists import PartitionLists
 from .requests import (
     Appended,
     FetchRequest,
     Fetched,
     FoundOffset,
     ListOffsetsRequest,
+    Metadata,
+    MetadataRequest,
     ProduceRequest,
     make,
 )
@@ -63,25 +68,6 @@ class DataPath(Protocol):
     lifecycle: object
 
 
-class DataService:
-    """Produce, fetch and list offsets on this broker's partitions."""
-
-    __slots__ = ("path",)
-
-    def __init__(self, path: DataPath) -> None:
-        self.path = path
-
-    def produce(self, request: ProduceRequest, denied: frozenset = NOTHING_DENIED):
-        return produce(self.path, request, denied)
-
-    def fetch(self, request: FetchRequest, denied: frozenset = NOTHING_DENIED):
-        return fetch(self.path, request, denied)
-
-    def list_offsets(self, request: ListOffsetsRequest,
-                     denied: frozenset = NOTHING_DENIED) -> list[FoundOffset]:
-        return list_offsets(self.path, request, denied)
-
-
 # ------------------------------------------------------------------------------------ produce
 
 
@@ -99,10 +85,12 @@ def _refusal(path: DataPath, topic: str, partition: int, part: Partition | None,
     return None
 
 
-def produce(path: DataPath, request: ProduceRequest, denied: frozenset):
+def produce(service: DataService, request: ProduceRequest,
+            denied: frozenset = NOTHING_DENIED):
     """Append each partition's batches (``ReplicaLog.append_as_leader``) and answer: now
     for acks 1, nothing for acks 0, and for acks -1 an awaitable of the results that waits
     for what each partition needs (``_acknowledge_all``)."""
+    path = service.path
     acks = request.acks
     durable: list[tuple[Appended, PartitionLog]] = []  # to fsync before answering
     replicated: list[tuple[Appended, Partition, int]] = []  # (result, partition, end offset)
@@ -225,8 +213,9 @@ def _fetch_plan(path: DataPath, request: FetchRequest, denied: frozenset) -> lis
     """The partitions (None: not here, or denied); a follower's fetch offsets are recorded
     once here (they are its log end offsets, which move the leader's high watermark)."""
     get = path.replicas.get
-    plan = [None if topic in denied else get(topic, partition)
-            for topic, partition, _, _ in request.partitions]
+    plan = []  # a loop, not a comprehension: one call fewer per request
+    for topic, partition, _, _ in request.partitions:
+        plan.append(None if topic in denied else get(topic, partition))
     replica_id = request.replica_id
     if replica_id >= 0:
         for entry, part in zip(request.partitions, plan):
@@ -294,7 +283,10 @@ def _catch_up_read(throttle, plog, fetch_offset: int, limit: int, total: int) ->
     return records
 
 
-def fetch(path: DataPath, request: FetchRequest, denied: frozenset):
+def fetch(service: DataService, request: FetchRequest, denied: frozenset = NOTHING_DENIED):
+    """The partitions' records now, or an awaitable of them once ``min_bytes`` are there
+    or ``max_wait_ms`` passed (a long poll)."""
+    path = service.path
     plan = _fetch_plan(path, request, denied)
     results, total, errors = _read_plan(path, request, plan, denied)
     if total >= request.min_bytes or errors or request.max_wait_ms == 0:
@@ -349,13 +341,14 @@ def _list_special(part: Partition, timestamp: int, limit: int) -> tuple[int, int
     return ErrorCode.INVALID_REQUEST, -1, -1
 
 
-def list_offsets(path: DataPath, request: ListOffsetsRequest, denied: frozenset
-                 ) -> list[FoundOffset]:
+def list_offsets(service: DataService, request: ListOffsetsRequest,
+                 denied: frozenset = NOTHING_DENIED) -> list[FoundOffset]:
     """Each query's answer. Consumers see only what is below the high watermark (an
     uncommitted match answers "none", as Kafka does); replicas see the log end.
 
     The per-partition work is the log's own lookup and a few attribute reads; the lookups
     are timed and counted for the metrics once for the request, not once each."""
+    path = service.path
     get = path.replicas.get
     replica = request.replica_id >= 0
     index = request.timestamp_type
@@ -394,3 +387,26 @@ def list_offsets(path: DataPath, request: ListOffsetsRequest, denied: frozenset
     if count:
         observe_lookups(count, time.perf_counter() - started, scanned)
     return results
+
+
+class DataService:
+    """Produce, fetch and list offsets on this broker's partitions, and Metadata.
+
+    The data methods are the module's functions themselves (``produce(service, request,
+    denied)``), not wrappers around them: the service is on every request's path, and a
+    wrapper would be one more call each."""
+
+    __slots__ = ("path", "lists", "cluster")
+
+    def __init__(self, path: DataPath, lists: PartitionLists, cluster: ClusterView) -> None:
+        self.path = path
+        self.lists = lists  # Metadata's kept partition lists
+        self.cluster = cluster  # the partitions' leaders and where each broker listens
+
+    produce = produce
+    fetch = fetch
+    list_offsets = list_offsets
+
+    def metadata(self, request: MetadataRequest, denied: frozenset = NOTHING_DENIED,
+                 visible: Callable[[str], bool] | None = None) -> Metadata:
+        return metadata(self.path.topics, self.lists, self.cluster, request, denied, visible)

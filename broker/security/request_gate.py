@@ -10,7 +10,8 @@ A rule per api key reads the request body and the connection's principal and ret
   its response, with TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED, in the shape
   the response schema requires. So a denied part of a request changes nothing.
 
-Metadata and ListGroups hide what may not be described (listing everything), and answer
+ListGroups hides what may not be described (listing everything); Metadata does the same,
+judged typed with Produce, Fetch and ListOffsets by ``GatedData``, and answers
 TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
 the topic exists.
 
@@ -207,19 +208,6 @@ _fetch_offset_topics = _topic_partitions("Describe", lambda p: {
     "partition": p, "offset": -1, "metadata": "", "error_code": TOPIC_DENIED})
 
 
-def _metadata(authz: Authorizer, principal: str, body: dict):
-    def describable(name: str) -> bool:
-        return authz.authorize(principal, "Describe", "topic", name)
-    if body["topics"] is None:  # every topic: hide the ones not describable
-        return Partial(body, _keeping("topics", lambda t: t["topic"], describable), {},
-                       denied=False)
-    kept, denied = _split(body["topics"], lambda name: name, describable)
-    if not denied:
-        return None
-    entries = [{"topic": name, "error_code": TOPIC_DENIED, "partitions": []} for name in denied]
-    return Partial({**body, "topics": kept}, _appending("topics", entries), {})
-
-
 def _topic_result(operation: str) -> Callable[[str, dict], dict]:
     return lambda principal, t: {"topic": t["topic"], "error_code": TOPIC_DENIED,
                                  "error_message": _message(principal, operation, "topic",
@@ -331,9 +319,8 @@ def _init_producer_id(authz: Authorizer, principal: str, body: dict):
 
 
 # api key (a number: some APIs are added by other parts of the product) -> its rule. The data
-# service's three (Produce, Fetch, ListOffsets) are judged typed, by ``GatedData``.
+# service's four (Produce, Fetch, ListOffsets, Metadata) are judged typed, by ``GatedData``.
 RULES: dict[int, Rule] = {
-    3: _metadata,                                   # Metadata: Describe topic (hides)
     8: _offset_commit,                              # OffsetCommit: Read group + Read topic
     9: _offset_fetch,                               # OffsetFetch: Describe group + topic
     10: _find_coordinator,                          # FindCoordinator: Describe group
@@ -425,10 +412,10 @@ class _Gated:
 
 class GatedData:
     """The data service (``broker/data``) as one connection's principal may use it, for
-    both front doors: the same three methods, each judging the typed request first.
+    both front doors: the same methods, each judging the typed request first.
 
     Produce needs Write on each topic, Fetch Read (a follower's, ClusterAction on the
-    cluster), ListOffsets Describe. A denied topic's partitions are answered
+    cluster), ListOffsets and Metadata Describe. A denied topic's partitions are answered
     TOPIC_AUTHORIZATION_FAILED by the service, which does nothing else for them, so a
     denied part of a request changes nothing and the rest is served."""
 
@@ -466,8 +453,23 @@ class GatedData:
         return self.data.list_offsets(request,
                                       self._denied("Describe", request.queries, 2))
 
+    def metadata(self, request):
+        """Describe on each topic: a listing of every topic hides the others (not counted
+        as a denial), a topic asked by name is answered TOPIC_AUTHORIZATION_FAILED, so its
+        name tells nothing about whether it exists."""
+        principal = self.connection.principal
+        authorize = self.authz.authorize
 
-DATA_KEYS = frozenset({0, 1, 2})  # Produce, Fetch, ListOffsets: handlers of the data service
+        def describable(name: str) -> bool:
+            return authorize(principal, "Describe", "topic", name)
+        if request.topics is None:
+            return self.data.metadata(request, visible=describable)
+        return self.data.metadata(request, self._denied(
+            "Describe", [(name,) for name in request.topics], 3))
+
+
+# Produce, Fetch, ListOffsets, Metadata: handlers of the data service
+DATA_KEYS = frozenset({0, 1, 2, 3})
 
 
 class RequestGate:

@@ -1,21 +1,20 @@
-"""tslog's Produce, Fetch and ListOffsets: its frames' bodies translated, once, into the data
+"""tslog's Produce, Fetch, ListOffsets and Metadata: its frames' bodies translated, once, into the data
 service's typed requests (``broker/data``), and its results back into the response bodies.
 
 Each handler takes ``(data, body)``: ``data`` is the broker's ``DataService``, or, with the
 authorizer on, the connection's ``GatedData`` in front of it (``security/request_gate.py``),
-which has the same three methods. It returns the response body, an awaitable of it, or None
+which has the same methods. It returns the response body, an awaitable of it, or None
 for Produce with acks = 0. The Kafka port's adapters (``kafka/data_apis.py``) call the same
 service, so the two front doors differ only in their translation.
 """
 
 from __future__ import annotations
 
-import inspect
-
 from ..data.requests import (
     FetchPartition,
     FetchRequest,
     ListOffsetsRequest,
+    MetadataRequest,
     OffsetQuery,
     ProducePartition,
     ProduceRequest,
@@ -24,30 +23,35 @@ from ..data.requests import (
 )
 
 
-def answer(result, respond):
-    """``respond(result)`` now, or once the service's awaitable of it is done."""
-    if inspect.isawaitable(result):
-        async def later():
-            return respond(await result)
-        return later()
-    return respond(result)
-
-
 def _denied_body(denied: RequestDenied) -> dict:
     return {"error_code": denied.error_code, "error_message": denied.error_message}
+
+
+# The handlers below build lists with loops rather than comprehensions and tell a result
+# from an awaitable by its type (the service returns a list when it answers at once): both
+# are Python calls the per-request path would otherwise pay (a comprehension is a function).
 
 
 # ------------------------------------------------------------------------------------ produce
 
 
 def handle_produce(data, body: dict):
-    request = ProduceRequest(body["acks"], body["timeout_ms"], [
-        make(ProducePartition, (group["topic"], entry["partition"], entry["records"]))
-        for group in body["topics"] for entry in group["partitions"]])
-    result = data.produce(request)
-    if result is None:  # acks = 0
+    partitions = []
+    for group in body["topics"]:
+        topic = group["topic"]
+        for entry in group["partitions"]:
+            partitions.append(make(ProducePartition,
+                                   (topic, entry["partition"], entry["records"])))
+    results = data.produce(make(ProduceRequest, (body["acks"], body["timeout_ms"], partitions)))
+    if results is None:  # acks = 0
         return None
-    return answer(result, lambda results: _produce_body(body, results))
+    if type(results) is list:
+        return _produce_body(body, results)
+    return _produce_later(body, results)
+
+
+async def _produce_later(body: dict, results) -> dict:
+    return _produce_body(body, await results)
 
 
 def _produce_body(body: dict, results) -> dict:
@@ -72,39 +76,78 @@ def _produce_body(body: dict, results) -> dict:
 
 
 def handle_fetch(data, body: dict):
-    request = FetchRequest(body["replica_id"], body["max_wait_ms"], body["min_bytes"],
-                           body["max_bytes"], [
-        make(FetchPartition, (group["topic"], entry["partition"], entry["fetch_offset"],
-                              entry["max_bytes"]))
-        for group in body["topics"] for entry in group["partitions"]])
-    return answer(data.fetch(request), lambda results: _fetch_body(body, results))
-
-
-def _fetch_body(body: dict, results) -> dict:
+    partitions = []
+    for group in body["topics"]:
+        topic = group["topic"]
+        for entry in group["partitions"]:
+            partitions.append(make(FetchPartition, (topic, entry["partition"],
+                                                    entry["fetch_offset"], entry["max_bytes"])))
+    results = data.fetch(make(FetchRequest, (body["replica_id"], body["max_wait_ms"],
+                                             body["min_bytes"], body["max_bytes"], partitions)))
+    if type(results) is list:
+        return _fetch_body(body, results)
     if type(results) is RequestDenied:
         return _denied_body(results)
+    return _fetch_later(body, results)
+
+
+async def _fetch_later(body: dict, results) -> dict:
+    return _fetch_body(body, await results)
+
+
+def _fetch_body(body: dict, results: list) -> dict:
     each = iter(results)
-    return {"topics": [{"topic": group["topic"], "partitions": [
-        _fetched(entry["partition"], next(each)) for entry in group["partitions"]]}
-        for group in body["topics"]]}
-
-
-def _fetched(partition: int, result) -> dict:
-    code, high_watermark, log_start_offset, records = result
-    return {"partition": partition, "error_code": code, "high_watermark": high_watermark,
-            "log_start_offset": log_start_offset, "records": records}
+    topics = []
+    for group in body["topics"]:
+        out = []
+        for entry in group["partitions"]:
+            code, high_watermark, log_start_offset, records = next(each)
+            out.append({"partition": entry["partition"], "error_code": code,
+                        "high_watermark": high_watermark,
+                        "log_start_offset": log_start_offset, "records": records})
+        topics.append({"topic": group["topic"], "partitions": out})
+    return {"topics": topics}
 
 
 # ------------------------------------------------------------------------------- list offsets
 
 
 def handle_list_offsets(data, body: dict) -> dict:
-    request = ListOffsetsRequest(body["replica_id"], body["timestamp_type"], [
-        make(OffsetQuery, (group["topic"], entry["partition"], entry["timestamp"]))
-        for group in body["topics"] for entry in group["partitions"]])
-    each = iter(data.list_offsets(request))
-    return {"topics": [{"topic": group["topic"], "partitions": [
-        {"partition": entry["partition"], "error_code": found[0], "offset": found[1],
-         "timestamp": found[2]}
-        for entry, found in zip(group["partitions"], each)]}
-        for group in body["topics"]]}
+    queries = []
+    for group in body["topics"]:
+        topic = group["topic"]
+        for entry in group["partitions"]:
+            queries.append(make(OffsetQuery, (topic, entry["partition"], entry["timestamp"])))
+    each = iter(data.list_offsets(make(ListOffsetsRequest, (
+        body["replica_id"], body["timestamp_type"], queries))))
+    topics = []
+    for group in body["topics"]:
+        out = []
+        for entry in group["partitions"]:
+            code, offset, timestamp, _ = next(each)
+            out.append({"partition": entry["partition"], "error_code": code,
+                        "offset": offset, "timestamp": timestamp})
+        topics.append({"topic": group["topic"], "partitions": out})
+    return {"topics": topics}
+
+
+# ----------------------------------------------------------------------------------- metadata
+
+
+def _partitions(entries) -> list[dict]:
+    """A kept partition list in tslog's shape: made once per list (``KeptPartitions``)."""
+    return [{"partition": partition, "error_code": code, "leader": leader,
+             "leader_epoch": epoch, "replicas": replicas, "isr": isr}
+            for partition, code, leader, epoch, replicas, isr in entries]
+
+
+def handle_metadata(data, body: dict) -> dict:
+    """Every topic asked for (all of them for ``topics: None``) with its partitions' leaders
+    and ISR, and the brokers' addresses on this port."""
+    found = data.metadata(MetadataRequest(body["topics"]))
+    brokers = [{"node_id": node, "host": host, "port": port}
+               for node, (host, port) in sorted(found.cluster.brokers().items())]
+    return {"brokers": brokers, "controller_id": found.controller_id, "topics": [
+        {"topic": topic, "error_code": code,
+         "partitions": [] if kept is None else kept.encoded(_partitions)}
+        for topic, code, kept in found.topics]}

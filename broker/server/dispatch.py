@@ -22,7 +22,12 @@ from tslog.protocol.messages import ApiKey
 
 from ..data.service import DataService
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
-from .data_handlers import handle_fetch, handle_list_offsets, handle_produce
+from .data_handlers import (
+    handle_fetch,
+    handle_list_offsets,
+    handle_metadata,
+    handle_produce,
+)
 from .delete_records import handle_delete_records
 from .group_handlers import (
     handle_consumer_group_describe,
@@ -38,7 +43,6 @@ from .handlers import (
     handle_create_topics,
     handle_delete_topics,
     handle_describe_configs,
-    handle_metadata,
     handle_offset_commit,
     handle_offset_fetch,
 )
@@ -63,6 +67,7 @@ DATA_SERVICE_HANDLERS = {
     ApiKey.PRODUCE: handle_produce,
     ApiKey.FETCH: handle_fetch,
     ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.METADATA: handle_metadata,
 }
 DATA_PATH_HANDLERS = {
     ApiKey.DELETE_RECORDS: handle_delete_records,
@@ -73,7 +78,6 @@ REPLICATION_HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
 }
 ADMIN_HANDLERS = {
-    ApiKey.METADATA: handle_metadata,
     ApiKey.API_VERSIONS: handle_api_versions,
     ApiKey.CREATE_TOPICS: handle_create_topics,
     ApiKey.CREATE_PARTITIONS: handle_create_partitions,

@@ -4,7 +4,7 @@ The first argument is the narrow set of services the handler's group uses (``ser
 ``AdminApis``, ``GroupApis``), bound to it once at start (``dispatch.py``). Topic changes go
 through the ``TopicService`` the broker picked when it opened (its own disk alone, etcd in a
 cluster): no handler asks which one it is. The data path's handlers are in
-``data_handlers.py``, the replication APIs' in ``replication_handlers.py``.
+``data_handlers.py`` (Metadata too), the replication APIs' in ``replication_handlers.py``.
 
 The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
 handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,
@@ -21,7 +21,6 @@ from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import api_versions_list
 
 from ..groups.offset_files import MAX_METADATA_BYTES, group_id_problem
-from ..metadata import topic_name_problem
 from ..metrics.observe import observe_commit
 from ..topics import TopicError
 from .group_handlers import coordinator_problem, refused_commit
@@ -35,31 +34,6 @@ _API_KEYS = api_versions_list()  # static for the life of the process
 
 def handle_api_versions(services: AdminApis, body: dict) -> dict:
     return {"error_code": 0, "api_keys": _API_KEYS}
-
-
-def handle_metadata(services: AdminApis, body: dict) -> dict:
-    """Every topic asked for (all of them for ``topics: None``) with its partitions' leaders
-    and ISR; each topic's partition list is kept between changes (``partition_lists.py``)."""
-    known = services.topics.topics
-    lists = services.partition_lists
-    if body["topics"] is None:
-        names = sorted(known)
-        lists.keep_only(known)
-    else:
-        names = body["topics"]
-    topics_out = []
-    for name in names:
-        topic = known.get(name)
-        if topic is None:
-            code = (ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_problem(name)
-                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            topics_out.append({"topic": name, "error_code": code, "partitions": []})
-            continue
-        topics_out.append({"topic": name, "error_code": 0, "partitions": lists.get(topic)})
-    brokers = [{"node_id": node, "host": host, "port": port}
-               for node, (host, port) in sorted(services.cluster.brokers().items())]
-    return {"brokers": brokers, "controller_id": services.cluster.controller_id(),
-            "topics": topics_out}
 
 
 async def handle_create_topics(services: AdminApis, body: dict) -> dict:

@@ -18,7 +18,7 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   broker's ``Lifecycle`` (its ``stopping`` flag ends long polls).
 - ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
   cluster view.
-- ``AdminApis`` (Metadata, CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions,
+- ``AdminApis`` (CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions,
   Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
   cluster, picked at open), the cluster view, the broker's settings (its node id), and the
   reassignment service.
@@ -45,7 +45,6 @@ from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .durability import AppendNotifier, GroupCommitter
-from .partition_lists import PartitionLists
 from .reassign_service import ReassignmentService
 from .topic_service import TopicService
 
@@ -84,7 +83,6 @@ class AdminApis(Protocol):
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig  # node_id
-    partition_lists: PartitionLists  # Metadata's kept partition lists
     reassignments: ReassignmentService  # Alter/ListPartitionReassignments
 
 
@@ -133,7 +131,6 @@ class AdminServices:
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig
-    partition_lists: PartitionLists
     reassignments: ReassignmentService
 
 

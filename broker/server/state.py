@@ -24,6 +24,7 @@ from tslog.protocol.sasl import ScramLogin
 
 from ..cluster.view import ClusterView, LocalClusterView, kafka_address
 from ..config import BrokerConfig, parse_host_port
+from ..data.partition_lists import PartitionLists
 from ..data.service import DataService
 from ..groups.catalog import GroupCatalog
 from ..groups.classic_service import ClassicGroupService
@@ -45,7 +46,6 @@ from .clock import BrokerClock
 from .dispatch import Dispatch, bind_handlers
 from .durability import AppendNotifier, GroupCommitter
 from .idle_poll import IdlePoller
-from .partition_lists import PartitionLists
 from .services import (
     AclServices,
     AdminServices,
@@ -131,12 +131,12 @@ class Broker:
         data_path = DataPathServices(topics, self.replicas, clock, self.notifier,
                                      self.committer, config, self.lifecycle)
         # Produce, fetch and list offsets for both front doors (``broker/data``).
-        self.data = DataService(data_path)
+        self.data = DataService(data_path, self.partition_lists, self.cluster)
         self.dispatch: Dispatch = bind_handlers(
             self.data, data_path,
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
-                          self.partition_lists, self.reassignments),
+                          self.reassignments),
             GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog,
                           self.classic_groups),
             AclServices(self.acls), SecurityServices(self.authenticator))

@@ -23,6 +23,7 @@ from tslog.protocol.messages import ApiKey
 
 from ...storage.config import CHOICES
 from ...topics import TopicError
+from ...data.requests import MetadataRequest
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
 from .data_apis import then
@@ -67,26 +68,27 @@ def _to_create(services: KafkaServices, body: dict, version: int, names) -> list
     return [name for name in dict.fromkeys(names) if name not in services.topics.topics]
 
 
+def _kafka_partitions(entries) -> list[dict]:
+    """A kept partition list in Kafka's shape: made once per list (``KeptPartitions``)."""
+    return [{"error_code": code, "partition_index": partition, "leader_id": leader,
+             "leader_epoch": epoch, "replica_nodes": replicas, "isr_nodes": isr,
+             "offline_replicas": []}
+            for partition, code, leader, epoch, replicas, isr in entries]
+
+
 def _metadata(services: KafkaServices, names, refused: dict[str, int]) -> dict:
     """The Metadata answer; ``refused`` carries why an auto-creation failed (an invalid
     name: INVALID_TOPIC_EXCEPTION, as Kafka answers) in place of UNKNOWN_TOPIC_OR_PARTITION."""
-    native = services.native[ApiKey.METADATA]({"topics": names})
+    found = services.data.metadata(MetadataRequest(names))
     brokers = [{"node_id": node, "host": host, "port": port, "rack": None}
-               for node, (host, port) in sorted(services.cluster.kafka_brokers().items())]
-    out = []
-    for topic in native.get("topics", ()):
-        out.append({
-            "error_code": refused.get(topic["topic"], int(topic["error_code"])),
-            "name": topic["topic"], "topic_id": _NULL_UUID, "is_internal": False,
-            "topic_authorized_operations": -2147483648,
-            "partitions": [{"error_code": int(p["error_code"]),
-                            "partition_index": p["partition"], "leader_id": p["leader"],
-                            "leader_epoch": p["leader_epoch"], "replica_nodes": p["replicas"],
-                            "isr_nodes": p["isr"], "offline_replicas": []}
-                           for p in topic["partitions"]]})
+               for node, (host, port) in sorted(found.cluster.kafka_brokers().items())]
+    out = [{"error_code": refused.get(topic, code), "name": topic, "topic_id": _NULL_UUID,
+            "is_internal": False, "topic_authorized_operations": -2147483648,
+            "partitions": [] if kept is None else kept.encoded(_kafka_partitions)}
+           for topic, code, kept in found.topics]
     return {"throttle_time_ms": 0, "brokers": brokers,
             "cluster_id": services.config.cluster_name,
-            "controller_id": native.get("controller_id", -1), "topics": out,
+            "controller_id": found.controller_id, "topics": out,
             "cluster_authorized_operations": -2147483648}
 
 

@@ -1,4 +1,4 @@
-"""Produce, Fetch and ListOffsets behind the one gate, through both front doors' adapters on
+"""Produce, Fetch, ListOffsets and Metadata behind the one gate, through both front doors' adapters on
 a real broker (authorizer on, no sockets): the gate judges the data service's typed request,
 so a denied topic is answered TOPIC_AUTHORIZATION_FAILED on either port, nothing is written
 for it, the allowed topics are served, and the denial is counted once per request."""
@@ -15,6 +15,7 @@ from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
 from tslog.broker.server.kafka.data_apis import DATA_ADAPTERS
+from tslog.broker.server.kafka.dispatch import TABLE
 from tslog.broker.server.kafka.services import KafkaServices
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.kafka import record_batch
@@ -161,3 +162,28 @@ async def test_a_super_user_is_served_everything(gated):
             {"topic": name, "partitions": [{"partition": 0, "timestamp": -1}]}
             for name in ("open", "secret")]})
     assert codes(answer) == {"open": 0, "secret": 0}
+
+
+async def test_metadata_hides_what_may_not_be_described_and_refuses_it_by_name(gated):
+    """On both ports: a listing shows only describable topics (not counted as a denial); a
+    topic asked by name is refused whether it exists or not, so a name tells nothing."""
+    before = denials("metadata")
+    listed = await native_call(native(gated), ApiKey.METADATA, {"topics": None})
+    assert [t["topic"] for t in listed["topics"]] == ["open"]
+    assert denials("metadata") == before
+    named = await native_call(native(gated), ApiKey.METADATA,
+                              {"topics": ["open", "secret", "nope"]})
+    assert [(t["topic"], t["error_code"]) for t in named["topics"]] == [
+        ("open", 0), ("secret", DENIED), ("nope", DENIED)]
+    assert [p["leader"] for p in named["topics"][0]["partitions"]] == [0]
+    assert denials("metadata") == before + 1
+    info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=ALICE)
+    adapter = TABLE[ApiKey.METADATA]
+    kafka_listed = await settled(adapter(kafka(gated), {"topics": None}, 9, info))
+    assert [t["name"] for t in kafka_listed["topics"]] == ["open"]
+    kafka_named = await settled(adapter(kafka(gated), {"topics": [
+        {"name": name} for name in ("open", "secret", "nope")],
+        "allow_auto_topic_creation": False}, 9, info))
+    assert [(t["name"], t["error_code"]) for t in kafka_named["topics"]] == [
+        ("open", 0), ("secret", DENIED), ("nope", DENIED)]
+    assert [p["leader_id"] for p in kafka_named["topics"][0]["partitions"]] == [0]

@@ -87,22 +87,6 @@ def test_a_followers_request_needs_cluster_action(api):
     assert run(authz, api, body, lambda b: {"ok": b is body}) == {"ok": True}
 
 
-def metadata_handler(body):
-    names = body["topics"] if body["topics"] is not None else ["a1", "b1"]
-    return {"brokers": [], "controller_id": 0,
-            "topics": [{"topic": n, "error_code": 0, "partitions": []} for n in names]}
-
-
-def test_metadata_hides_what_may_not_be_described_and_refuses_it_by_name():
-    authz = Authorizer(bindings=[allow("Read", "topic", "a", "prefixed")])
-    every = run(authz, ApiKey.METADATA, {"topics": None}, metadata_handler)
-    assert [t["topic"] for t in every["topics"]] == ["a1"]
-    named = run(authz, ApiKey.METADATA, {"topics": ["a1", "b1", "nope"]}, metadata_handler)
-    assert {t["topic"]: t["error_code"] for t in named["topics"]} == {
-        "a1": 0, "b1": 29, "nope": 29}
-    check_response_body(3, 0, named)
-
-
 def test_create_topics_needs_create_on_the_cluster_or_the_topic():
     body = {"topics": [{"topic": t, "partitions": 1, "replication_factor": 1, "configs": {}}
                        for t in ("a1", "b1")], "timeout_ms": 1}
