@@ -7,9 +7,13 @@ the order the client sent them, whatever their topics; the result is a list in t
 order, so an adapter writes its answer by walking its own body beside the results, with no
 lookups.
 
-Per-partition entries are ``NamedTuple``s, which the adapters and the service build with
-``tuple.__new__`` (``make``) where one is made per partition: a ``NamedTuple``'s own
-constructor is a Python function, a call per partition the hot paths do not pay.
+Each type is a ``NamedTuple`` naming its fields. A request's and a result's own object is
+one (built with ``make``, which skips the Python-level constructor); a per-partition entry
+(``ProducePartition``, ``FetchPartition``, ``OffsetQuery``, ``Fetched``, ``FoundOffset``) is
+built on the hot paths as a plain tuple of the same fields in the same order, and read by
+position: an entry is made for every partition of every request, and a tuple subclass costs
+several plain tuples to build. Code that is not on a hot path may build the named type; the
+service reads either alike.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 make = tuple.__new__
-"""``make(Type, (field, ...))``: a per-partition tuple built without a Python-level call."""
+"""``make(Type, (field, ...))``: a request's tuple built without its Python-level
+constructor (one call fewer per request)."""
 
 
 class RequestDenied(NamedTuple):

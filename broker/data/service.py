@@ -44,7 +44,6 @@ from .requests import (
     Metadata,
     MetadataRequest,
     ProduceRequest,
-    make,
 )
 
 log = logging.getLogger("tslog.broker.handlers")
@@ -206,7 +205,7 @@ async def _until_committed(path: DataPath, part: Partition, end_offset: int,
 
 # -------------------------------------------------------------------------------------- fetch
 
-_DENIED_READ = make(Fetched, (TOPIC_DENIED, -1, -1, b""))
+_DENIED_READ = (TOPIC_DENIED, -1, -1, b"")  # a Fetched
 
 
 def _fetch_plan(path: DataPath, request: FetchRequest, denied: frozenset) -> list:
@@ -220,7 +219,7 @@ def _fetch_plan(path: DataPath, request: FetchRequest, denied: frozenset) -> lis
     if replica_id >= 0:
         for entry, part in zip(request.partitions, plan):
             if part is not None and part.role == LEADER:
-                path.replicas.follower_fetched(part, replica_id, entry.fetch_offset)
+                path.replicas.follower_fetched(part, replica_id, entry[2])  # its fetch offset
     return plan
 
 
@@ -242,11 +241,10 @@ def _read_plan(path: DataPath, request: FetchRequest, plan: list, denied: frozen
             if topic in denied:
                 results.append(_DENIED_READ)
                 continue
-            results.append(make(Fetched, (missing_code(path.topics, topic, partition),
-                                          -1, -1, b"")))
+            results.append((missing_code(path.topics, topic, partition), -1, -1, b""))
             errors = True
         elif part.role != LEADER:
-            results.append(make(Fetched, (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, b"")))
+            results.append((ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, b""))
             errors = True
         else:
             plog = part.log
@@ -261,11 +259,10 @@ def _read_plan(path: DataPath, request: FetchRequest, plan: list, denied: frozen
                     records = plog.read(fetch_offset, max(limit, 1),
                                         None if follower else high_watermark)
                 total += len(records)
-                results.append(make(Fetched, (0, high_watermark, plog.log_start_offset,
-                                              records)))
+                results.append((0, high_watermark, plog.log_start_offset, records))
             except Exception as exc:  # noqa: BLE001 - every failure becomes a code
                 code = error_code_for(exc, f"fetch {topic}-{partition}")
-                results.append(make(Fetched, (code, -1, -1, b"")))
+                results.append((code, -1, -1, b""))
                 errors = True
     return results, total, errors
 
@@ -329,7 +326,7 @@ async def _long_poll(path: DataPath, request: FetchRequest, plan: list, denied: 
 
 # ------------------------------------------------------------------------------- list offsets
 
-_DENIED_OFFSET = make(FoundOffset, (TOPIC_DENIED, -1, -1, -1))
+_DENIED_OFFSET = (TOPIC_DENIED, -1, -1, -1)  # a FoundOffset
 
 
 def _list_special(part: Partition, timestamp: int, limit: int) -> tuple[int, int, int]:
@@ -358,11 +355,11 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
     for topic, partition, timestamp in request.queries:
         part = None if topic in denied else get(topic, partition)
         if part is None:
-            results.append(_DENIED_OFFSET if topic in denied else make(
-                FoundOffset, (missing_code(path.topics, topic, partition), -1, -1, -1)))
+            results.append(_DENIED_OFFSET if topic in denied else (
+                missing_code(path.topics, topic, partition), -1, -1, -1))
             continue
         if part.role != LEADER:
-            results.append(make(FoundOffset, (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1)))
+            results.append((ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1))
             continue
         plog = part.log
         code = offset = found_time = -1
@@ -382,8 +379,7 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
         except Exception as exc:  # noqa: BLE001
             code = error_code_for(exc, f"list offsets {topic}-{partition}")
             offset = found_time = -1
-        results.append(make(FoundOffset, (code, offset, found_time,
-                                          part.leader_epoch if offset >= 0 else -1)))
+        results.append((code, offset, found_time, part.leader_epoch if offset >= 0 else -1))
     if count:
         observe_lookups(count, time.perf_counter() - started, scanned)
     return results

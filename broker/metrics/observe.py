@@ -99,10 +99,10 @@ def observe_fetched(partitions, results) -> None:
     requested and ``results`` beside them; one hop per batch)."""
     metrics = topic = None
     for entry, result in zip(partitions, results):
-        records = result.records
+        records = result[3]  # a Fetched's records, beside its FetchPartition
         if records:
-            if entry.topic != topic:
-                topic = entry.topic
+            if entry[0] != topic:
+                topic = entry[0]
                 metrics = topic_metrics(topic)
             metrics.fetched_bytes.inc(len(records))
             metrics.fetched_records.inc(count_records(records))

@@ -282,25 +282,28 @@ class PartitionLog:
         Returns b"" at the end. Raises OffsetOutOfRangeError outside [log start, log end].
         """
         with self._lock:  # retention in another thread cannot close the segment under us
-            return self._read_locked(offset, max_bytes, max_offset)
-
-    def _read_locked(self, offset: int, max_bytes: int, max_offset: int | None) -> bytes:
-        self._check_open()
-        end_offset = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
-        if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(f"offset {offset} outside [{self.log_start_offset}, "
-                                        f"{self.log_end_offset}]")
-        if offset >= end_offset:
-            return b""
-        segment = self._segments[bisect.bisect_right(self._lookups.base_offsets, offset) - 1]
-        if offset >= segment.next_offset:  # only for an empty active segment
-            return b""
-        self._open_segments.touch(segment)
-        position = segment.position_of(offset)
-        end_position = segment.size
-        if end_offset < segment.next_offset:
-            end_position = segment.position_of(end_offset)
-        return segment.read(position, max_bytes, end_position)
+            if self._closed:  # ``_check_open``, inline on every Fetch's path
+                raise LogClosedError(f"{self.directory.name} is closed")
+            # The ends read once each, straight from the segments (no property calls): this
+            # is every Fetch's path.
+            segments = self._segments
+            log_end = segments[-1].next_offset
+            end_offset = log_end if max_offset is None or max_offset > log_end else max_offset
+            if offset > log_end or offset < self._start.offset or offset < segments[0].base_offset:
+                start = self.log_start_offset
+                if offset < start or offset > log_end:
+                    raise OffsetOutOfRangeError(f"offset {offset} outside [{start}, {log_end}]")
+            if offset >= end_offset:
+                return b""
+            segment = segments[bisect.bisect_right(self._lookups.base_offsets, offset) - 1]
+            if offset >= segment.next_offset:  # only for an empty active segment
+                return b""
+            self._open_segments.touch(segment)
+            position = segment.position_of(offset)
+            end_position = segment.size
+            if end_offset < segment.next_offset:
+                end_position = segment.position_of(end_offset)
+            return segment.read(position, max_bytes, end_position)
 
     def offset_for_time(self, timestamp: int, timestamp_type: str = "append") -> OffsetAndTimestamp | None:
         """Kafka's ListOffsets on this log (``lookups.py``).
@@ -310,7 +313,8 @@ class PartitionLog:
         EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
         largest time. Time values in the answers are the record's own time (-1 for -1/-2)."""
         with self._lock:  # retention in another thread cannot close the segment under us
-            self._check_open()
+            if self._closed:  # ``_check_open``, inline on every lookup's path
+                raise LogClosedError(f"{self.directory.name} is closed")
             lookups = self._lookups
             found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from typing import NamedTuple
 
 from tslog.protocol.errors import BatchFormatError, ErrorCode
 from tslog.protocol.kafka import convert, record_batch
@@ -34,14 +35,10 @@ from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.messages import ApiKey
 
 from ...data.requests import (
-    FetchPartition,
     FetchRequest,
     ListOffsetsRequest,
-    OffsetQuery,
-    ProducePartition,
     ProduceRequest,
     RequestDenied,
-    make,
 )
 from ...storage import ConvertedBatches
 from .request_info import KafkaRequestInfo
@@ -121,14 +118,21 @@ def _to_tslog(records, limit: int | None = None) -> ConvertedBatches:
     return ConvertedBatches(tuple(pieces), sent if len(pieces) == 1 else None)
 
 
+class Refused(NamedTuple):
+    """A partition of a Kafka Produce refused before the data service saw it."""
+
+    error_code: int
+    error_message: str | None
+
+
 class _Transactional(KafkaBatchError):
     error_code = ErrorCode.INVALID_REQUEST
 
 
 def _convert_produce(services: KafkaServices, body: dict, info: KafkaRequestInfo) -> list:
     """One outcome per partition of a Kafka Produce body, in its order: the partition's
-    converted batches (a ``ProducePartition``), or why they were refused (error code,
-    message). Pure apart from logging: it may run in a thread."""
+    converted batches (a ``ProducePartition``'s fields), or why they were refused (a
+    ``Refused``). Pure apart from logging: it may run in a thread."""
     outcomes: list = []
     for group in body["topic_data"]:
         name = group["name"]
@@ -136,9 +140,9 @@ def _convert_produce(services: KafkaServices, body: dict, info: KafkaRequestInfo
             index = entry["index"]
             try:
                 batches = _to_tslog(entry["records"], services.batch_limit(name, index))
-                outcomes.append(make(ProducePartition, (name, index, batches)))
+                outcomes.append((name, index, batches))
             except KafkaBatchError as exc:
-                outcomes.append((int(getattr(exc, "error_code", _CORRUPT)), str(exc)))
+                outcomes.append(Refused(int(getattr(exc, "error_code", _CORRUPT)), str(exc)))
                 log.info("%s: produce %r-%d refused: %s", info.client_host, name, index, exc)
     return outcomes
 
@@ -148,9 +152,9 @@ def _append(services: KafkaServices, body: dict, outcomes: list):
     the Kafka answer, or an awaitable of it, or None for acks = 0."""
     acks = body["acks"]
     if acks not in (-1, 0, 1):  # Kafka's INVALID_REQUIRED_ACKS, on every partition
-        refusal = (int(ErrorCode.INVALID_REQUIRED_ACKS), None)
+        refusal = Refused(int(ErrorCode.INVALID_REQUIRED_ACKS), None)
         return _produce_response(services, body, [refusal] * len(outcomes), ())
-    partitions = [outcome for outcome in outcomes if type(outcome) is ProducePartition]
+    partitions = [outcome for outcome in outcomes if type(outcome) is not Refused]
     result = ()
     if partitions:
         result = services.data.produce(
@@ -202,7 +206,7 @@ def _produce_response(services: KafkaServices, body: dict, outcomes: list, resul
         for entry in group["partition_data"]:
             index = entry["index"]
             outcome = next(outcome_of)
-            if type(outcome) is not ProducePartition:
+            if type(outcome) is Refused:
                 out.append({"index": index, "error_code": outcome[0], "base_offset": -1,
                             "log_append_time_ms": -1, "log_start_offset": -1,
                             "error_message": outcome[1]})
@@ -250,8 +254,7 @@ def _fetch(services: KafkaServices, body: dict, version: int):
     request = FetchRequest(
         -1,  # a Kafka client is always a consumer here, never a follower
         max(body["max_wait_ms"], 0), max(body["min_bytes"], 0), max(max_bytes, 0),
-        [make(FetchPartition, (group["topic"], p["partition"], p["fetch_offset"],
-                               max(p["partition_max_bytes"], 0)))
+        [(group["topic"], p["partition"], p["fetch_offset"], max(p["partition_max_bytes"], 0))
          for group in body["topics"] for p in group["partitions"]])
     return then(services.data.fetch(request),
                 lambda results: _fetch_response(services, body, results))
@@ -264,7 +267,7 @@ def _fetch_response(services: KafkaServices, body: dict, results):
     the connection answers in request order anyway)."""
     if type(results) is RequestDenied:
         return {"error_code": results.error_code, "responses": []}
-    total = sum(len(result.records) for result in results)
+    total = sum(len(result[3]) for result in results)  # each one's records
     if total <= OFF_LOOP_BYTES:
         return _convert_fetch(services, body, results)
     return asyncio.to_thread(_convert_fetch, services, body, results)
@@ -309,7 +312,7 @@ def _list_offsets(services: KafkaServices, body: dict) -> dict:
     """Each partition searched by its topic's own ``message.timestamp.type`` (the service's
     ``timestamp_type`` None), as Kafka does."""
     request = ListOffsetsRequest(-1, None, [
-        make(OffsetQuery, (group["name"], entry["partition_index"], entry["timestamp"]))
+        (group["name"], entry["partition_index"], entry["timestamp"])
         for group in body["topics"] for entry in group["partitions"]])
     each = iter(services.data.list_offsets(request))
     return {"throttle_time_ms": 0, "topics": [{"name": group["name"], "partitions": [

@@ -33,7 +33,7 @@ def _services(seen: list):
         """The data service's produce, recording the order batches reach it."""
         results = []
         for partition in request.partitions:
-            batch = partition.records.batches[0].data  # storage.ConvertedBatches
+            batch = partition[2].batches[0].data  # its records: storage.ConvertedBatches
             seen.append(next(iter_records(batch)).value[:1])
             appended = Appended()
             appended.base_offset, appended.log_start_offset = len(seen), 0
