@@ -27,14 +27,13 @@ sooner); the batch it then joins keeps that record's deadline.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
-import threading
 import time
 from collections.abc import Callable
 
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
+from tslog.protocol.records import Section
 
 from ._accumulator import (
     RECORD_OVERHEAD_BYTES,
@@ -43,11 +42,12 @@ from ._accumulator import (
     RecordAccumulator,
     RecordFuture,
 )
-from ._batching import BATCH, SECTION, BatchingMixin
+from ._batching import (BATCH, SECTION, append_batch, append_section, check_batch,
+                        serialize_batch)
 from ._cluster import Cluster
 from ._idempotence import Idempotence, require_acks_all
 from ._partitioner import StickyPartitioner, key_partition
-from ._sender import SenderMixin
+from ._sender import Sender, SendSettings
 from ._types import RecordMetadata, TopicPartition
 from ._outcomes import check_flushed, wait_for_outcomes
 from .errors import (REQUEST_SIZE_HINT, BufferFullError, ClientClosedError, DeliveryTimeoutError,
@@ -87,7 +87,7 @@ class _DeferredRecord:
             self.future.set_result(None)
 
 
-class AsyncProducer(BatchingMixin, SenderMixin):
+class AsyncProducer:
     """Publish records; ``async with AsyncProducer("host:port") as producer: ...``.
 
     Args:
@@ -167,14 +167,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             delivery_timeout_ms)
         self._sticky = StickyPartitioner()
         self._deferred: list[_DeferredRecord] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
-        self._wakeup: asyncio.Event | None = None
-        self._sender: asyncio.Task | None = None
-        self._metadata_task: asyncio.Task | None = None
-        self._poll_task: asyncio.Task | None = None  # a later metadata refresh (_sender)
-        self._init_task: asyncio.Task | None = None  # InitProducerId (idempotence)
-        self._connecting_nodes: set[int] = set()
+        self._sender: Sender | None = None  # made on the loop, by the first send or start
         # topic -> (TopicPartition of partition 0, 1, ...): interned, rebuilt when the
         # metadata (Cluster.topics, replaced on each refresh) changes.
         self._tps: dict[str, tuple[TopicPartition, ...]] = {}
@@ -194,10 +187,11 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         if self._sender is None:
             if self._closing:
                 raise ClientClosedError()
-            self._loop = asyncio.get_running_loop()
-            self._loop_thread = threading.get_ident()
-            self._wakeup = asyncio.Event()
-            self._sender = self._loop.create_task(self._run())
+            self._sender = Sender(
+                self._accumulator, self._cluster, self._idempotence, self._sticky,
+                SendSettings(self.acks, self.compression, self.request_timeout_ms,
+                             self.max_request_size, self.retries, self.delivery_timeout_ms),
+                self._resolve_deferred, lambda: self._closed)
 
     async def __aenter__(self) -> AsyncProducer:
         await self.start()
@@ -220,12 +214,7 @@ class AsyncProducer(BatchingMixin, SenderMixin):
                 for record in self._deferred:
                     record.future.set_exception(ClientClosedError("producer closed"))
                 self._deferred.clear()
-                self._wake()
-                tasks = [task for task in (self._sender, self._init_task, self._metadata_task,
-                                           self._poll_task) if task is not None]
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await self._sender.stop()
         await self._cluster.close()
         self._closed = True
 
@@ -330,6 +319,84 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             self._wake()
         return future
 
+    def send_batch(self, topic: str, values, keys=None, partition: int | None = None,
+                   timestamp_ms=None, headers=None) -> BatchFuture:
+        """Queue many records at once; the future resolves to their ``RecordMetadata`` list.
+
+        The lists go to the batch encoder as they are (no per-record work in Python), as
+        batches of their own sent without lingering (``_batching.py``). ``keys`` and
+        ``headers`` are None or one entry per value; ``timestamp_ms`` is None (now), one int
+        for all or a list of ints. Partitioning is ``send``'s: explicit ``partition``, else
+        each key's partition, else one sticky partition for the whole call. Raises like
+        ``send``, plus ValueError for lists of different lengths; nothing is queued when it
+        raises.
+        """
+        if self._closing:
+            raise ClientClosedError()
+        if self._sender is None:
+            self._ensure_sender()
+        values, keys = serialize_batch(values, keys, self.value_serializer, self.key_serializer)
+        return self._queue_batch(topic, partition, *check_batch(
+            values, keys, timestamp_ms, headers, self._max_record_bytes, self.max_request_size))
+
+    def send_section(self, topic: str, section: Section, partition: int) -> BatchFuture:
+        """Queue a records section encoded already (``tslog.protocol.records.Section``) as
+        one batch into ``partition``; the future resolves like ``send_batch``'s.
+
+        Why: a caller holding the records as columns (the mirror copies fetched batches)
+        builds the section with a few array operations; this path then does no work per
+        record at all - no type or length checks, no lists - and the batch still gets the
+        producer's id and sequence (idempotence), retries and deadlines like any other.
+        The broker checks the section before it accepts it (CORRUPT_MESSAGE if malformed).
+
+        Raises: ClientClosedError; MessageTooLargeError for a section over the producer's
+        ``max_request_size``; UnknownTopicOrPartitionError for a partition the topic lacks.
+        """
+        if self._closing:
+            raise ClientClosedError()
+        if self._sender is None:
+            self._ensure_sender()
+        return self._queue_section(topic, section, partition)
+
+    def _queue_section(self, topic: str, section: Section, partition: int) -> BatchFuture:
+        size = section.size
+        if size > self._max_record_bytes:
+            raise MessageTooLargeError(f"a section of {size} bytes does not fit in a request "
+                                       f"of max_request_size {self.max_request_size}"
+                                       + REQUEST_SIZE_HINT)
+        tps = self._topic_partitions(topic)
+        if tps is None:
+            record = self._defer_record((SECTION, topic, section, partition))
+            return BatchFuture([(record, range(section.record_count))], section.record_count)
+        return self._append_section(topic, tps, section, partition)
+
+    def _append_section(self, topic: str, tps, section: Section, partition: int) -> BatchFuture:
+        future = append_section(self._accumulator, self._sticky, topic, tps, section, partition)
+        self._wake()
+        return future
+
+    def _queue_batch(self, topic, partition, values, keys, create_times, headers,
+                     lengths) -> BatchFuture:
+        count = len(values)
+        if not count:
+            return BatchFuture([], 0)
+        tps = self._topic_partitions(topic)
+        if tps is None:
+            args = (BATCH, topic, values, keys, partition, create_times, headers, lengths)
+            record = self._defer_record(args)
+            return BatchFuture([(record, range(count))], count)
+        future = append_batch(self._accumulator, self._sticky, topic, tps, values, keys,
+                              partition, create_times, headers, lengths)
+        self._wake()
+        return future
+
+    def _append_batch(self, topic, tps, values, keys, partition, create_times, headers,
+                      lengths) -> BatchFuture:
+        future = append_batch(self._accumulator, self._sticky, topic, tps, values, keys,
+                              partition, create_times, headers, lengths)
+        self._wake()
+        return future
+
     async def send_and_wait(self, topic: str, value=None, key=None, partition=None,
                             timestamp_ms=None, headers=None) -> RecordMetadata:
         return await self.send(topic, value, key, partition, timestamp_ms, headers)
@@ -358,12 +425,9 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         return record
 
     def _wake(self) -> None:
-        if self._wakeup is None:
-            return
-        if threading.get_ident() == self._loop_thread:
-            self._wakeup.set()
-        elif not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._wakeup.set)
+        sender = self._sender
+        if sender is not None:
+            sender.wake()
 
     async def flush(self, timeout_ms: int | None = None) -> None:
         """Send everything buffered now and wait until each record succeeded or failed;
@@ -431,13 +495,25 @@ class AsyncProducer(BatchingMixin, SenderMixin):
         """``send_batch`` that may block, as ``blocking_send``; input is checked first."""
         if self._closing:
             raise ClientClosedError()
-        values, keys = self._serialize_batch(values, keys)
-        checked = self._check_batch(values, keys, timestamp_ms, headers)
+        values, keys = serialize_batch(values, keys, self.value_serializer, self.key_serializer)
+        checked = check_batch(values, keys, timestamp_ms, headers, self._max_record_bytes,
+                              self.max_request_size)
         if self._accumulator.buffered_bytes >= self.buffer_memory:
             self._wait_for_space()
         if not self._cluster.topics.get(topic):
             run(self.partitions_for(topic), self.max_block_ms / 1000)
         return self._queue_batch(topic, partition, *checked)
+
+    def send_section_from_thread(self, run, topic, section, partition) -> BatchFuture:
+        """``send_section`` for the blocking facade's thread: it may block, as
+        ``send_batch_from_thread`` does (full buffer, unknown topic)."""
+        if self._closing:
+            raise ClientClosedError()
+        if self._accumulator.buffered_bytes >= self.buffer_memory:
+            self._wait_for_space()
+        if not self._cluster.topics.get(topic):
+            run(self.partitions_for(topic), self.max_block_ms / 1000)
+        return self._queue_section(topic, section, partition)
 
     def _wait_for_space(self) -> None:
         """Block the calling thread while the buffer is full; the sender frees space."""
@@ -494,6 +570,6 @@ class AsyncProducer(BatchingMixin, SenderMixin):
             self._deferred[:0] = waiting
         if not waiting:
             return None
-        self._refresh_metadata()
+        self._sender.refresh_metadata()
         return min(now + self._cluster.retry_backoff_ms / 1000,
                    min(record.created for record in waiting) + delivery_timeout_s)

@@ -1,8 +1,10 @@
 """The producer's sender: drains ready batches into pipelined Produce requests.
 
-Split out of ``_producer.py`` to keep each module readable; ``AsyncProducer`` inherits these
-methods and owns all the state they use (accumulator, cluster, wake-up event, options).
-See ``_producer.py`` for the theory of operation.
+``Sender`` is an object of its own that ``AsyncProducer`` makes on its loop and holds: it is
+handed the accumulator, the cluster, the idempotence state and the sticky partitioner it
+shares with the producer, its settings (``SendSettings``) and a callback that appends the
+records that waited for metadata; it owns its task, its helper tasks (producer id, metadata,
+connections) and its wake-up event. See ``_producer.py`` for the theory of operation.
 
 The sender's one rule for deadlines: a round first expires every batch past its delivery
 deadline (``RecordAccumulator.expire``), and the only thing it ever waits for is its wake-up
@@ -17,13 +19,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import threading
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
-from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch
-from ._cluster import failed_as_leader
+from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch, RecordAccumulator
+from ._cluster import Cluster, failed_as_leader
+from ._idempotence import Idempotence
+from ._partitioner import StickyPartitioner
 from ._types import TopicPartition
 from .errors import (
     REQUEST_SIZE_HINT,
@@ -44,8 +51,66 @@ def _partition_error(code: int) -> BaseException | None:
     return error_for(code)() if code else None
 
 
-class SenderMixin:
-    """Sender methods of AsyncProducer (not usable on their own)."""
+class SendSettings(NamedTuple):
+    """The producer's settings the sender applies (``AsyncProducer``'s arguments)."""
+
+    acks: int
+    compression: int
+    request_timeout_ms: int
+    max_request_size: int
+    retries: int
+    delivery_timeout_ms: int
+
+
+class Sender:
+    """One producer's sender task and the tasks it starts. Made on the producer's loop.
+
+    Args:
+        resolve_deferred: appends the records that waited for metadata, when their topic
+            is known; returns when to look again (monotonic seconds) or None.
+        is_closed: whether the producer has closed (a closed producer retries nothing).
+    """
+
+    def __init__(self, accumulator: RecordAccumulator, cluster: Cluster,
+                 idempotence: Idempotence | None, sticky: StickyPartitioner,
+                 settings: SendSettings, resolve_deferred: Callable[[], float | None],
+                 is_closed: Callable[[], bool]) -> None:
+        self._accumulator = accumulator
+        self._cluster = cluster
+        self._idempotence = idempotence
+        self._sticky = sticky
+        self._settings = settings
+        self._resolve_deferred = resolve_deferred
+        self._is_closed = is_closed
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._wakeup = asyncio.Event()
+        self._metadata_task: asyncio.Task | None = None
+        self._poll_task: asyncio.Task | None = None  # a later metadata refresh
+        self._init_task: asyncio.Task | None = None  # InitProducerId (idempotence)
+        self._connecting_nodes: set[int] = set()
+        self._task = self._loop.create_task(self._run())
+
+    def wake(self) -> None:
+        """Make the sender look again now; callable from any thread."""
+        if threading.get_ident() == self._loop_thread:
+            self._wakeup.set()
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wakeup.set)
+
+    async def stop(self) -> None:
+        """Cancel the sender and every task it started, and wait for them."""
+        self.wake()
+        tasks = [task for task in (self._task, self._init_task, self._metadata_task,
+                                   self._poll_task) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def refresh_metadata(self) -> None:
+        """Refresh the cluster's metadata in a task of its own, waking the sender after."""
+        if self._metadata_task is None or self._metadata_task.done():
+            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
 
     async def _run(self) -> None:
         while True:
@@ -64,7 +129,7 @@ class SenderMixin:
         self._wakeup.clear()
         next_deadline = self._expire_batches(time.monotonic())
         if self._cluster.metadata_stale():  # e.g. partitions were added
-            self._refresh_metadata()
+            self.refresh_metadata()
         next_time = self._resolve_deferred()
         idempotence = self._idempotence
         if idempotence is not None and not idempotence.ready:
@@ -100,7 +165,7 @@ class SenderMixin:
                      else "sent, no answer yet: it may still have been written")
             self._finish(batch, error=DeliveryTimeoutError(
                 f"{tp.topic}-{tp.partition}: {batch.record_count} records not acknowledged "
-                f"within delivery_timeout_ms {self.delivery_timeout_ms} ({where})"))
+                f"within delivery_timeout_ms {self._settings.delivery_timeout_ms} ({where})"))
         return next_deadline
 
     def _init_producer_id(self) -> None:
@@ -124,7 +189,7 @@ class SenderMixin:
                     self._accumulator.abort_all(exc)
                 await asyncio.sleep(self._cluster.retry_backoff_max_ms / 1000)
             finally:
-                self._wake()
+                self.wake()
 
         self._init_task = asyncio.ensure_future(init())
 
@@ -140,7 +205,7 @@ class SenderMixin:
             leader = cluster.leader_for(tp)
             if leader is None:
                 self._retry_head(tp, error_for(5)(f"no leader known for {tp.topic}-{tp.partition}"))
-                self._refresh_metadata()
+                self.refresh_metadata()
             else:
                 by_node[leader].append(tp)
         sent = False
@@ -152,7 +217,7 @@ class SenderMixin:
                     self._poll_metadata()
                 continue
             if conn.on_ready is None:
-                conn.on_ready = self._wake
+                conn.on_ready = self.wake
             if conn.has_capacity():
                 self._send_request(conn, node_id, tps)
                 sent = True
@@ -168,7 +233,7 @@ class SenderMixin:
                 if head is None:
                     continue
                 if (batches and size + head.size_bytes + REQUEST_OVERHEAD_BYTES
-                        > self.max_request_size):
+                        > self._settings.max_request_size):
                     break
                 batch = accumulator.pop(tp)
                 batches.append(batch)
@@ -180,15 +245,15 @@ class SenderMixin:
         idempotence = self._idempotence
         for batch in batches:
             try:
-                records = batch.build(self.compression, idempotence)
+                records = batch.build(self._settings.compression, idempotence)
             except (TypeError, ValueError) as exc:
                 self._finish(batch, error=exc)
                 continue
-            if len(records) + ENVELOPE_BYTES > self.max_request_size:
+            if len(records) + ENVELOPE_BYTES > self._settings.max_request_size:
                 # Headers can outgrow their estimate; the broker would close the connection.
                 self._finish(batch, error=MessageTooLargeError(
                     f"a batch of {len(records)} bytes does not fit in a request of "
-                    f"max_request_size {self.max_request_size}" + REQUEST_SIZE_HINT))
+                    f"max_request_size {self._settings.max_request_size}" + REQUEST_SIZE_HINT))
                 continue
             topics[batch.tp.topic].append({"partition": batch.tp.partition, "records": records})
             sendable.append(batch)
@@ -196,10 +261,10 @@ class SenderMixin:
             return
         if idempotence is not None:
             idempotence.sent(sendable)
-        body = {"acks": self.acks, "timeout_ms": self.request_timeout_ms,
+        body = {"acks": self._settings.acks, "timeout_ms": self._settings.request_timeout_ms,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         future = conn.send_nowait(_PRODUCE, body,
-                                  timeout_ms=self.request_timeout_ms + 5_000)
+                                  timeout_ms=self._settings.request_timeout_ms + 5_000)
         future.add_done_callback(lambda f: self._on_response(f, sendable, node_id))
 
     def _on_response(self, future: asyncio.Future, batches: list[ProducerBatch],
@@ -213,7 +278,7 @@ class SenderMixin:
         if error is not None:
             for batch in batches:
                 self._retry_or_fail(batch, error)
-        elif self.acks == 0:
+        elif self._settings.acks == 0:
             for batch in batches:
                 self._finish(batch, result=(-1, -1))
         else:
@@ -232,7 +297,7 @@ class SenderMixin:
                         and idempotence.transient_out_of_order(batch)))
                 else:
                     self._finish(batch, result=(answer["base_offset"], answer["log_append_time"]))
-        self._wake()
+        self.wake()
 
     def _judge_leader(self, node_id: int, future: asyncio.Future, error) -> None:
         """Tell the cluster whether ``node_id`` served this Produce as a leader should; if
@@ -243,7 +308,7 @@ class SenderMixin:
             error = next((e for e in map(_partition_error, codes) if failed_as_leader(e)), None)
         if error is not None and failed_as_leader(error):
             self._cluster.suspect(node_id)
-            self._refresh_metadata()
+            self.refresh_metadata()
         elif error is None:
             self._cluster.vouch(node_id)
 
@@ -253,14 +318,15 @@ class SenderMixin:
         has attempts and time left; fail it otherwise."""
         if batch.future.done():  # expired while in flight: already failed and released
             return
-        if (isinstance(error, TslogError) and (error.retriable or transient) and not self._closed
-                and batch.attempts < self.retries and time.monotonic() < batch.deadline):
+        if (isinstance(error, TslogError) and (error.retriable or transient)
+                and not self._is_closed()
+                and batch.attempts < self._settings.retries and time.monotonic() < batch.deadline):
             batch.attempts += 1
             retry_at = time.monotonic() + self._cluster.backoff_s(batch.attempts - 1)
             with self._accumulator.lock:
                 self._accumulator.reenqueue(batch, retry_at)
             if error.invalid_metadata:
-                self._refresh_metadata()
+                self.refresh_metadata()
             log.debug("retrying %s after %r", batch.tp, error)
         else:
             self._finish(batch, error=error)
@@ -287,10 +353,6 @@ class SenderMixin:
         if batch is not None:
             self._retry_or_fail(batch, error)
 
-    def _refresh_metadata(self) -> None:
-        if self._metadata_task is None or self._metadata_task.done():
-            self._metadata_task = asyncio.ensure_future(self._refresh_and_wake())
-
     def _poll_metadata(self) -> None:
         """Refresh metadata once it is ``retry_backoff_max_ms`` old: while the sender waits
         to connect to a leader that failed, so it sends to a successor as soon as another
@@ -301,14 +363,14 @@ class SenderMixin:
     async def _refresh_later(self) -> None:
         await asyncio.sleep(max(0.0, self._cluster.retry_backoff_max_ms / 1000
                                 - self._cluster.metadata_age_s()))
-        self._refresh_metadata()
+        self.refresh_metadata()
 
     async def _refresh_and_wake(self) -> None:
         try:
             await self._cluster.refresh_metadata()
         except TslogError as exc:
             log.debug("metadata refresh failed: %r", exc)
-        self._wake()
+        self.wake()
 
     def _connect(self, node_id: int, tps: list[TopicPartition]) -> None:
         async def connect() -> None:
@@ -318,12 +380,12 @@ class SenderMixin:
                 log.debug("cannot connect to broker %s: %r", node_id, exc)
                 for tp in tps:
                     self._retry_head(tp, exc)
-                self._refresh_metadata()
+                self.refresh_metadata()
             finally:
                 # Before the wake-up: a sender woken while the node still counted as
                 # connecting would start no new attempt and sleep with batches queued.
                 self._connecting_nodes.discard(node_id)
-                self._wake()
+                self.wake()
         if node_id not in self._connecting_nodes:
             self._connecting_nodes.add(node_id)
             asyncio.ensure_future(connect())

@@ -284,11 +284,6 @@ def test_storage_has_no_asyncio():
 
 
 MAX_FUNCTION_LINES = 70  # TigerBeetle's tidy.zig: a function fits on a screen
-# Left as they are for now: AsyncProducer's batch path and sender. A split into a Sender
-# object and batch functions passed the client's tests but made one group test
-# (test_a_killed_members_partitions_are_taken_over...) fail 2 runs in 6 where the mixins
-# never did; until that is understood the producer keeps its two mixins and this function.
-PRODUCER_LEFT = {"_append_batch", "BatchingMixin", "SenderMixin"}
 
 
 def test_functions_stay_short():
@@ -299,8 +294,7 @@ def test_functions_stay_short():
             for folder in PACKAGES.values() for path in source_files(folder)
             for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and (length := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES
-            and not (path.name == "_batching.py" and node.name in PRODUCER_LEFT)]
+            and (length := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES]
     assert not long, long
 
 
@@ -359,10 +353,10 @@ def test_no_mixins():
     for name, definitions in classes.items():
         for path, cls in definitions:
             where = f"{path.relative_to(ROOT)}:{cls.lineno} {name}"
-            if name.endswith("Mixin") and name not in PRODUCER_LEFT:
+            if name.endswith("Mixin"):
                 offenders.append(f"{where} is named a mixin")
             for base in _base_names(cls):
-                for _, base_cls in classes.get(base, []) if base not in PRODUCER_LEFT else []:
+                for _, base_cls in classes.get(base, []):
                     if missing := _parts_of_another_class(base_cls, classes):
                         offenders.append(f"{where}: base {base} reads {sorted(missing)}")
     assert len(classes) > 100, "the check read too few classes to mean anything"

@@ -70,3 +70,21 @@ def split_evenly(group: list[MemberProcess], topic: str, partitions: int, each: 
     owned = [m.owned() for m in group]
     return (all(len(o) == each for o in owned)
             and set().union(*owned) == everything(topic, partitions))
+
+
+def last_commits(victim: MemberProcess, survivors: list[MemberProcess],
+                 read_before: dict[int, int], committed_after_kill: dict[int, int]
+                 ) -> dict[int, int]:
+    """A killed member's last commit per partition as the broker applied it: where the
+    survivors started reading it (``read_before``: how many records each had read at the
+    kill). The offsets read just after the kill are only a lower bound: a commit the member
+    sent just before it died may be applied after that read (a broker answers a request
+    whose sender has gone). Asserts the bounds: not below that read, and not past what the
+    member reported (it reports a poll, then commits it)."""
+    last = {}
+    for p, lower in committed_after_kill.items():
+        taken = [o for m in survivors for q, o, _ in m.records()[read_before[id(m)]:] if q == p]
+        reported = max((o + 1 for q, o, _ in victim.records() if q == p), default=lower)
+        assert lower <= min(taken) <= max(lower, reported), (p, lower, min(taken), reported)
+        last[p] = min(taken)
+    return last

@@ -2,9 +2,9 @@
 with ``sys.setprofile`` (calls, not time), on a producer whose metadata is filled in by hand
 and whose sender never gets to run (nothing is awaited), so no broker is involved.
 
-Why a count: the batch path is the producer's hot path; a change to it (issue 41 would split
-it into named steps) must not add a Python call per record. The bound is today's count with a little
-room: a change past it has added calls that every ``send_batch`` pays.
+Why a count: the batch path is the producer's hot path; splitting it into named functions
+(issue 41: ``_batching.py``) must not add a Python call per record. The bound is today's count
+with a little room: a change past it has added calls that every ``send_batch`` pays.
 """
 
 import asyncio
