@@ -262,9 +262,19 @@ def _read_plan(path: DataPath, request: FetchRequest, plan: list, denied: frozen
                 results.append((0, high_watermark, plog.log_start_offset, records))
             except Exception as exc:  # noqa: BLE001 - every failure becomes a code
                 code = error_code_for(exc, f"fetch {topic}-{partition}")
-                results.append((code, -1, -1, b""))
+                results.append((code, *_log_ends(part)))
                 errors = True
     return results, total, errors
+
+
+def _log_ends(part: Partition) -> tuple[int, int, bytes]:
+    """(high watermark, log start, no records) for a failed read: an OFFSET_OUT_OF_RANGE
+    answer tells the client where the log now starts and ends, as Kafka's does, so it can
+    move on (-1 each when the log cannot say, e.g. closed under the read)."""
+    try:
+        return part.high_watermark, part.log.log_start_offset, b""
+    except Exception:  # noqa: BLE001 - the read's own error is the answer
+        return -1, -1, b""
 
 
 def _catch_up_read(throttle, plog, fetch_offset: int, limit: int, total: int) -> bytes:
