@@ -27,6 +27,9 @@ from ..storage.producers import InvalidProducerEpochError, OutOfOrderSequenceErr
 
 log = logging.getLogger("tslog.broker.handlers")
 
+# A topic the request gate denied: the data service answers its partitions with this.
+TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
 
 _CODES = {
     CorruptRecordError: ErrorCode.CORRUPT_MESSAGE,

@@ -13,10 +13,9 @@ from tslog.protocol.errors import ErrorCode
 from ..cluster.view import ClusterView
 from ..metadata import topic_name_problem
 from ..topics import TopicManager
+from .error_codes import TOPIC_DENIED
 from .partition_lists import PartitionLists
 from .requests import Metadata, MetadataRequest, TopicLeaders
-
-TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def metadata(known: TopicManager, lists: PartitionLists, cluster: ClusterView,

@@ -32,7 +32,7 @@ from ..replication.manager import ReplicaManager
 from ..replication.partition import LEADER, NotLeaderError, Partition
 from ..storage import PartitionLog, RecordTooLargeError
 from ..topics import TopicManager
-from .error_codes import error_code_for, missing_code
+from .error_codes import TOPIC_DENIED, error_code_for, missing_code
 from .metadata import metadata
 from .partition_lists import PartitionLists
 from .requests import (
@@ -49,7 +49,6 @@ from .requests import (
 log = logging.getLogger("tslog.broker.handlers")
 
 NOTHING_DENIED: frozenset[str] = frozenset()
-TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 _INDEX = {"LogAppendTime": "append", "CreateTime": "create"}  # message.timestamp.type
 
 

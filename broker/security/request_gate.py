@@ -31,8 +31,8 @@ from ..metrics import security_metrics
 from . import ANONYMOUS
 from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
 
-__all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "GatedData", "RequestGate", "HostAuthorizer", "decide",
-           "may_use_group"]
+__all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "GatedData", "RequestGate",
+           "HostAuthorizer", "decide", "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)

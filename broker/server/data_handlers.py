@@ -1,5 +1,6 @@
-"""tslog's Produce, Fetch, ListOffsets and Metadata: its frames' bodies translated, once, into the data
-service's typed requests (``broker/data``), and its results back into the response bodies.
+"""tslog's Produce, Fetch, ListOffsets and Metadata: its frames' bodies translated, once,
+into the data service's typed requests (``broker/data``), and its results back into the
+response bodies.
 
 Each handler takes ``(data, body)``: ``data`` is the broker's ``DataService``, or, with the
 authorizer on, the connection's ``GatedData`` in front of it (``security/request_gate.py``),
