@@ -58,7 +58,6 @@ OFF_LOOP_BYTES = 128 * 1024
 _TRANSACTIONAL = 0x10  # RecordBatch attributes: the transactional and control bits
 _CONTROL = 0x20
 _CORRUPT = int(ErrorCode.CORRUPT_MESSAGE)
-_INVALID_REQUEST = int(ErrorCode.INVALID_REQUEST)
 _TIMESTAMP_TYPE = {"LogAppendTime": record_batch.LOG_APPEND_TIME,
                    "CreateTime": record_batch.CREATE_TIME}
 
