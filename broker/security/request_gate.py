@@ -31,8 +31,8 @@ from ..metrics import security_metrics
 from . import ANONYMOUS
 from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
 
-__all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "GatedData", "RequestGate",
-           "HostAuthorizer", "decide", "may_use_group"]
+__all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
+           "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -468,8 +468,12 @@ class GatedData:
             "Describe", [(name,) for name in request.topics], 3))
 
 
-# Produce, Fetch, ListOffsets, Metadata: handlers of the data service
-DATA_KEYS = frozenset({0, 1, 2, 3})
+# The api keys whose native handlers are bound to a typed service (``handler.__self__``),
+# and the wrapper that judges that service's typed requests for one connection.
+TYPED_GATES: dict[int, type] = {
+    0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
+}                                                             # Metadata
+DATA_KEYS = frozenset(key for key, wrapper in TYPED_GATES.items() if wrapper is GatedData)
 
 
 class RequestGate:
@@ -481,18 +485,22 @@ class RequestGate:
     def bind(self, dispatch: dict, connection) -> dict:
         """``dispatch`` with every handler asking first, for ``connection.principal`` as it
         is at each request (authentication may change it after the connection opened).
-        The data service's handlers (``DATA_KEYS``, each bound to the service) are bound
-        to the connection's ``GatedData`` instead, which judges the typed requests."""
-        gated, data = {}, None
+        A typed service's handlers (``TYPED_GATES``, each bound to its service) are bound
+        to the connection's wrapper of that service instead, which judges typed requests;
+        the rest go through their ``RULES``."""
+        gated, wrapped = {}, {}
         for key, handler in dispatch.items():
-            if int(key) in DATA_KEYS:
-                data = data or self.data(handler.__self__, connection)
-                gated[key] = MethodType(handler.__func__, data)
-            else:
+            wrapper = TYPED_GATES.get(int(key))
+            if wrapper is None:
                 gated[key] = _Gated(self.authorizer, int(key), handler, connection)
+                continue
+            if wrapper not in wrapped:
+                wrapped[wrapper] = wrapper(self.authorizer, handler.__self__, connection)
+            gated[key] = MethodType(handler.__func__, wrapped[wrapper])
         return gated
 
-    def data(self, service, connection) -> GatedData:
-        """``service`` (the broker's ``DataService``) judged for ``connection``'s principal:
-        what a Kafka connection's adapters call."""
-        return GatedData(self.authorizer, service, connection)
+    def wrap(self, wrapper: type, service, connection):
+        """``service`` judged by ``wrapper`` (``GatedData`` ...) for ``connection``'s
+        principal: what a Kafka connection's adapters call."""
+        return wrapper(self.authorizer, service, connection)
+
