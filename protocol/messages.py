@@ -207,6 +207,8 @@ new_tuple = tuple.__new__
 
 # How a Produce request's envelope starts: a 5-item array, then api key 0 as a positive
 # fixint (what every msgpack packer writes for 0; any other spelling is decoded by copying).
+# (Compared as bytes: the broker receives a large frame into a numpy array, whose ``==``
+# compares element by element.)
 _PRODUCE_ENVELOPE = b"\x95\x00"
 
 
@@ -228,7 +230,7 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
     """
     try:
         message = (unpack_with_views(frame_body)
-                   if record_views and frame_body[:2] == _PRODUCE_ENVELOPE
+                   if record_views and bytes(frame_body[:2]) == _PRODUCE_ENVELOPE
                    else _unpack(frame_body))
     except Exception as exc:  # msgpack signals garbage with many exception types
         kafka = describe_kafka_request(frame_body)
