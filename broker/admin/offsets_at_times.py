@@ -32,20 +32,26 @@ _NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER
 def offsets_at_times(admin, request: OffsetsAtTimesRequest,
                      denied: frozenset = frozenset()) -> list[TimesFound]:
     """Per query, in order: an offset and a time per asked time, or an error code.
-    ``admin``: the ``PartitionAdmin`` (its ``replicas`` and ``topics``)."""
+    ``admin``: the ``PartitionAdmin`` (its ``replicas`` and ``topics``). A lookup path, so
+    as the data service's: a loop, and each result a plain tuple of ``TimesFound``'s
+    fields."""
     timestamp_type = request.timestamp_type
-    return [TimesFound(TOPIC_DENIED, [], []) if topic in denied
-            else _answer(admin, topic, partition, timestamps, timestamp_type)
-            for topic, partition, timestamps in request.queries]
+    results = []
+    for topic, partition, timestamps in request.queries:
+        if topic in denied:
+            results.append((TOPIC_DENIED, [], []))
+        else:
+            results.append(_answer(admin, topic, partition, timestamps, timestamp_type))
+    return results
 
 
 def _answer(admin, topic: str, partition: int, timestamps: list,
             timestamp_type: str) -> TimesFound:
     part = admin.replicas.get(topic, partition)
     if part is None:
-        return TimesFound(missing_code(admin.topics, topic, partition), [], [])
+        return (missing_code(admin.topics, topic, partition), [], [])
     if part.role != LEADER:
-        return TimesFound(_NOT_LEADER, [], [])
+        return (_NOT_LEADER, [], [])
     plog = part.log
     limit = part.high_watermark
     scanned = plog.lookup_bytes_read
@@ -53,10 +59,10 @@ def _answer(admin, topic: str, partition: int, timestamps: list,
     try:
         found, lookups = offsets_for_times(plog, timestamps, timestamp_type)
     except TimeSeriesError:
-        return TimesFound(_INVALID_REQUEST, [], [])
+        return (_INVALID_REQUEST, [], [])
     except Exception as exc:  # noqa: BLE001 - a closed log, a disk error: a code, logged
         code = error_code_for(exc, f"offsets at times {topic}-{partition}")
-        return TimesFound(code, [], [])
+        return (code, [], [])
     if lookups:  # each lookup at the partition's mean, as ListOffsets (O(1) per partition)
         observe_lookups(lookups, time.perf_counter() - started, plog.lookup_bytes_read - scanned)
     offsets, times = [], []
@@ -67,4 +73,4 @@ def _answer(admin, topic: str, partition: int, timestamps: list,
         else:
             offsets.append(answer.offset)
             times.append(answer.timestamp)
-    return TimesFound(0, offsets, times)
+    return (0, offsets, times)

@@ -25,7 +25,6 @@ from ..admin.partition_requests import (
     OffsetForLeaderEpochRequest,
     OffsetsAtTimesRequest,
     RecordsCut,
-    TimesQuery,
 )
 from ..data.requests import RequestDenied, make
 
@@ -105,12 +104,23 @@ def handle_offset_for_leader_epoch(admin, body: dict) -> dict:
 
 
 def handle_offsets_at_times(admin, body: dict) -> dict:
-    results = admin.offsets_at_times(OffsetsAtTimesRequest(body["timestamp_type"], [
-        TimesQuery(group["topic"], p["partition"], p["timestamps"])
-        for group in body["topics"] for p in group["partitions"]]))
-    return _answered(body, results, lambda asked, result: {
-        "partition": asked["partition"], "error_code": result.error_code,
-        "offsets": result.offsets, "timestamps": result.timestamps})
+    """A lookup path (charts ask it for every bucket edge): loops and plain tuples, as
+    ``handle_offset_for_leader_epoch``."""
+    queries = []
+    for group in body["topics"]:
+        topic = group["topic"]
+        for entry in group["partitions"]:
+            queries.append((topic, entry["partition"], entry["timestamps"]))
+    each = iter(admin.offsets_at_times(make(OffsetsAtTimesRequest,
+                                            (body["timestamp_type"], queries))))
+    topics = []
+    for group in body["topics"]:
+        partitions = []
+        for entry, (code, offsets, timestamps) in zip(group["partitions"], each):
+            partitions.append({"partition": entry["partition"], "error_code": code,
+                               "offsets": offsets, "timestamps": timestamps})
+        topics.append({"topic": group["topic"], "partitions": partitions})
+    return {"topics": topics}
 
 
 def handle_alter_partition_reassignments(admin, body: dict):
