@@ -13,7 +13,10 @@ A rule per api key reads the request body and the connection's principal and ret
 ListGroups hides what may not be described (listing everything); Metadata does the same,
 judged typed with Produce, Fetch and ListOffsets by ``GatedData``, and answers
 TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
-the topic exists.
+the topic exists. The partition admin APIs (DeleteRecords, InitProducerId,
+OffsetForLeaderEpoch, ElectLeaders, Alter/ListPartitionReassignments, OffsetsAtTimes, and
+the Kafka port's DescribeLogDirs) are judged typed too, by ``GatedPartitionAdmin``
+(``partition_admin_gate.py``).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
 either way; with the authorizer off it gets the plain table and pays nothing at all.
@@ -29,10 +32,12 @@ from tslog.protocol.errors import ErrorCode
 from ..data.requests import RequestDenied
 from ..metrics import security_metrics
 from . import ANONYMOUS
-from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
+from .acl import CLUSTER_NAME, Authorizer
+from .connection_authorizer import ConnectionAuthorizer
+from .partition_admin_gate import GatedPartitionAdmin
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
+           "GatedPartitionAdmin", "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -182,26 +187,8 @@ def _nothing(authz: Authorizer, principal: str, body: dict):
     return None
 
 
-def _replica_or(client_rule: Rule) -> Rule:
-    """A follower's request (``replica_id`` >= 0) needs ClusterAction; a client's, the rule."""
-    follower = _cluster("ClusterAction")
-
-    def rule(authz: Authorizer, principal: str, body: dict):
-        if body["replica_id"] >= 0:
-            return follower(authz, principal, body)
-        return client_rule(authz, principal, body)
-    return rule
-
-
 # -- the per-API rules -------------------------------------------------------------------
 
-_offsets_at_times = _topic_partitions("Describe", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "offsets": [], "timestamps": []})
-_delete_records = _topic_partitions("Delete", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "low_watermark": -1})
-_leader_epochs = _topic_partitions("Describe", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "leader_epoch": -1,
-    "end_offset": -1})
 _commit_topics = _topic_partitions("Read", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED})
 _fetch_offset_topics = _topic_partitions("Describe", lambda p: {
@@ -311,15 +298,8 @@ def _heartbeat(authz: Authorizer, principal: str, body: dict):
             "assignment": None}
 
 
-def _init_producer_id(authz: Authorizer, principal: str, body: dict):
-    if (authz.authorize_any(principal, "Write", "topic")
-            or authz.authorize(principal, "ClusterAction", "cluster", CLUSTER_NAME)):
-        return None
-    return {"error_code": CLUSTER_DENIED, "producer_id": -1, "producer_epoch": -1}
-
-
-# api key (a number: some APIs are added by other parts of the product) -> its rule. The data
-# service's four (Produce, Fetch, ListOffsets, Metadata) are judged typed, by ``GatedData``.
+# api key (a number: some APIs are added by other parts of the product) -> its rule. The
+# typed services' keys (``TYPED_GATES``) are judged typed instead, by their wrappers.
 RULES: dict[int, Rule] = {
     8: _offset_commit,                              # OffsetCommit: Read group + Read topic
     9: _offset_fetch,                               # OffsetFetch: Describe group + topic
@@ -329,9 +309,6 @@ RULES: dict[int, Rule] = {
     18: _nothing,                                   # ApiVersions
     19: _create_topics,                             # CreateTopics: Create cluster or topic
     20: _delete_topics,                             # DeleteTopics: Delete topic
-    21: _delete_records,                            # DeleteRecords: Delete topic
-    22: _init_producer_id,                          # InitProducerId: Write any topic
-    23: _replica_or(_leader_epochs),                # OffsetForLeaderEpoch
     29: _cluster("Describe"),                       # DescribeAcls
     30: _cluster("Alter"),                          # CreateAcls
     31: _cluster("Alter"),                          # DeleteAcls
@@ -340,14 +317,10 @@ RULES: dict[int, Rule] = {
     36: _nothing,                                   # SaslAuthenticate
     37: _create_partitions,                         # CreatePartitions: Alter topic
     42: _delete_groups,                             # DeleteGroups: Delete group
-    43: _cluster("Alter"),                          # ElectLeaders
-    45: _cluster("Alter"),                          # AlterPartitionReassignments
-    46: _cluster("Describe"),                       # ListPartitionReassignments
     50: _cluster("Describe"),                       # DescribeUserScramCredentials
     51: _cluster("Alter"),                          # AlterUserScramCredentials
     68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
     69: _describe_groups,                           # ConsumerGroupDescribe: Describe group
-    1000: _offsets_at_times,                        # OffsetsAtTimes: Describe topic
 }
 
 
@@ -373,35 +346,13 @@ async def _merged_later(awaitable, merge: Callable[[dict], dict]) -> dict:
     return merge(await awaitable)
 
 
-class _FromHost:
-    """The authorizer as the rules see it for one connection: every check is made for the
-    address the connection comes from (ACLs may name a host), read from its ``peer``."""
-
-    __slots__ = ("authz", "connection")
-
-    def __init__(self, authz: Authorizer, connection) -> None:
-        self.authz = authz
-        self.connection = connection
-
-    def _host(self) -> str:
-        if not self.authz.hosts_named:  # no ACL names a host: it cannot change an answer
-            return ANY_HOST
-        return self.connection.peer.rsplit(":", 1)[0]
-
-    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
-        return self.authz.authorize(principal, operation, resource_type, name, self._host())
-
-    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
-        return self.authz.authorize_any(principal, operation, resource_type, self._host())
-
-
 class _Gated:
     """One api key's handler behind the gate, for one connection."""
 
     __slots__ = ("authz", "api_key", "handler", "connection")
 
     def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
-        self.authz = _FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.api_key = api_key
         self.handler = handler
         self.connection = connection
@@ -423,7 +374,7 @@ class GatedData:
 
     def __init__(self, authz: Authorizer, data, connection) -> None:
         self.data = data
-        self.authz = _FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
     def _denied(self, operation: str, entries, api_key: int) -> frozenset:
@@ -472,7 +423,13 @@ class GatedData:
 # and the wrapper that judges that service's typed requests for one connection.
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
-}                                                             # Metadata
+                                                              # Metadata
+    # DeleteRecords, InitProducerId, OffsetForLeaderEpoch, ElectLeaders, Alter/List-
+    # PartitionReassignments, OffsetsAtTimes (and the Kafka port's DescribeLogDirs, 35)
+    21: GatedPartitionAdmin, 22: GatedPartitionAdmin, 23: GatedPartitionAdmin,
+    43: GatedPartitionAdmin, 45: GatedPartitionAdmin, 46: GatedPartitionAdmin,
+    1000: GatedPartitionAdmin,
+}
 DATA_KEYS = frozenset(key for key, wrapper in TYPED_GATES.items() if wrapper is GatedData)
 
 

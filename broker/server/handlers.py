@@ -4,7 +4,8 @@ The first argument is the narrow set of services the handler's group uses (``ser
 ``AdminApis``, ``GroupApis``), bound to it once at start (``dispatch.py``). Topic changes go
 through the ``TopicService`` the broker picked when it opened (its own disk alone, etcd in a
 cluster): no handler asks which one it is. The data path's handlers are in
-``data_handlers.py`` (Metadata too), the replication APIs' in ``replication_handlers.py``.
+``data_handlers.py`` (Metadata too), the partition admin APIs' (DeleteRecords, the
+replication and reassignment APIs, OffsetsAtTimes) in ``partition_handlers.py``.
 
 The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
 handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,

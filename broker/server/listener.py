@@ -41,7 +41,7 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
-from ..security.request_gate import GatedData
+from ..security.request_gate import GatedData, GatedPartitionAdmin
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
 from .connection import BrokerConnection
@@ -216,9 +216,12 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
+        partition_admin = broker.partition_admin if gate is None else gate.wrap(
+            GatedPartitionAdmin, broker.partition_admin, connection)
         return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
                              broker.offsets, broker.classic_groups, broker.group_catalog,
-                             None if gate is None else gate.authorizer, rates=rates)
+                             None if gate is None else gate.authorizer, rates=rates,
+                             partition_admin=partition_admin)
 
     front = KafkaFront(make_services)
     try:

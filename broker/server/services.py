@@ -12,16 +12,15 @@ hand a handler anything that has the protocol's attributes.
 The one value that changes while the broker runs, "we are stopping", lives in a shared
 ``Lifecycle`` the holders point to, so a frozen holder still sees the shutdown.
 
-- ``DataPath`` (produce, fetch, list offsets): the hosted partitions with their replication
-  state, the topic catalog (to tell "not here" from "no such partition"), the clock, the
-  notifier that wakes long polls, group commit (durable acks), the request limits, and the
-  broker's ``Lifecycle`` (its ``stopping`` flag ends long polls).
-- ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
-  cluster view.
-- ``AdminApis`` (CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions,
-  Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
-  cluster, picked at open), the cluster view, the broker's settings (its node id), and the
-  reassignment service.
+- ``DataPath`` (what the data service reads for produce, fetch, list offsets): the hosted
+  partitions with their replication state, the topic catalog (to tell "not here" from "no
+  such partition"), the clock, the notifier that wakes long polls, group commit (durable
+  acks), the request limits, and the broker's ``Lifecycle`` (its ``stopping`` flag ends long
+  polls).
+- ``AdminApis`` (CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions): the topic
+  catalog, the topic service (single node or cluster, picked at open), the cluster view and
+  the broker's settings (its node id). The partition admin APIs have their typed service,
+  ``admin/partitions.PartitionAdmin``.
 - ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
@@ -45,7 +44,6 @@ from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .durability import AppendNotifier, GroupCommitter
-from .reassign_service import ReassignmentService
 from .topic_service import TopicService
 
 
@@ -72,18 +70,11 @@ class DataPath(Protocol):
     lifecycle: Lifecycle  # .stopping, set at shutdown: long polls answer at once
 
 
-class ReplicationApis(Protocol):
-    topics: TopicManager
-    replicas: ReplicaManager
-    cluster: ClusterView
-
-
 class AdminApis(Protocol):
     topics: TopicManager
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig  # node_id
-    reassignments: ReassignmentService  # Alter/ListPartitionReassignments
 
 
 class GroupApis(Protocol):
@@ -119,19 +110,11 @@ class DataPathServices:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplicationServices:
-    topics: TopicManager
-    replicas: ReplicaManager
-    cluster: ClusterView
-
-
-@dataclass(frozen=True, slots=True)
 class AdminServices:
     topics: TopicManager
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig
-    reassignments: ReassignmentService
 
 
 @dataclass(frozen=True, slots=True)

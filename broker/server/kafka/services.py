@@ -3,7 +3,9 @@ what translation reads.
 
 Produce, Fetch and ListOffsets call the data service (``broker/data``) with typed requests,
 as tslog's own handlers do; with the authorizer on, through the connection's ``GatedData``
-(``security/request_gate.py``), the same gate the native port uses.
+(``security/request_gate.py``), the same gate the native port uses. DeleteRecords,
+InitProducerId, the reassignment APIs, ElectLeaders and DescribeLogDirs call the partition
+admin service (``broker/admin``) likewise, through the connection's ``GatedPartitionAdmin``.
 
 Why the native handlers and not the services behind them: the issue asks that Kafka requests
 be served by "the same handlers the native protocol uses", so validation, durability (acks),
@@ -59,6 +61,10 @@ class KafkaServices:
     authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
     rates: ReplicationRates | None = None  # the broker's run-time replication throttles
+    # the partition admin service (``broker/admin``), or the connection's
+    # ``GatedPartitionAdmin`` in front of it: DeleteRecords, InitProducerId, reassignments,
+    # elections, DescribeLogDirs
+    partition_admin: Any = None
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""

@@ -1,0 +1,1 @@
+"""Admin APIs as typed services both ports call."""
