@@ -10,10 +10,12 @@ A rule per api key reads the request body and the connection's principal and ret
   its response, with TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED, in the shape
   the response schema requires. So a denied part of a request changes nothing.
 
-ListGroups hides what may not be described (listing everything); Metadata does the same,
-judged typed with Produce, Fetch and ListOffsets by ``GatedData``, and answers
-TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
-the topic exists.
+The typed services are judged by their own wrappers (``TYPED_GATES``): the data service's
+Produce, Fetch, ListOffsets and Metadata by ``GatedData`` (below; Metadata's listing of
+every topic hides the topics the principal may not describe, and a topic asked by name is
+answered TOPIC_AUTHORIZATION_FAILED, so a name tells nothing about whether it exists), the
+group service's FindCoordinator, ListGroups, DeleteGroups and ConsumerGroupDescribe by
+``GatedGroups`` (``group_gate.py``; ListGroups hides the groups it may not describe).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
 either way; with the authorizer off it gets the plain table and pays nothing at all.
@@ -29,10 +31,12 @@ from tslog.protocol.errors import ErrorCode
 from ..data.requests import RequestDenied
 from ..metrics import security_metrics
 from . import ANONYMOUS
-from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
+from .acl import CLUSTER_NAME, Authorizer
+from .connection_authorizer import ConnectionAuthorizer
+from .group_gate import GROUP_OPERATIONS, GatedGroups
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
+           "GatedGroups", "RequestGate", "ConnectionAuthorizer", "HostAuthorizer", "decide", "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -120,26 +124,6 @@ def _named(operation: str, resource_type: str, request_key: str, response_key: s
         return Partial({**body, request_key: kept} if kept else None,
                        _appending(response_key, entries), {response_key: []})
     return rule
-
-
-# Kafka's mapping of the group APIs to the operation each needs on its group, for both
-# ports: tslog's keys and the Kafka port's own (JoinGroup 11 ... DescribeGroups 15,
-# OffsetDelete 47), so one table says what a group request needs whichever door it came in.
-GROUP_OPERATIONS: dict[int, str] = {
-    8: "Read",       # OffsetCommit
-    9: "Describe",   # OffsetFetch
-    10: "Describe",  # FindCoordinator
-    11: "Read",      # JoinGroup (Kafka port)
-    12: "Read",      # Heartbeat (Kafka port)
-    13: "Read",      # LeaveGroup (Kafka port)
-    14: "Read",      # SyncGroup (Kafka port)
-    15: "Describe",  # DescribeGroups (Kafka port)
-    16: "Describe",  # ListGroups (hides the groups it may not describe)
-    42: "Delete",    # DeleteGroups
-    47: "Delete",    # OffsetDelete (Kafka port)
-    68: "Read",      # ConsumerGroupHeartbeat
-    69: "Describe",  # ConsumerGroupDescribe
-}
 
 
 def may_use_group(authz, principal: str, api_key: int, group_id: str) -> bool:
@@ -274,28 +258,6 @@ def _offset_fetch(authz: Authorizer, principal: str, body: dict):
     return _fetch_offset_topics(authz, principal, body)
 
 
-_find_coordinator = _named(GROUP_OPERATIONS[10], "group", "keys", "coordinators",
-                           lambda principal, key: {"key": key, "node_id": -1, "host": "",
-                                                   "port": 0, "error_code": GROUP_DENIED})
-
-
-def _list_groups(authz: Authorizer, principal: str, body: dict):
-    if authz.authorize(principal, "Describe", "cluster", CLUSTER_NAME):
-        return None
-    return Partial(body, _keeping("groups", lambda g: g["group_id"], lambda name:
-                                  may_use_group(authz, principal, 16, name)), {},
-                   denied=False)
-
-
-_delete_groups = _named(GROUP_OPERATIONS[42], "group", "groups", "results",
-                        lambda principal, group: {"group_id": group, "error_code": GROUP_DENIED})
-_describe_groups = _named(GROUP_OPERATIONS[69], "group", "groups", "groups",
-                          lambda principal, group: {
-                              "group_id": group, "error_code": GROUP_DENIED, "state": "",
-                              "group_epoch": -1, "assignment_epoch": -1, "assignor": "",
-                              "members": []})
-
-
 def _heartbeat(authz: Authorizer, principal: str, body: dict):
     """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848 check)."""
     code = 0
@@ -323,8 +285,6 @@ def _init_producer_id(authz: Authorizer, principal: str, body: dict):
 RULES: dict[int, Rule] = {
     8: _offset_commit,                              # OffsetCommit: Read group + Read topic
     9: _offset_fetch,                               # OffsetFetch: Describe group + topic
-    10: _find_coordinator,                          # FindCoordinator: Describe group
-    16: _list_groups,                               # ListGroups: Describe group (hides)
     17: _nothing,                                   # SaslHandshake
     18: _nothing,                                   # ApiVersions
     19: _create_topics,                             # CreateTopics: Create cluster or topic
@@ -339,14 +299,12 @@ RULES: dict[int, Rule] = {
     33: _config_rule("AlterConfigs", False),        # AlterConfigs
     36: _nothing,                                   # SaslAuthenticate
     37: _create_partitions,                         # CreatePartitions: Alter topic
-    42: _delete_groups,                             # DeleteGroups: Delete group
     43: _cluster("Alter"),                          # ElectLeaders
     45: _cluster("Alter"),                          # AlterPartitionReassignments
     46: _cluster("Describe"),                       # ListPartitionReassignments
     50: _cluster("Describe"),                       # DescribeUserScramCredentials
     51: _cluster("Alter"),                          # AlterUserScramCredentials
     68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
-    69: _describe_groups,                           # ConsumerGroupDescribe: Describe group
     1000: _offsets_at_times,                        # OffsetsAtTimes: Describe topic
 }
 
@@ -373,35 +331,13 @@ async def _merged_later(awaitable, merge: Callable[[dict], dict]) -> dict:
     return merge(await awaitable)
 
 
-class _FromHost:
-    """The authorizer as the rules see it for one connection: every check is made for the
-    address the connection comes from (ACLs may name a host), read from its ``peer``."""
-
-    __slots__ = ("authz", "connection")
-
-    def __init__(self, authz: Authorizer, connection) -> None:
-        self.authz = authz
-        self.connection = connection
-
-    def _host(self) -> str:
-        if not self.authz.hosts_named:  # no ACL names a host: it cannot change an answer
-            return ANY_HOST
-        return self.connection.peer.rsplit(":", 1)[0]
-
-    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
-        return self.authz.authorize(principal, operation, resource_type, name, self._host())
-
-    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
-        return self.authz.authorize_any(principal, operation, resource_type, self._host())
-
-
 class _Gated:
     """One api key's handler behind the gate, for one connection."""
 
     __slots__ = ("authz", "api_key", "handler", "connection")
 
     def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
-        self.authz = _FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.api_key = api_key
         self.handler = handler
         self.connection = connection
@@ -423,7 +359,7 @@ class GatedData:
 
     def __init__(self, authz: Authorizer, data, connection) -> None:
         self.data = data
-        self.authz = _FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
     def _denied(self, operation: str, entries, api_key: int) -> frozenset:
@@ -472,7 +408,10 @@ class GatedData:
 # and the wrapper that judges that service's typed requests for one connection.
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
-}                                                             # Metadata
+    # Metadata; the group admin APIs: FindCoordinator, ListGroups, DeleteGroups,
+    # ConsumerGroupDescribe (``group_gate.py``)
+    10: GatedGroups, 16: GatedGroups, 42: GatedGroups, 69: GatedGroups,
+}
 DATA_KEYS = frozenset(key for key, wrapper in TYPED_GATES.items() if wrapper is GatedData)
 
 

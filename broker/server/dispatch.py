@@ -21,6 +21,7 @@ from typing import Any, Callable
 from tslog.protocol.messages import ApiKey
 
 from ..data.service import DataService
+from ..groups.api import GroupApi
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .data_handlers import (
     handle_fetch,
@@ -91,8 +92,12 @@ ADMIN_HANDLERS = {
 GROUP_HANDLERS = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
-    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+}
+# Bound to the group service (``broker/groups/api.py``), which the Kafka port's adapters call
+# too; the request gate binds them to its ``GatedGroups`` per connection.
+GROUP_SERVICE_HANDLERS = {
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
     ApiKey.LIST_GROUPS: handle_list_groups,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
@@ -112,10 +117,11 @@ SECURITY_HANDLERS = {
 
 def bind_handlers(data: DataService, data_path: DataPath, replication: ReplicationApis,
                   admin: AdminApis, groups: GroupApis, acls: AclApis,
-                  security: SecurityApis) -> Dispatch:
+                  security: SecurityApis, group_api: GroupApi) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_SERVICE_HANDLERS, data), (DATA_PATH_HANDLERS, data_path),
+                               (GROUP_SERVICE_HANDLERS, group_api),
                                (REPLICATION_HANDLERS, replication),
                                (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):

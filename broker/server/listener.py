@@ -41,6 +41,7 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
+from ..security.group_gate import GatedGroups
 from ..security.request_gate import GatedData
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
@@ -216,9 +217,11 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
+        group_api = (broker.group_api if gate is None
+                     else gate.wrap(GatedGroups, broker.group_api, connection))
         return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
-                             broker.offsets, broker.classic_groups, broker.group_catalog,
-                             None if gate is None else gate.authorizer, rates=rates)
+                             broker.offsets, broker.classic_groups,
+                             None if gate is None else gate.authorizer, group_api, rates=rates)
 
     front = KafkaFront(make_services)
     try:

@@ -22,7 +22,10 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
   cluster, picked at open), the cluster view, the broker's settings (its node id), and the
   reassignment service.
-- ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
+- ``GroupApis`` (OffsetCommit, OffsetFetch, ConsumerGroupHeartbeat): the committed offsets,
+  the topic catalog, tslog's group coordinator and the cluster view (where it is). The
+  group admin APIs are the group service's (``groups/api.py``), as the data APIs are the
+  data service's.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
   holds the SCRAM credentials (the login itself is the connection's, not a handler's).
@@ -35,8 +38,6 @@ from typing import Protocol
 
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
-from ..groups.catalog import GroupCatalog
-from ..groups.classic_service import ClassicGroupService
 from ..groups.committed_offsets import CommittedOffsets
 from ..groups.service import GroupService
 from ..replication.manager import ReplicaManager
@@ -91,8 +92,6 @@ class GroupApis(Protocol):
     offsets: CommittedOffsets
     groups: GroupService  # the consumer-group coordinator
     cluster: ClusterView  # where the coordinator is
-    group_catalog: GroupCatalog  # every group as ListGroups and the describe APIs show it
-    classic_groups: ClassicGroupService  # Kafka's classic groups: DeleteGroups forgets one
 
 
 class AclApis(Protocol):
@@ -140,8 +139,6 @@ class GroupServices:
     offsets: CommittedOffsets
     groups: GroupService
     cluster: ClusterView
-    group_catalog: GroupCatalog
-    classic_groups: ClassicGroupService
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from ..cluster.view import ClusterView, LocalClusterView, kafka_address
 from ..config import BrokerConfig, parse_host_port
 from ..data.partition_lists import PartitionLists
 from ..data.service import DataService
+from ..groups.api import GroupApi
 from ..groups.catalog import GroupCatalog
 from ..groups.classic_service import ClassicGroupService
 from ..groups.committed_offsets import CommittedOffsets, OffsetStore
@@ -118,6 +119,9 @@ class Broker:
         # The one view of a group, whichever protocol its members speak, that ListGroups and
         # the describe APIs of both ports read.
         self.group_catalog = GroupCatalog(self.groups, self.classic_groups, self.offsets)
+        # FindCoordinator, ListGroups, describe and DeleteGroups for both front doors.
+        self.group_api = GroupApi(self.groups, self.classic_groups, self.offsets,
+                                  self.group_catalog, self.cluster)
         # Metadata's partition list per topic, kept until the topic or a state changes.
         self.partition_lists = PartitionLists(self.cluster)
         self.replicas = ReplicaManager(
@@ -137,9 +141,8 @@ class Broker:
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
                           self.reassignments),
-            GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog,
-                          self.classic_groups),
-            AclServices(self.acls), SecurityServices(self.authenticator))
+            GroupServices(topics, self.offsets, self.groups, self.cluster),
+            AclServices(self.acls), SecurityServices(self.authenticator), self.group_api)
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)

@@ -12,9 +12,13 @@ Kafka response body for the same version, and ``info`` is the request's
 - Placement as for tslog's groups: the controller coordinates (a single broker is its own);
   FindCoordinator names it by its Kafka address (``kafka_address``), other brokers answer the
   group APIs with NOT_COORDINATOR.
-- ACLs, with ``info.principal`` from the request's host: the group's by the gate's one check
-  (``request_gate.may_use_group``, Kafka's mapping of each API to an operation, the table the
-  native port's requests pass too): Describe for FindCoordinator and OffsetFetch, Read for
+- FindCoordinator is the group service's (``groups/api.py``), the one tslog's own
+  FindCoordinator calls: ``services.group_api`` is, with the authorizer on, the connection's
+  ``GatedGroups`` (``security/group_gate.py``), which judges the typed request (Describe on
+  each group) and counts a denial, for both ports alike.
+- ACLs of the others, with ``info.principal`` from the request's host: the group's by the
+  gate's one check (``request_gate.may_use_group``, Kafka's mapping of each API to an
+  operation, the table the native port's requests pass too): Describe for OffsetFetch, Read for
   JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit; then Describe on each topic
   for OffsetFetch (with "all topics" the others are left out) and Read on each topic for
   OffsetCommit. A denied group answers GROUP_AUTHORIZATION_FAILED before any service is
@@ -29,22 +33,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tslog.protocol.errors import ErrorCode
 
 from ...groups.classic_service import ClassicGroupService
 from ...groups.committed_offsets import CommittedOffsets
 from ...groups.offset_files import MAX_METADATA_BYTES, group_id_problem
+from ...groups.requests import GROUP_KEY_TYPE, Coordinator, FindCoordinatorRequest
 from ...groups.service import GroupService
 from ...security.acl import Authorizer
+from ...security.group_gate import GatedGroups
 from ...security.request_gate import HostAuthorizer, may_use_group
 from ...topics import TopicManager
 from ...cluster.view import ClusterView
 from ..group_handlers import coordinator_problem
 from ..handlers import commit_durably
-
-
-GROUP_KEY_TYPE = 0  # FindCoordinator's key type for a group (1 is a transactional id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +66,24 @@ class KafkaGroupServices:
     cluster: ClusterView
     authorizer: Authorizer | None
     kafka_address: Callable[[int], tuple[str, int] | None]
+    group_api: Any  # the group service (``GroupApi``), or a connection's ``GatedGroups``
 
 
-def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] | None]
-                         ) -> KafkaGroupServices:
-    """The holder for ``broker`` (a ``state.Broker``); the listener supplies where each node's
-    Kafka listener is."""
+def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] | None],
+                         connection=None) -> KafkaGroupServices:
+    """The holder for ``broker`` (a ``state.Broker``); the caller supplies where each node's
+    Kafka listener is, and, with the authorizer on, the connection (its ``principal`` and
+    ``peer``) the group service is judged for, as the listener's ``make_services`` does."""
+    if broker.gate is None:
+        group_api = broker.group_api
+    elif connection is None:
+        raise ValueError("with the authorizer on, the group service is a connection's")
+    else:
+        group_api = broker.gate.wrap(GatedGroups, broker.group_api, connection)
     return KafkaGroupServices(broker.topics, broker.offsets, broker.groups,
                               broker.classic_groups, broker.cluster,
                               None if broker.gate is None else broker.gate.authorizer,
-                              kafka_address)
+                              kafka_address, group_api)
 
 
 def group_allowed(services, info, api_key: int, group_id: str) -> bool:
@@ -100,9 +112,13 @@ def _group_problem(services: KafkaGroupServices, info, api_key: int, group_id: s
 
 
 def find_coordinator(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
+    """The group service's answer (``groups/api.py``, through the connection's gate), each
+    node named by its Kafka listener's address."""
     keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
-    key_type = body.get("key_type", GROUP_KEY_TYPE)
-    results = [_coordinator(services, info, key, key_type) for key in keys]
+    found = services.group_api.find_coordinator(
+        FindCoordinatorRequest(keys, body.get("key_type", GROUP_KEY_TYPE)))
+    results = [_coordinator(services, key, each)
+               for key, each in zip(keys, found.coordinators)]
     if version >= 4:
         return {"coordinators": results}
     only = results[0]
@@ -110,23 +126,17 @@ def find_coordinator(services: KafkaGroupServices, body: dict, version: int, inf
             "node_id": only["node_id"], "host": only["host"], "port": only["port"]}
 
 
-def _coordinator(services: KafkaGroupServices, info, key: str, key_type: int) -> dict:
-    answer = {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": 0,
-              "error_message": None}
-    if key_type != GROUP_KEY_TYPE:
-        answer["error_code"] = ErrorCode.INVALID_REQUEST
+def _coordinator(services: KafkaGroupServices, key: str, found: Coordinator) -> dict:
+    answer = {"key": key, "node_id": -1, "host": "", "port": -1,
+              "error_code": found.error_code, "error_message": None}
+    if found.error_code == ErrorCode.INVALID_REQUEST:
         answer["error_message"] = "only group coordinators (key type 0): no transactions here"
-    elif group_id_problem(key) is not None:
-        answer["error_code"] = ErrorCode.INVALID_GROUP_ID
-    elif not group_allowed(services, info, 10, key):
-        answer["error_code"] = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    else:
-        controller = services.cluster.controller_id()
-        address = services.kafka_address(controller) if controller >= 0 else None
+    elif not found.error_code:
+        address = services.kafka_address(found.node_id) if found.node_id >= 0 else None
         if address is None:
             answer["error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
         else:
-            answer["node_id"], (answer["host"], answer["port"]) = controller, address
+            answer["node_id"], (answer["host"], answer["port"]) = found.node_id, address
     if answer["error_code"]:
         answer["error_message"] = answer["error_message"] or ErrorCode(
             answer["error_code"]).message

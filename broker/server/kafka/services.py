@@ -17,8 +17,11 @@ topic catalog (each topic's ``message.timestamp.type`` decides how batches and t
 are translated), the cluster view (brokers' Kafka addresses, partition leader epochs) and
 the broker's settings; and, for the group adapters (``group_apis.py``, which read the same
 attributes as their own ``KafkaGroupServices``), tslog's group coordinator, the classic
-groups, the committed offsets, the one view of every group (``groups.catalog``) and the
-authorizer.
+groups, the committed offsets and the authorizer.
+
+FindCoordinator, ListGroups, DescribeGroups and DeleteGroups call the group service
+(``broker/groups/api.py``) with typed requests, as tslog's own handlers do; with the
+authorizer on, through the connection's ``GatedGroups`` (``security/group_gate.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from typing import Any, Callable
 
 from ...cluster.view import ClusterView
 from ...config import BrokerConfig
-from ...groups.catalog import GroupCatalog
 from ...groups.classic_service import ClassicGroupService
 from ...groups.committed_offsets import CommittedOffsets
 from ...groups.service import GroupService
@@ -55,8 +57,9 @@ class KafkaServices:
     groups: GroupService  # the consumer-group coordinator, for the group adapters
     offsets: CommittedOffsets  # the groups' committed offsets
     classic: ClassicGroupService  # Kafka's classic groups (JoinGroup, SyncGroup, ...)
-    catalog: GroupCatalog  # every group as ListGroups and DescribeGroups show it
-    authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
+    authorizer: Authorizer | None  # the group adapters not yet on the group service check
+    # ACLs themselves (info.principal)
+    group_api: Any  # the group service, or the connection's ``GatedGroups`` in front of it
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
     rates: ReplicationRates | None = None  # the broker's run-time replication throttles
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -55,9 +56,13 @@ async def kcall(services, api_key, version, body, client="app", principal="User:
     return decoded
 
 
-def services_of(broker):
+def services_of(broker, principal="User:ANONYMOUS"):
+    """The adapters' services; with the authorizer on, the group service is judged for a
+    connection of ``principal`` (the adapters not on it read ``info.principal``)."""
     broker.classic_groups.start()
-    return kafka_group_services(broker, lambda node: KAFKA_ADDRESS if node == 0 else None)
+    connection = SimpleNamespace(principal=principal, peer="127.0.0.1:5555")
+    return kafka_group_services(broker, lambda node: KAFKA_ADDRESS if node == 0 else None,
+                                None if broker.gate is None else connection)
 
 
 async def create_topic(broker, topic="t", partitions=2):
@@ -237,8 +242,9 @@ async def test_acls_kafkas_mapping_with_the_requests_principal(make_broker):
         AclBinding("User:alice", "topic", "literal", "t", "Read", "allow"),
         AclBinding("User:bob", "group", "literal", "g", "Describe", "allow")])
     alice, bob = "User:alice", "User:bob"
-    assert (await kcall(services, FIND, 2, {"key": "g"}, principal=alice))["error_code"] == 0
-    assert (await kcall(services, FIND, 2, {"key": "h"}, principal=alice))["error_code"] == (
+    as_alice = services_of(broker, alice)
+    assert (await kcall(as_alice, FIND, 2, {"key": "g"}, principal=alice))["error_code"] == 0
+    assert (await kcall(as_alice, FIND, 2, {"key": "h"}, principal=alice))["error_code"] == (
         ErrorCode.GROUP_AUTHORIZATION_FAILED)
     assert (await kcall(services, JOIN, 1, join_body(), principal=bob))["error_code"] == (
         ErrorCode.GROUP_AUTHORIZATION_FAILED)  # Describe is not Read

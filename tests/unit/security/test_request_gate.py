@@ -10,7 +10,14 @@ import asyncio
 import pytest
 
 from tslog.broker.security.acl import AclBinding, Authorizer
-from tslog.broker.security.request_gate import DATA_KEYS, RULES, RequestGate, decide
+from tslog.broker.security.group_gate import GatedGroups
+from tslog.broker.security.request_gate import (
+    DATA_KEYS,
+    RULES,
+    TYPED_GATES,
+    RequestGate,
+    decide,
+)
 from tslog.protocol.messages import ApiKey, check_response_body
 
 ALICE = "User:alice"
@@ -53,10 +60,14 @@ def never(body):
 
 
 def test_every_api_key_is_mapped():
-    """Each api key has a rule, or is one of the data service's, judged typed (its tests:
-    tests/unit/broker/test_data_gate.py)."""
-    assert sorted(int(k) for k in ApiKey if int(k) not in set(RULES) | DATA_KEYS) == []
-    assert not DATA_KEYS & set(RULES)
+    """Each api key has a rule, or is one of a typed service's, judged typed by its wrapper
+    (tests/unit/broker/test_data_gate.py, test_group_gate.py), never both."""
+    assert sorted(int(k) for k in ApiKey if int(k) not in set(RULES) | set(TYPED_GATES)) == []
+    assert not set(TYPED_GATES) & set(RULES)
+    assert DATA_KEYS <= set(TYPED_GATES)
+    assert {key for key, wrapper in TYPED_GATES.items() if wrapper is GatedGroups} == {
+        ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS,
+        ApiKey.CONSUMER_GROUP_DESCRIBE}
     # the SCRAM APIs, mapped by number before they exist here
     assert {17, 36, 50, 51} <= set(RULES)
 
@@ -176,28 +187,6 @@ def test_offset_fetch_needs_describe_on_the_group_and_hides_topics():
     assert {t["topic"]: t["partitions"][0]["error_code"] for t in named["topics"]} == {
         "a1": 0, "b1": 29}
     check_response_body(9, 0, named)
-
-
-def test_group_apis_deny_per_group():
-    authz = Authorizer(bindings=[allow("Read", "group", "g")])  # Read implies Describe
-    found = run(authz, ApiKey.FIND_COORDINATOR, {"key_type": "group", "keys": ["g", "h"]},
-                lambda b: {"coordinators": [{"key": k, "node_id": 0, "host": "x", "port": 1,
-                                             "error_code": 0} for k in b["keys"]]})
-    assert {c["key"]: c["error_code"] for c in found["coordinators"]} == {"g": 0, "h": 30}
-    check_response_body(10, 0, found)
-    deleted = run(Authorizer(bindings=[allow("Delete", "group", "g")]), ApiKey.DELETE_GROUPS,
-                  {"groups": ["g", "h"]}, lambda b: {"results": [
-                      {"group_id": g, "error_code": 0} for g in b["groups"]]})
-    assert {r["group_id"]: r["error_code"] for r in deleted["results"]} == {"g": 0, "h": 30}
-    described = run(authz, ApiKey.CONSUMER_GROUP_DESCRIBE, {"groups": ["h"]}, never)
-    assert described["groups"][0]["error_code"] == 30
-    check_response_body(69, 0, described)
-    listed = run(authz, ApiKey.LIST_GROUPS, {"states": None}, lambda b: {
-        "error_code": 0, "groups": [{"group_id": g, "state": "EMPTY", "members": 0}
-                                    for g in ("g", "h")]})
-    assert [g["group_id"] for g in listed["groups"]] == ["g"]
-    whole = Authorizer(bindings=[allow("Describe", *CLUSTER)])
-    assert run(whole, ApiKey.LIST_GROUPS, {"states": None}, lambda b: "all") == "all"
 
 
 def test_heartbeat_needs_read_on_the_group_and_describe_on_its_topics():
