@@ -1,0 +1,161 @@
+"""FindCoordinator, ListGroups, describe and DeleteGroups behind the one gate, through both
+front doors' adapters on a real broker (authorizer on, no sockets): the gate judges the group
+service's typed request, so a denied group is answered GROUP_AUTHORIZATION_FAILED on either
+port in that API's shape, nothing is done for it, the allowed groups are served, the denial
+is counted once per request, and both ports give the same answers."""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+
+import pytest
+
+from tslog.broker.metrics.definitions import DENIED_REQUESTS
+from tslog.broker.security.acl import AclBinding
+from tslog.broker.security.group_gate import GatedGroups
+from tslog.broker.security.request_gate import GatedData
+from tslog.broker.server.kafka.dispatch import TABLE
+from tslog.broker.server.kafka.services import KafkaServices
+from tslog.protocol.errors import ErrorCode
+from tslog.protocol.kafka import decode_request, decode_response, encode_request, encode_response
+from tslog.protocol.messages import RESPONSE_SCHEMAS, ApiKey
+
+pytestmark = pytest.mark.timeout(60)
+DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+ALICE = "User:alice"
+DESCRIBE_GROUPS = 15  # Kafka's api key
+KAFKA_PORT = 19092
+
+
+class Connection:
+    """What the gate reads of a connection: who it is and where it comes from."""
+
+    def __init__(self, principal: str) -> None:
+        self.principal = principal
+        self.peer = "127.0.0.1:5555"
+
+
+@pytest.fixture
+async def gated(make_broker):
+    """Four groups with committed offsets; alice may describe and delete the "open" ones."""
+    broker = make_broker(authorizer_enabled=True, super_users="User:admin",
+                         kafka_listen=f"127.0.0.1:{KAFKA_PORT}")
+    broker.set_kafka_port(KAFKA_PORT)  # as the listener does once it is bound
+    for group in ("open", "open-2", "secret", "secret-2"):
+        await broker.offsets.commit(group, {("t", 0): (3, "")})
+    broker.gate.authorizer.replace([
+        AclBinding(ALICE, "group", "prefixed", "open", operation, "allow")
+        for operation in ("Describe", "Delete")])
+    return broker
+
+
+async def settled(result):
+    return (await result) if inspect.isawaitable(result) else result
+
+
+async def native(broker, api_key: ApiKey, body: dict, principal: str = ALICE) -> dict:
+    dispatch = broker.gate.bind(broker.dispatch, Connection(principal))
+    answer = await settled(dispatch[api_key](body))
+    RESPONSE_SCHEMAS[api_key, 0].check(answer)
+    return answer
+
+
+async def kafka(broker, api_key: int, version: int, body: dict, principal: str = ALICE) -> dict:
+    """One request as the Kafka listener runs it: encoded by a client, decoded, handed to the
+    adapter with the connection's gated services, its answer encoded and decoded again."""
+    connection = Connection(principal)
+    services = KafkaServices(broker.gate.bind(broker.dispatch, connection),
+                             broker.gate.wrap(GatedData, broker.data, connection),
+                             broker.topics, broker.cluster, broker.config, broker.groups,
+                             broker.offsets, broker.classic_groups, broker.gate.authorizer,
+                             broker.gate.wrap(GatedGroups, broker.group_api, connection))
+    request = decode_request(encode_request(api_key, version, 7, "c", body))
+    info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=principal)
+    answer = await settled(TABLE[api_key](services, request.body, version, info))
+    _, decoded = decode_response(api_key, version, encode_response(api_key, version, 7, answer))
+    return decoded
+
+
+def denials(api: str, principal: str = ALICE) -> float:
+    child = DENIED_REQUESTS.children.get((principal, api))
+    return 0 if child is None else child.value
+
+
+async def test_find_coordinator_refuses_a_denied_group_alike_on_both_ports(gated):
+    before = denials("find_coordinator")
+    found = await native(gated, ApiKey.FIND_COORDINATOR, {"key_type": "group",
+                                                          "keys": ["secret", "open"]})
+    codes = {c["key"]: c["error_code"] for c in found["coordinators"]}
+    assert codes == {"secret": DENIED, "open": 0}
+    assert denials("find_coordinator") == before + 1
+    kafka_found = await kafka(gated, ApiKey.FIND_COORDINATOR, 4, {
+        "key_type": 0, "coordinator_keys": ["secret", "open"]})
+    assert {c["key"]: c["error_code"] for c in kafka_found["coordinators"]} == codes
+    assert [(c["node_id"], c["port"]) for c in kafka_found["coordinators"]] == [
+        (-1, -1), (0, KAFKA_PORT)]
+    assert denials("find_coordinator") == before + 2
+    one = await kafka(gated, ApiKey.FIND_COORDINATOR, 3, {"key": "secret", "key_type": 0})
+    assert (one["error_code"], one["node_id"]) == (DENIED, -1)
+    assert denials("find_coordinator") == before + 3
+
+
+async def test_describe_refuses_a_denied_group_alike_on_both_ports(gated):
+    before = denials("consumer_group_describe"), denials("describe_groups")
+    described = await native(gated, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                             {"groups": ["secret", "open"]})
+    assert [(g["group_id"], g["error_code"], g["state"]) for g in described["groups"]] == [
+        ("secret", DENIED, ""), ("open", 0, "EMPTY")]
+    kafka_described = await kafka(gated, DESCRIBE_GROUPS, 5, {
+        "groups": ["secret", "open"], "include_authorized_operations": False})
+    assert [(g["group_id"], g["error_code"], g["group_state"])
+            for g in kafka_described["groups"]] == [("secret", DENIED, "Dead"),
+                                                    ("open", 0, "Empty")]
+    assert (denials("consumer_group_describe"), denials("describe_groups")) == (
+        before[0] + 1, before[1] + 1)
+
+
+async def test_a_denied_delete_changes_nothing_on_either_port(gated):
+    before = denials("delete_groups")
+    deleted = await native(gated, ApiKey.DELETE_GROUPS, {"groups": ["secret", "open"]})
+    assert [(r["group_id"], r["error_code"]) for r in deleted["results"]] == [
+        ("secret", DENIED), ("open", 0)]
+    kafka_deleted = await kafka(gated, ApiKey.DELETE_GROUPS, 2,
+                                {"groups_names": ["secret-2", "open-2"]})
+    assert [(r["group_id"], r["error_code"]) for r in kafka_deleted["results"]] == [
+        ("secret-2", DENIED), ("open-2", 0)]
+    assert {group: gated.offsets.has_offsets(group)
+            for group in ("open", "open-2", "secret", "secret-2")} == {
+        "open": False, "open-2": False, "secret": True, "secret-2": True}
+    assert denials("delete_groups") == before + 2
+
+
+async def test_list_groups_hides_what_may_not_be_described_alike_on_both_ports(gated):
+    before = denials("list_groups")
+    listed = await native(gated, ApiKey.LIST_GROUPS, {"states": None})
+    kafka_listed = await kafka(gated, ApiKey.LIST_GROUPS, 4, {"states_filter": []})
+    assert [g["group_id"] for g in listed["groups"]] == ["open", "open-2"]
+    assert [g["group_id"] for g in kafka_listed["groups"]] == ["open", "open-2"]
+    assert denials("list_groups") == before  # a listing that hides is not a denial
+    every = ["open", "open-2", "secret", "secret-2"]
+    admin = await native(gated, ApiKey.LIST_GROUPS, {"states": None}, "User:admin")
+    assert [g["group_id"] for g in admin["groups"]] == every
+    gated.gate.authorizer.replace([
+        AclBinding(ALICE, "cluster", "literal", "kafka-cluster", "Describe", "allow")])
+    kafka_every = await kafka(gated, ApiKey.LIST_GROUPS, 4, {"states_filter": []})
+    assert [g["group_id"] for g in kafka_every["groups"]] == every
+
+
+async def test_without_the_authorizer_the_ports_agree_and_nothing_is_judged(make_broker):
+    broker = make_broker()
+    await broker.offsets.commit("g", {("t", 0): (3, "")})
+    services = KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster,
+                             broker.config, broker.groups, broker.offsets,
+                             broker.classic_groups, None, broker.group_api)
+    listed = await settled(broker.dispatch[ApiKey.LIST_GROUPS]({"states": ["empty"]}))
+    info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=ALICE)
+    kafka_listed = await settled(TABLE[ApiKey.LIST_GROUPS](
+        services, {"states_filter": ["Empty"], "types_filter": ["classic"]}, 5, info))
+    assert [g["group_id"] for g in listed["groups"]] == ["g"]
+    assert [(g["group_id"], g["group_state"], g["group_type"])
+            for g in kafka_listed["groups"]] == [("g", "Empty", "Classic")]
