@@ -1,7 +1,8 @@
-"""``GroupApi``: the consumer-group admin APIs as one typed service, for both front doors.
+"""``GroupApi``: the consumer-group APIs as one typed service, for both front doors.
 
 FindCoordinator, ListGroups, describe (tslog's ConsumerGroupDescribe, Kafka's
-DescribeGroups) and DeleteGroups take a typed request (``requests.py``) and return typed
+DescribeGroups), DeleteGroups, OffsetCommit and OffsetFetch (``offsets_api.py``) take a
+typed request (``requests.py``) and return typed
 results in the request's order; each port's adapter translates its body into the request
 and the results into its answer, once. The request gate's ``GatedGroups``
 (``security/group_gate.py``) stands in front of it with the same methods and passes the
@@ -28,10 +29,12 @@ from tslog.protocol.errors import ErrorCode
 
 from ..cluster.view import ClusterView
 from ..metrics.observe import forget_group
+from ..topics import TopicManager
 from .catalog import CLASSIC, CONSUMER, GroupCatalog
 from .classic_service import ClassicGroupService
 from .committed_offsets import CommittedOffsets
 from .offset_files import group_id_problem
+from .offsets_api import offset_commit, offset_fetch
 from .requests import (
     GROUP_KEY_TYPE,
     Coordinator,
@@ -63,18 +66,24 @@ def placement(groups: GroupService, cluster: ClusterView) -> ErrorCode:
 
 
 class GroupApi:
-    """The group admin APIs on this broker's coordinators, offsets and cluster view."""
+    """The group APIs on this broker's coordinators, offsets, topics and cluster view.
 
-    __slots__ = ("groups", "classic", "offsets", "catalog", "cluster")
+    OffsetCommit and OffsetFetch are ``offsets_api``'s functions themselves, bound here."""
+
+    __slots__ = ("groups", "classic", "offsets", "catalog", "cluster", "topics")
 
     def __init__(self, groups: GroupService, classic: ClassicGroupService,
-                 offsets: CommittedOffsets, catalog: GroupCatalog,
-                 cluster: ClusterView) -> None:
+                 offsets: CommittedOffsets, catalog: GroupCatalog, cluster: ClusterView,
+                 topics: TopicManager) -> None:
         self.groups = groups  # tslog's coordinator (KIP-848)
         self.classic = classic  # Kafka's classic groups
         self.offsets = offsets  # every group's committed offsets
         self.catalog = catalog  # the one view of every group
         self.cluster = cluster  # who the controller is, and where
+        self.topics = topics  # which partitions exist (a commit must name one)
+
+    offset_commit = offset_commit
+    offset_fetch = offset_fetch
 
     def placement(self) -> ErrorCode:
         return placement(self.groups, self.cluster)

@@ -60,3 +60,42 @@ class Described(NamedTuple):
 
 class DeleteGroupsRequest(NamedTuple):
     groups: list[str]
+
+
+class CommitPartition(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    metadata: str
+
+
+class OffsetCommitRequest(NamedTuple):
+    group_id: str
+    member_id: str  # "" outside group management
+    generation: int  # the member's epoch (tslog) or its group's generation (Kafka's classic
+    # protocol); below 0 outside group management
+    partitions: list[CommitPartition]  # in the client's order, whatever their topics
+    classic: bool = False  # a Kafka client's: a group id without tslog members is fenced by
+    # the classic group's rules, and an offset below -1 is INVALID_REQUEST
+
+
+class OffsetFetchRequest(NamedTuple):
+    group_id: str
+    partitions: list[tuple[str, int]] | None  # (topic, partition); None: every committed one
+    classic: bool = False  # a Kafka client's: the group id and the placement are checked
+    # (tslog's port answers from the committed offsets on any broker)
+
+
+class FetchedOffset(NamedTuple):
+    topic: str
+    partition: int
+    offset: int  # -1: none committed
+    metadata: str
+    error_code: int  # TOPIC_AUTHORIZATION_FAILED for a denied topic, else 0
+
+
+class OffsetsFetched(NamedTuple):
+    error_code: int  # the group's: a denial, INVALID_GROUP_ID, the placement, or 0
+    partitions: list[FetchedOffset]  # in the request's order (sorted for every one); empty
+    # with an error
+    error_message: str | None = None

@@ -3,17 +3,23 @@ use it, for both front doors.
 
 The same methods as ``GroupApi``, each judging the typed request first, by Kafka's mapping
 of the group APIs to operations (``GROUP_OPERATIONS``, below): Describe on the group
-for FindCoordinator and describe, Delete for DeleteGroups. A denied group is passed to the
-service, which answers it GROUP_AUTHORIZATION_FAILED and does nothing else for it, so a
-denied part of a request changes nothing and the rest is served. Each request with a
+for FindCoordinator and describe, Delete for DeleteGroups, Read for OffsetCommit (and Read
+on each topic), Describe for OffsetFetch (and on each topic). A denied group is passed to
+the service, which answers it GROUP_AUTHORIZATION_FAILED and does nothing else for it, so a
+denied part of a request changes nothing and the rest is served; a commit or fetch of a
+denied group never reaches the service, and a denied topic's partitions are answered
+TOPIC_AUTHORIZATION_FAILED. Each request with a
 denied group counts once in ``tslog_denied_requests_total``, under the API that asked.
 
 ListGroups lists everything to a principal with Describe on the cluster; to any other it
-hides the groups it may not describe (a listing that only hides is not counted as a
+hides the groups it may not describe, and OffsetFetch asked for every committed offset
+hides the topics it may not describe (a listing that only hides is not counted as a
 denial, as Metadata's listing of every topic).
 """
 
 from __future__ import annotations
+
+from tslog.protocol.errors import ErrorCode
 
 from ..groups.requests import (
     GROUP_KEY_TYPE,
@@ -21,6 +27,9 @@ from ..groups.requests import (
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetsFetched,
 )
 from ..metrics import security_metrics
 from .acl import CLUSTER_NAME, Authorizer
@@ -44,6 +53,9 @@ GROUP_OPERATIONS: dict[int, str] = {
     68: "Read",      # ConsumerGroupHeartbeat
     69: "Describe",  # ConsumerGroupDescribe
 }
+
+
+_GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
 
 class GatedGroups:
@@ -89,3 +101,45 @@ class GatedGroups:
 
     def delete_groups(self, request: DeleteGroupsRequest):
         return self.groups.delete_groups(request, self._denied(request.groups, 42))
+
+    def _may_use(self, group_id: str, api_key: int) -> bool:
+        """Whether the principal may use the group for ``api_key``; a refusal is counted
+        as the request's one denial."""
+        principal = self.connection.principal
+        if self.authz.authorize(principal, GROUP_OPERATIONS[api_key], "group", group_id):
+            return True
+        security_metrics.denied(principal, api_key)
+        return False
+
+    def _denied_topics(self, operation: str, partitions, api_key: int) -> frozenset:
+        """The topics of ``partitions`` (tuples whose first field is the topic) the principal
+        may not ``operation``; counted as one denial of the request."""
+        principal = self.connection.principal
+        authorize = self.authz.authorize
+        denied = frozenset(topic for topic in {entry[0] for entry in partitions}
+                           if not authorize(principal, operation, "topic", topic))
+        if denied:
+            security_metrics.denied(principal, api_key)
+        return denied
+
+    def offset_commit(self, request: OffsetCommitRequest):
+        """Read on the group, then Read on each topic. A denied group stores nothing and
+        answers GROUP_AUTHORIZATION_FAILED on every partition."""
+        if not self._may_use(request.group_id, 8):
+            return [_GROUP_DENIED] * len(request.partitions)
+        return self.groups.offset_commit(
+            request, self._denied_topics("Read", request.partitions, 8))
+
+    def offset_fetch(self, request: OffsetFetchRequest):
+        """Describe on the group, then on each topic: asked for every committed offset, the
+        topics the principal may not describe are left out (not counted as a denial)."""
+        principal = self.connection.principal
+        if not self._may_use(request.group_id, 9):
+            return OffsetsFetched(_GROUP_DENIED, [], f"{principal} is not allowed to "
+                                  f"Describe group {request.group_id!r}")
+        if request.partitions is None:
+            authorize = self.authz.authorize
+            return self.groups.offset_fetch(request, visible=lambda topic: authorize(
+                principal, "Describe", "topic", topic))
+        return self.groups.offset_fetch(
+            request, self._denied_topics("Describe", request.partitions, 9))

@@ -14,8 +14,9 @@ The typed services are judged by their own wrappers (``TYPED_GATES``): the data 
 Produce, Fetch, ListOffsets and Metadata by ``GatedData`` (below; Metadata's listing of
 every topic hides the topics the principal may not describe, and a topic asked by name is
 answered TOPIC_AUTHORIZATION_FAILED, so a name tells nothing about whether it exists), the
-group service's FindCoordinator, ListGroups, DeleteGroups and ConsumerGroupDescribe by
-``GatedGroups`` (``group_gate.py``; ListGroups hides the groups it may not describe).
+group service's OffsetCommit, OffsetFetch, FindCoordinator, ListGroups, DeleteGroups and
+ConsumerGroupDescribe by ``GatedGroups`` (``group_gate.py``; ListGroups hides the groups it
+may not describe).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
 either way; with the authorizer off it gets the plain table and pays nothing at all.
@@ -70,16 +71,6 @@ def _appending(key: str, entries: list) -> Callable[[dict], dict]:
         if response is None or key not in response:  # acks = 0, or a bare error body
             return response
         return {**response, key: response[key] + entries}
-    return merge
-
-
-def _keeping(key: str, name_of: Callable[[dict], str],
-             allowed: Callable[[str], bool]) -> Callable[[dict], dict]:
-    def merge(response: dict) -> dict:
-        if response is None or key not in response:
-            return response
-        return {**response, key: [entry for entry in response[key]
-                                  if allowed(name_of(entry))]}
     return merge
 
 
@@ -186,10 +177,6 @@ _delete_records = _topic_partitions("Delete", lambda p: {
 _leader_epochs = _topic_partitions("Describe", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED, "leader_epoch": -1,
     "end_offset": -1})
-_commit_topics = _topic_partitions("Read", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED})
-_fetch_offset_topics = _topic_partitions("Describe", lambda p: {
-    "partition": p, "offset": -1, "metadata": "", "error_code": TOPIC_DENIED})
 
 
 def _topic_result(operation: str) -> Callable[[str, dict], dict]:
@@ -239,25 +226,6 @@ def _config_rule(operation: str, describe: bool) -> Rule:
     return rule
 
 
-def _offset_commit(authz: Authorizer, principal: str, body: dict):
-    if not may_use_group(authz, principal, 8, body["group_id"]):
-        return {"topics": [{"topic": t["topic"], "partitions": [
-            {"partition": p["partition"], "error_code": GROUP_DENIED}
-            for p in t["partitions"]]} for t in body["topics"]]}
-    return _commit_topics(authz, principal, body)
-
-
-def _offset_fetch(authz: Authorizer, principal: str, body: dict):
-    if not may_use_group(authz, principal, 9, body["group_id"]):
-        return {"error_code": GROUP_DENIED,
-                "error_message": _message(principal, "Describe", "group", body["group_id"])}
-    if body["topics"] is None:  # every committed offset: hide topics not describable
-        return Partial(body, _keeping("topics", lambda t: t["topic"], lambda name:
-                                      authz.authorize(principal, "Describe", "topic", name)),
-                       {}, denied=False)
-    return _fetch_offset_topics(authz, principal, body)
-
-
 def _heartbeat(authz: Authorizer, principal: str, body: dict):
     """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848 check)."""
     code = 0
@@ -283,8 +251,6 @@ def _init_producer_id(authz: Authorizer, principal: str, body: dict):
 # api key (a number: some APIs are added by other parts of the product) -> its rule. The data
 # service's four (Produce, Fetch, ListOffsets, Metadata) are judged typed, by ``GatedData``.
 RULES: dict[int, Rule] = {
-    8: _offset_commit,                              # OffsetCommit: Read group + Read topic
-    9: _offset_fetch,                               # OffsetFetch: Describe group + topic
     17: _nothing,                                   # SaslHandshake
     18: _nothing,                                   # ApiVersions
     19: _create_topics,                             # CreateTopics: Create cluster or topic
@@ -408,9 +374,10 @@ class GatedData:
 # and the wrapper that judges that service's typed requests for one connection.
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
-    # Metadata; the group admin APIs: FindCoordinator, ListGroups, DeleteGroups,
-    # ConsumerGroupDescribe (``group_gate.py``)
-    10: GatedGroups, 16: GatedGroups, 42: GatedGroups, 69: GatedGroups,
+    # Metadata; the group service's: OffsetCommit, OffsetFetch, FindCoordinator, ListGroups,
+    # DeleteGroups, ConsumerGroupDescribe (``group_gate.py``)
+    8: GatedGroups, 9: GatedGroups, 10: GatedGroups, 16: GatedGroups, 42: GatedGroups,
+    69: GatedGroups,
 }
 DATA_KEYS = frozenset(key for key, wrapper in TYPED_GATES.items() if wrapper is GatedData)
 

@@ -90,13 +90,13 @@ ADMIN_HANDLERS = {
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
 }
 GROUP_HANDLERS = {
-    ApiKey.OFFSET_COMMIT: handle_offset_commit,
-    ApiKey.OFFSET_FETCH: handle_offset_fetch,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
 }
 # Bound to the group service (``broker/groups/api.py``), which the Kafka port's adapters call
 # too; the request gate binds them to its ``GatedGroups`` per connection.
 GROUP_SERVICE_HANDLERS = {
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
     ApiKey.LIST_GROUPS: handle_list_groups,

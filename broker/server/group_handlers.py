@@ -1,7 +1,8 @@
 """Handlers of the consumer-group APIs (KIP-848's protocol): FindCoordinator,
 ConsumerGroupHeartbeat, ConsumerGroupDescribe, ListGroups, DeleteGroups.
 
-FindCoordinator, ListGroups, ConsumerGroupDescribe and DeleteGroups are the group service's
+FindCoordinator, ListGroups, ConsumerGroupDescribe and DeleteGroups (and OffsetCommit and
+OffsetFetch, in ``handlers.py``) are the group service's
 (``groups/api.py``): each handler takes ``(groups, body)``, where ``groups`` is the broker's
 ``GroupApi`` or, with the authorizer on, the connection's ``GatedGroups`` in front of it
 (``security/group_gate.py``), translates the body into the service's typed request once and
@@ -18,7 +19,8 @@ too, so a group made again under the name starts afresh. A Kafka client's classi
 described in the same shape (its members' hosts and client ids beside the KIP-848 members').
 
 ConsumerGroupHeartbeat takes ``(services, body)`` (``services.GroupApis``) and the coordinator
-(``groups.service``) decides.
+(``groups.service``) decides. OffsetCommit and OffsetFetch (``handlers.py``) are the group
+service's too.
 
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
@@ -58,13 +60,6 @@ def coordinator_problem(services: GroupApis) -> ErrorCode:
     """NONE if this broker coordinates the groups now; NOT_COORDINATOR if another broker is
     the controller (or none is); COORDINATOR_NOT_AVAILABLE while ours is still loading."""
     return placement(services.groups, services.cluster)
-
-
-def refused_commit(body: dict, code: ErrorCode) -> dict:
-    """An OffsetCommit answer carrying ``code`` on every partition: nothing was stored."""
-    return {"topics": [{"topic": group["topic"], "partitions": [
-        {"partition": entry["partition"], "error_code": int(code)}
-        for entry in group["partitions"]]} for group in body["topics"]]}
 
 
 def handle_find_coordinator(groups, body: dict) -> dict:

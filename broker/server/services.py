@@ -22,10 +22,9 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
   cluster, picked at open), the cluster view, the broker's settings (its node id), and the
   reassignment service.
-- ``GroupApis`` (OffsetCommit, OffsetFetch, ConsumerGroupHeartbeat): the committed offsets,
-  the topic catalog, tslog's group coordinator and the cluster view (where it is). The
-  group admin APIs are the group service's (``groups/api.py``), as the data APIs are the
-  data service's.
+- ``GroupApis`` (ConsumerGroupHeartbeat): tslog's group coordinator and the cluster view
+  (where it is). The other group APIs are the group service's (``groups/api.py``), as the
+  data APIs are the data service's.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
   holds the SCRAM credentials (the login itself is the connection's, not a handler's).
@@ -38,7 +37,6 @@ from typing import Protocol
 
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
-from ..groups.committed_offsets import CommittedOffsets
 from ..groups.service import GroupService
 from ..replication.manager import ReplicaManager
 from ..security.acl_store import AclService
@@ -88,8 +86,6 @@ class AdminApis(Protocol):
 
 
 class GroupApis(Protocol):
-    topics: TopicManager
-    offsets: CommittedOffsets
     groups: GroupService  # the consumer-group coordinator
     cluster: ClusterView  # where the coordinator is
 
@@ -135,8 +131,6 @@ class AdminServices:
 
 @dataclass(frozen=True, slots=True)
 class GroupServices:
-    topics: TopicManager
-    offsets: CommittedOffsets
     groups: GroupService
     cluster: ClusterView
 

@@ -119,9 +119,9 @@ class Broker:
         # The one view of a group, whichever protocol its members speak, that ListGroups and
         # the describe APIs of both ports read.
         self.group_catalog = GroupCatalog(self.groups, self.classic_groups, self.offsets)
-        # FindCoordinator, ListGroups, describe and DeleteGroups for both front doors.
+        # The group APIs of both front doors (``broker/groups/api.py``).
         self.group_api = GroupApi(self.groups, self.classic_groups, self.offsets,
-                                  self.group_catalog, self.cluster)
+                                  self.group_catalog, self.cluster, topics)
         # Metadata's partition list per topic, kept until the topic or a state changes.
         self.partition_lists = PartitionLists(self.cluster)
         self.replicas = ReplicaManager(
@@ -141,7 +141,7 @@ class Broker:
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
                           self.reassignments),
-            GroupServices(topics, self.offsets, self.groups, self.cluster),
+            GroupServices(self.groups, self.cluster),
             AclServices(self.acls), SecurityServices(self.authenticator), self.group_api)
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,

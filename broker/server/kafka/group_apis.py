@@ -12,19 +12,21 @@ Kafka response body for the same version, and ``info`` is the request's
 - Placement as for tslog's groups: the controller coordinates (a single broker is its own);
   FindCoordinator names it by its Kafka address (``kafka_address``), other brokers answer the
   group APIs with NOT_COORDINATOR.
-- FindCoordinator is the group service's (``groups/api.py``), the one tslog's own
-  FindCoordinator calls: ``services.group_api`` is, with the authorizer on, the connection's
-  ``GatedGroups`` (``security/group_gate.py``), which judges the typed request (Describe on
-  each group) and counts a denial, for both ports alike.
-- ACLs of the others, with ``info.principal`` from the request's host: the group's by the
-  gate's one check (``request_gate.may_use_group``, Kafka's mapping of each API to an
-  operation, the table the native port's requests pass too): Describe for OffsetFetch, Read for
-  JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit; then Describe on each topic
-  for OffsetFetch (with "all topics" the others are left out) and Read on each topic for
-  OffsetCommit. A denied group answers GROUP_AUTHORIZATION_FAILED before any service is
-  called, so it changes nothing. The bodies are Kafka's (other shapes and versions than
-  tslog's), so the adapter calls the check where its body names the group. With the
-  authorizer off, ``authorizer`` is None and nothing is checked.
+- FindCoordinator, OffsetCommit and OffsetFetch are the group service's (``groups/api.py``),
+  the one tslog's own requests call: ``services.group_api`` is, with the authorizer on, the
+  connection's ``GatedGroups`` (``security/group_gate.py``), which judges the typed request
+  and counts a denial, for both ports alike: Describe on each group for FindCoordinator;
+  Describe on the group and on each topic for OffsetFetch (asked for all topics, those the
+  principal may not describe are left out); Read on the group and on each topic for
+  OffsetCommit. The service applies Kafka's rules to these (``classic``): a commit to a group
+  id without tslog members is fenced by the classic group's rules, and a fetch checks the
+  group id and the placement.
+- JoinGroup, SyncGroup, Heartbeat and LeaveGroup check Read on the group with
+  ``info.principal`` from the request's host, by the gate's one check
+  (``request_gate.may_use_group``, Kafka's mapping of each API to an operation, the table
+  the native port's requests pass too). A denied group answers GROUP_AUTHORIZATION_FAILED
+  before any service is called, so it changes nothing. With the authorizer off,
+  ``authorizer`` is None and nothing is checked.
 
 Every user error is an error code in the answer; nothing here raises on a well-typed body.
 """
@@ -39,8 +41,15 @@ from tslog.protocol.errors import ErrorCode
 
 from ...groups.classic_service import ClassicGroupService
 from ...groups.committed_offsets import CommittedOffsets
-from ...groups.offset_files import MAX_METADATA_BYTES, group_id_problem
-from ...groups.requests import GROUP_KEY_TYPE, Coordinator, FindCoordinatorRequest
+from ...groups.offset_files import group_id_problem
+from ...groups.requests import (
+    GROUP_KEY_TYPE,
+    CommitPartition,
+    Coordinator,
+    FindCoordinatorRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from ...groups.service import GroupService
 from ...security.acl import Authorizer
 from ...security.group_gate import GatedGroups
@@ -48,7 +57,6 @@ from ...security.request_gate import HostAuthorizer, may_use_group
 from ...topics import TopicManager
 from ...cluster.view import ClusterView
 from ..group_handlers import coordinator_problem
-from ..handlers import commit_durably
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,62 +221,37 @@ def leave_group(services: KafkaGroupServices, body: dict, version: int, info) ->
 
 
 def offset_commit(services: KafkaGroupServices, body: dict, version: int, info):
-    """Offsets of every partition that passes the topic checks are stored together, once the
-    group's coordinator accepts the committer (``_fence``); the answer waits for the fsync."""
-    group_id = body["group_id"]
-    refused = _group_problem(services, info, 8, group_id) or _fence(services, body, version)
-    offsets = {}
-    topics_out = []
-    for topic in body["topics"]:
-        name = topic["name"]
-        topic_code = refused
-        if not topic_code and not topic_allowed(services, info, "Read", name):
-            topic_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        parts_out = []
-        for entry in topic["partitions"]:
-            code = topic_code or _commit_code(services, name, entry)
-            if not code:
-                offsets[name, entry["partition_index"]] = (entry["committed_offset"],
-                                                           entry["committed_metadata"] or "")
-            parts_out.append({"partition_index": entry["partition_index"],
-                              "error_code": int(code)})
-        topics_out.append({"name": name, "partitions": parts_out})
-    response = {"topics": topics_out}
-    if not offsets:
-        return response
-    return commit_durably(services, group_id, offsets, response)
-
-
-def _fence(services: KafkaGroupServices, body: dict, version: int) -> int:
-    """Who may commit: a group id whose members are tslog's is fenced by tslog's coordinator
-    (the generation field then carries the member epoch, as in Kafka 4); any other by the
-    classic group's rules (generation -1 and member "" commit outside group management)."""
+    """The group service's commit (``groups/offsets_api.py``) by Kafka's rules (``classic``):
+    offsets of every partition that passes the checks are stored together, once the group's
+    coordinator accepts the committer; the answer waits for the fsync."""
+    partitions = [CommitPartition(topic["name"], entry["partition_index"],
+                                  entry["committed_offset"], entry["committed_metadata"] or "")
+                  for topic in body["topics"] for entry in topic["partitions"]]
     generation = body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1
     member_id = body.get("member_id", "") if version >= 1 else ""
-    group_id = body["group_id"]
-    coordinator = services.groups.coordinator
-    if coordinator is not None and coordinator.describe(group_id).members:
-        return coordinator.validate_commit(group_id, member_id, generation)
-    return services.classic.validate_commit(group_id, generation, member_id)
+    codes = services.group_api.offset_commit(OffsetCommitRequest(
+        body["group_id"], member_id, generation, partitions, classic=True))
+    if type(codes) is list:
+        return _committed(body, codes)
+    return _committed_later(body, codes)
 
 
-def _commit_code(services: KafkaGroupServices, topic: str, entry: dict) -> int:
-    known = services.topics.topics.get(topic)
-    if known is None or not 0 <= entry["partition_index"] < known.partitions:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if entry["committed_offset"] < -1:
-        return ErrorCode.INVALID_REQUEST
-    metadata = entry["committed_metadata"] or ""
-    if len(metadata.encode()) > MAX_METADATA_BYTES:
-        return ErrorCode.OFFSET_METADATA_TOO_LARGE
-    return 0
+async def _committed_later(body: dict, codes) -> dict:
+    return _committed(body, await codes)
+
+
+def _committed(body: dict, codes: list[int]) -> dict:
+    each = iter(codes)
+    return {"topics": [{"name": topic["name"], "partitions": [
+        {"partition_index": entry["partition_index"], "error_code": next(each)}
+        for entry in topic["partitions"]]} for topic in body["topics"]]}
 
 
 def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
     if version >= 8:
-        return {"groups": [_fetch_group(services, info, group["group_id"], group["topics"])
+        return {"groups": [_fetch_group(services, group["group_id"], group["topics"])
                            for group in body["groups"]]}
-    answer = _fetch_group(services, info, body["group_id"], body["topics"])
+    answer = _fetch_group(services, body["group_id"], body["topics"])
     if version < 2 and answer["error_code"]:  # no group-level code before v2: per partition
         for topic in answer["topics"]:
             for partition in topic["partitions"]:
@@ -276,31 +259,27 @@ def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -
     return {"topics": answer["topics"], "error_code": answer["error_code"]}
 
 
-def _fetch_group(services: KafkaGroupServices, info, group_id: str, requested) -> dict:
-    code = _group_problem(services, info, 9, group_id)
-    if code:
+def _fetch_group(services: KafkaGroupServices, group_id: str, requested) -> dict:
+    """One group's answer from the group service's fetch (Kafka's rules, ``classic``): a
+    refused group lists the partitions asked with no offset and the group's error code."""
+    fetched = services.group_api.offset_fetch(OffsetFetchRequest(
+        group_id, None if requested is None else [
+            (topic["name"], p) for topic in requested for p in topic["partition_indexes"]],
+        classic=True))
+    if fetched.error_code:
         topics = [{"name": t["name"], "partitions": [_fetched(p, -1, "", 0)
                                                       for p in t["partition_indexes"]]}
                   for t in requested or ()]
-        return {"group_id": group_id, "topics": topics, "error_code": int(code)}
-    committed = services.offsets.fetch(group_id)
-    if requested is None:  # every committed offset, of the topics the principal may see
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(committed):
-            by_topic.setdefault(topic, []).append(partition)
-        requested = [{"name": name, "partition_indexes": parts}
-                     for name, parts in by_topic.items()
-                     if topic_allowed(services, info, "Describe", name)]
-    topics = []
-    for topic in requested:
-        name = topic["name"]
-        if not topic_allowed(services, info, "Describe", name):
-            partitions = [_fetched(p, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                          for p in topic["partition_indexes"]]
-        else:
-            partitions = [_fetched(p, *committed.get((name, p), (-1, "")), 0)
-                          for p in topic["partition_indexes"]]
-        topics.append({"name": name, "partitions": partitions})
+        return {"group_id": group_id, "topics": topics, "error_code": fetched.error_code}
+    if requested is None:  # every committed offset, sorted: one entry per topic
+        requested = []
+        for result in fetched.partitions:
+            if not requested or requested[-1]["name"] != result.topic:
+                requested.append({"name": result.topic, "partition_indexes": []})
+            requested[-1]["partition_indexes"].append(result.partition)
+    each = iter(fetched.partitions)
+    topics = [{"name": topic["name"], "partitions": [
+        _fetched(*next(each)[1:]) for _ in topic["partition_indexes"]]} for topic in requested]
     return {"group_id": group_id, "topics": topics, "error_code": 0}
 
 

@@ -1,5 +1,5 @@
-"""FindCoordinator, ListGroups, describe and DeleteGroups behind the one gate, through both
-front doors' adapters on a real broker (authorizer on, no sockets): the gate judges the group
+"""The group service's APIs (OffsetCommit, OffsetFetch, FindCoordinator, ListGroups, describe,
+DeleteGroups) behind the one gate, through both front doors' adapters on a real broker (authorizer on, no sockets): the gate judges the group
 service's typed request, so a denied group is answered GROUP_AUTHORIZATION_FAILED on either
 port in that API's shape, nothing is done for it, the allowed groups are served, the denial
 is counted once per request, and both ports give the same answers."""
@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers.handlers import call
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
 from tslog.broker.security.group_gate import GatedGroups
@@ -23,6 +24,7 @@ from tslog.protocol.messages import RESPONSE_SCHEMAS, ApiKey
 
 pytestmark = pytest.mark.timeout(60)
 DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 ALICE = "User:alice"
 DESCRIBE_GROUPS = 15  # Kafka's api key
 KAFKA_PORT = 19092
@@ -38,15 +40,22 @@ class Connection:
 
 @pytest.fixture
 async def gated(make_broker):
-    """Four groups with committed offsets; alice may describe and delete the "open" ones."""
+    """Four groups with committed offsets of two topics; alice may read (so describe) and
+    delete the "open" groups, and read the topic "open"."""
     broker = make_broker(authorizer_enabled=True, super_users="User:admin",
                          kafka_listen=f"127.0.0.1:{KAFKA_PORT}")
     broker.set_kafka_port(KAFKA_PORT)  # as the listener does once it is bound
+    for name in ("open", "secret"):
+        created = await call(broker, ApiKey.CREATE_TOPICS, {"topics": [{
+            "topic": name, "partitions": 1, "replication_factor": 1, "configs": {}}],
+            "timeout_ms": 1000})
+        assert created["topics"][0]["error_code"] == 0
     for group in ("open", "open-2", "secret", "secret-2"):
-        await broker.offsets.commit(group, {("t", 0): (3, "")})
+        await broker.offsets.commit(group, {("open", 0): (3, ""), ("secret", 0): (3, "")})
     broker.gate.authorizer.replace([
         AclBinding(ALICE, "group", "prefixed", "open", operation, "allow")
-        for operation in ("Describe", "Delete")])
+        for operation in ("Read", "Delete")] + [
+        AclBinding(ALICE, "topic", "literal", "open", "Read", "allow")])
     return broker
 
 
@@ -159,3 +168,66 @@ async def test_without_the_authorizer_the_ports_agree_and_nothing_is_judged(make
     assert [g["group_id"] for g in listed["groups"]] == ["g"]
     assert [(g["group_id"], g["group_state"], g["group_type"])
             for g in kafka_listed["groups"]] == [("g", "Empty", "Classic")]
+
+
+def native_commit(group: str, offset: int) -> dict:
+    return {"group_id": group, "member_id": "", "member_epoch": -1, "topics": [
+        {"topic": name, "partitions": [{"partition": 0, "offset": offset, "metadata": ""}]}
+        for name in ("secret", "open")]}
+
+
+def kafka_commit(group: str, offset: int) -> dict:
+    return {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+            "group_instance_id": None, "topics": [{"name": name, "partitions": [
+                {"partition_index": 0, "committed_offset": offset,
+                 "committed_leader_epoch": -1, "committed_metadata": ""}]}
+                for name in ("secret", "open")]}
+
+
+def stored(broker, group: str) -> dict:
+    return {topic: offset for (topic, _), (offset, _) in broker.offsets.fetch(group).items()}
+
+
+async def test_a_commit_stores_only_what_the_gate_allows_alike_on_both_ports(gated):
+    before = denials("offset_commit")
+    refused = await native(gated, ApiKey.OFFSET_COMMIT, native_commit("secret", 9))
+    assert [t["partitions"][0]["error_code"] for t in refused["topics"]] == [DENIED, DENIED]
+    kafka_refused = await kafka(gated, ApiKey.OFFSET_COMMIT, 8, kafka_commit("secret-2", 9))
+    assert [t["partitions"][0]["error_code"] for t in kafka_refused["topics"]] == [
+        DENIED, DENIED]
+    assert stored(gated, "secret") == stored(gated, "secret-2") == {"open": 3, "secret": 3}
+    assert denials("offset_commit") == before + 2
+    partly = await native(gated, ApiKey.OFFSET_COMMIT, native_commit("open", 7))
+    kafka_partly = await kafka(gated, ApiKey.OFFSET_COMMIT, 8, kafka_commit("open-2", 7))
+    assert [t["partitions"][0]["error_code"] for t in partly["topics"]] == [
+        t["partitions"][0]["error_code"] for t in kafka_partly["topics"]] == [TOPIC_DENIED, 0]
+    assert stored(gated, "open") == stored(gated, "open-2") == {"open": 7, "secret": 3}
+    assert denials("offset_commit") == before + 4
+
+
+async def test_a_fetch_shows_only_what_the_gate_allows_alike_on_both_ports(gated):
+    before = denials("offset_fetch")
+    refused = await settled(gated.gate.bind(gated.dispatch, Connection(ALICE))[
+        ApiKey.OFFSET_FETCH]({"group_id": "secret", "topics": None}))
+    assert refused == {"error_code": DENIED,
+                       "error_message": f"{ALICE} is not allowed to Describe group 'secret'"}
+    kafka_refused = await kafka(gated, ApiKey.OFFSET_FETCH, 7,
+                                {"group_id": "secret", "topics": None, "require_stable": False})
+    assert (kafka_refused["error_code"], kafka_refused["topics"]) == (DENIED, [])
+    assert denials("offset_fetch") == before + 2
+    every = await native(gated, ApiKey.OFFSET_FETCH, {"group_id": "open", "topics": None})
+    kafka_every = await kafka(gated, ApiKey.OFFSET_FETCH, 7,
+                              {"group_id": "open", "topics": None, "require_stable": False})
+    assert [t["topic"] for t in every["topics"]] == [t["name"] for t in kafka_every["topics"]]
+    assert [t["topic"] for t in every["topics"]] == ["open"]  # "secret" is left out
+    assert denials("offset_fetch") == before + 2  # a listing that hides is not a denial
+    named = await native(gated, ApiKey.OFFSET_FETCH, {"group_id": "open", "topics": [
+        {"topic": name, "partitions": [0]} for name in ("secret", "open")]})
+    kafka_named = await kafka(gated, ApiKey.OFFSET_FETCH, 7, {"group_id": "open", "topics": [
+        {"name": name, "partition_indexes": [0]} for name in ("secret", "open")],
+        "require_stable": False})
+    assert [(p["error_code"], p["offset"]) for t in named["topics"] for p in t["partitions"]] \
+        == [(p["error_code"], p["committed_offset"])
+            for t in kafka_named["topics"] for p in t["partitions"]] \
+        == [(TOPIC_DENIED, -1), (0, 3)]
+    assert denials("offset_fetch") == before + 4

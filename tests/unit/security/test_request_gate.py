@@ -66,7 +66,7 @@ def test_every_api_key_is_mapped():
     assert not set(TYPED_GATES) & set(RULES)
     assert DATA_KEYS <= set(TYPED_GATES)
     assert {key for key, wrapper in TYPED_GATES.items() if wrapper is GatedGroups} == {
-        ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS,
+        ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS,
         ApiKey.CONSUMER_GROUP_DESCRIBE}
     # the SCRAM APIs, mapped by number before they exist here
     assert {17, 36, 50, 51} <= set(RULES)
@@ -152,41 +152,6 @@ def test_configs_need_their_operation_on_the_topic_or_the_cluster(api, operation
     codes = {r["name"]: r["error_code"] for r in response["resources"]}
     assert codes["a1"] == 0 and codes["b1"] == 29 and codes.get("0", 31) == 31
     check_response_body(int(api), 0, response)
-
-
-def test_offset_commit_needs_read_on_the_group_and_the_topic():
-    body = {"group_id": "g", "member_id": "", "member_epoch": -1, "topics": [
-        tp("a1", {"partition": 0, "offset": 1, "metadata": ""}),
-        tp("b1", {"partition": 0, "offset": 1, "metadata": ""})]}
-
-    def handler(b):
-        return {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0})
-                           for t in b["topics"]]}
-    no_group = run(Authorizer(bindings=[allow("Read", "topic", "*")]), ApiKey.OFFSET_COMMIT,
-                   body, never)
-    assert {t["partitions"][0]["error_code"] for t in no_group["topics"]} == {30}
-    authz = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
-    response = run(authz, ApiKey.OFFSET_COMMIT, body, handler)
-    assert {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]} == {
-        "a1": 0, "b1": 29}
-    check_response_body(8, 1, response)
-
-
-def test_offset_fetch_needs_describe_on_the_group_and_hides_topics():
-    def handler(b):
-        names = ["a1", "b1"] if b["topics"] is None else [t["topic"] for t in b["topics"]]
-        return {"topics": [tp(n, {"partition": 0, "offset": 3, "metadata": "",
-                                  "error_code": 0}) for n in names]}
-    assert run(Authorizer(), ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None},
-               never)["error_code"] == 30
-    authz = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
-    every = run(authz, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None}, handler)
-    assert [t["topic"] for t in every["topics"]] == ["a1"]
-    named = run(authz, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": [tp("a1", 0),
-                                                                        tp("b1", 0)]}, handler)
-    assert {t["topic"]: t["partitions"][0]["error_code"] for t in named["topics"]} == {
-        "a1": 0, "b1": 29}
-    check_response_body(9, 0, named)
 
 
 def test_heartbeat_needs_read_on_the_group_and_describe_on_its_topics():
