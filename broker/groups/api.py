@@ -1,8 +1,8 @@
 """``GroupApi``: the consumer-group APIs as one typed service, for both front doors.
 
 FindCoordinator, ListGroups, describe (tslog's ConsumerGroupDescribe, Kafka's
-DescribeGroups), DeleteGroups, OffsetCommit and OffsetFetch (``offsets_api.py``) take a
-typed request (``requests.py``) and return typed
+DescribeGroups), DeleteGroups, OffsetCommit and OffsetFetch (``offsets_api.py``), and
+Kafka's OffsetDelete (``offset_delete.py``) take a typed request (``requests.py``) and return typed
 results in the request's order; each port's adapter translates its body into the request
 and the results into its answer, once. The request gate's ``GatedGroups``
 (``security/group_gate.py``) stands in front of it with the same methods and passes the
@@ -34,6 +34,7 @@ from .catalog import CLASSIC, CONSUMER, GroupCatalog
 from .classic_service import ClassicGroupService
 from .committed_offsets import CommittedOffsets
 from .offset_files import group_id_problem
+from .offset_delete import offset_delete
 from .offsets_api import offset_commit, offset_fetch
 from .requests import (
     GROUP_KEY_TYPE,
@@ -68,7 +69,8 @@ def placement(groups: GroupService, cluster: ClusterView) -> ErrorCode:
 class GroupApi:
     """The group APIs on this broker's coordinators, offsets, topics and cluster view.
 
-    OffsetCommit and OffsetFetch are ``offsets_api``'s functions themselves, bound here."""
+    OffsetCommit and OffsetFetch are ``offsets_api``'s functions themselves, and Kafka's
+    OffsetDelete ``offset_delete``'s, bound here."""
 
     __slots__ = ("groups", "classic", "offsets", "catalog", "cluster", "topics")
 
@@ -84,6 +86,7 @@ class GroupApi:
 
     offset_commit = offset_commit
     offset_fetch = offset_fetch
+    offset_delete = offset_delete
 
     def placement(self) -> ErrorCode:
         return placement(self.groups, self.cluster)

@@ -99,3 +99,15 @@ class OffsetsFetched(NamedTuple):
     partitions: list[FetchedOffset]  # in the request's order (sorted for every one); empty
     # with an error
     error_message: str | None = None
+
+
+class OffsetDeleteRequest(NamedTuple):
+    """Kafka's OffsetDelete (its port only): forget the group's offsets of ``partitions``."""
+
+    group_id: str
+    partitions: list[tuple[str, int]]  # (topic, partition), in the client's order
+
+
+class OffsetsDeleted(NamedTuple):
+    error_code: int  # the whole request's refusal, or 0
+    codes: list[int]  # each partition's, in the request's order; empty with an error

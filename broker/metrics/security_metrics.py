@@ -24,7 +24,7 @@ LOGIN_FAILURES = frozenset({
     "request_before_login",  # another API before the login succeeded
 })
 # Kafka's APIs that tslog's own protocol has no twin of, judged by the same gate.
-KAFKA_ONLY_APIS = {15: "describe_groups"}
+KAFKA_ONLY_APIS = {15: "describe_groups", 47: "offset_delete"}
 _principals: set[str] = set()
 
 

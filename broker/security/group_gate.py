@@ -8,7 +8,8 @@ on each topic), Describe for OffsetFetch (and on each topic). A denied group is 
 the service, which answers it GROUP_AUTHORIZATION_FAILED and does nothing else for it, so a
 denied part of a request changes nothing and the rest is served; a commit or fetch of a
 denied group never reaches the service, and a denied topic's partitions are answered
-TOPIC_AUTHORIZATION_FAILED. Each request with a
+TOPIC_AUTHORIZATION_FAILED. Kafka's OffsetDelete (its port only) needs Delete on the group
+and Read on each topic. Each request with a
 denied group counts once in ``tslog_denied_requests_total``, under the API that asked.
 
 ListGroups lists everything to a principal with Describe on the cluster; to any other it
@@ -28,7 +29,9 @@ from ..groups.requests import (
     FindCoordinatorRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
+    OffsetsDeleted,
     OffsetsFetched,
 )
 from ..metrics import security_metrics
@@ -143,3 +146,15 @@ class GatedGroups:
                 principal, "Describe", "topic", topic))
         return self.groups.offset_fetch(
             request, self._denied_topics("Describe", request.partitions, 9))
+
+    def offset_delete(self, request: OffsetDeleteRequest):
+        """Kafka's OffsetDelete: Delete on the group (else the whole request is refused and
+        nothing is deleted), then Read on each topic."""
+        if not self._may_use(request.group_id, 47):
+            return _refused_delete()
+        return self.groups.offset_delete(
+            request, self._denied_topics("Read", request.partitions, 47))
+
+
+async def _refused_delete() -> OffsetsDeleted:
+    return OffsetsDeleted(_GROUP_DENIED, [])

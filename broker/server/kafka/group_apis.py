@@ -101,12 +101,6 @@ def group_allowed(services, info, api_key: int, group_id: str) -> bool:
                                                info.principal, api_key, group_id)
 
 
-def topic_allowed(services, info, operation: str, topic: str) -> bool:
-    authorizer = services.authorizer
-    return authorizer is None or authorizer.authorize(info.principal, operation, "topic",
-                                                      topic, info.client_host)
-
-
 def _group_problem(services: KafkaGroupServices, info, api_key: int, group_id: str) -> int:
     """The group-level refusal of a request (0: none): a bad id, the ACL, the placement."""
     if group_id_problem(group_id) is not None:

@@ -1,5 +1,5 @@
 """The group service's APIs (OffsetCommit, OffsetFetch, FindCoordinator, ListGroups, describe,
-DeleteGroups) behind the one gate, through both front doors' adapters on a real broker (authorizer on, no sockets): the gate judges the group
+DeleteGroups, Kafka's OffsetDelete) behind the one gate, through both front doors' adapters on a real broker (authorizer on, no sockets): the gate judges the group
 service's typed request, so a denied group is answered GROUP_AUTHORIZATION_FAILED on either
 port in that API's shape, nothing is done for it, the allowed groups are served, the denial
 is counted once per request, and both ports give the same answers."""
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(60)
 DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 ALICE = "User:alice"
-DESCRIBE_GROUPS = 15  # Kafka's api key
+DESCRIBE_GROUPS, OFFSET_DELETE = 15, 47  # Kafka's api keys
 KAFKA_PORT = 19092
 
 
@@ -231,3 +231,18 @@ async def test_a_fetch_shows_only_what_the_gate_allows_alike_on_both_ports(gated
             for t in kafka_named["topics"] for p in t["partitions"]] \
         == [(TOPIC_DENIED, -1), (0, 3)]
     assert denials("offset_fetch") == before + 4
+
+
+async def test_kafkas_offset_delete_deletes_only_what_the_gate_allows(gated):
+    before = denials("offset_delete")
+    body = {"topics": [{"name": name, "partitions": [{"partition_index": 0}]}
+                       for name in ("secret", "open")]}
+    refused = await kafka(gated, OFFSET_DELETE, 0, {"group_id": "secret", **body})
+    assert (refused["error_code"], refused["topics"]) == (DENIED, [])
+    assert stored(gated, "secret") == {"open": 3, "secret": 3}
+    assert denials("offset_delete") == before + 1
+    partly = await kafka(gated, OFFSET_DELETE, 0, {"group_id": "open", **body})
+    assert partly["error_code"] == 0
+    assert [t["partitions"][0]["error_code"] for t in partly["topics"]] == [TOPIC_DENIED, 0]
+    assert stored(gated, "open") == {"secret": 3}
+    assert denials("offset_delete") == before + 2
