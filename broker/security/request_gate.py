@@ -37,7 +37,8 @@ from .connection_authorizer import ConnectionAuthorizer
 from .group_gate import GROUP_OPERATIONS, GatedGroups
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "GatedGroups", "RequestGate", "ConnectionAuthorizer", "HostAuthorizer", "decide", "may_use_group"]
+           "GatedGroups", "RequestGate", "ConnectionAuthorizer", "HostAuthorizer", "decide",
+           "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)

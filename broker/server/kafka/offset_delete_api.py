@@ -32,4 +32,4 @@ async def offset_delete(services: KafkaServices, body: dict, version: int,
             for entry in topic["partitions"]]} for topic in body["topics"]]}
 
 
-OFFSET_DELETE_ADAPTERS = {OFFSET_DELETE: offset_delete}  # OffsetDelete: tslog's protocol has no twin
+OFFSET_DELETE_ADAPTERS = {OFFSET_DELETE: offset_delete}  # tslog's protocol has no twin

@@ -1,6 +1,7 @@
 """The group service's APIs (OffsetCommit, OffsetFetch, FindCoordinator, ListGroups, describe,
-DeleteGroups, Kafka's OffsetDelete) behind the one gate, through both front doors' adapters on a real broker (authorizer on, no sockets): the gate judges the group
-service's typed request, so a denied group is answered GROUP_AUTHORIZATION_FAILED on either
+DeleteGroups, Kafka's OffsetDelete) behind the one gate, through both front doors' adapters
+on a real broker (authorizer on, no sockets): the gate judges the group service's typed
+request, so a denied group is answered GROUP_AUTHORIZATION_FAILED on either
 port in that API's shape, nothing is done for it, the allowed groups are served, the denial
 is counted once per request, and both ports give the same answers."""
 
