@@ -1,8 +1,10 @@
 """``GroupApi``: the consumer-group APIs as one typed service, for both front doors.
 
 FindCoordinator, ListGroups, describe (tslog's ConsumerGroupDescribe, Kafka's
-DescribeGroups), DeleteGroups, OffsetCommit and OffsetFetch (``offsets_api.py``), and
-Kafka's OffsetDelete (``offset_delete.py``) take a typed request (``requests.py``) and return typed
+DescribeGroups), DeleteGroups, OffsetCommit and OffsetFetch (``offsets_api.py``), Kafka's
+OffsetDelete (``offset_delete.py``) and membership (``membership_api.py``: tslog's
+ConsumerGroupHeartbeat, Kafka's JoinGroup, SyncGroup, Heartbeat and LeaveGroup) take a
+typed request (``requests.py``) and return typed
 results in the request's order; each port's adapter translates its body into the request
 and the results into its answer, once. The request gate's ``GatedGroups``
 (``security/group_gate.py``) stands in front of it with the same methods and passes the
@@ -34,6 +36,13 @@ from .catalog import CLASSIC, CONSUMER, GroupCatalog
 from .classic_service import ClassicGroupService
 from .committed_offsets import CommittedOffsets
 from .offset_files import group_id_problem
+from .membership_api import (
+    consumer_group_heartbeat,
+    heartbeat,
+    join_group,
+    leave_group,
+    sync_group,
+)
 from .offset_delete import offset_delete
 from .offsets_api import offset_commit, offset_fetch
 from .requests import (
@@ -69,8 +78,9 @@ def placement(groups: GroupService, cluster: ClusterView) -> ErrorCode:
 class GroupApi:
     """The group APIs on this broker's coordinators, offsets, topics and cluster view.
 
-    OffsetCommit and OffsetFetch are ``offsets_api``'s functions themselves, and Kafka's
-    OffsetDelete ``offset_delete``'s, bound here."""
+    OffsetCommit and OffsetFetch are ``offsets_api``'s functions themselves, Kafka's
+    OffsetDelete ``offset_delete``'s, and membership (ConsumerGroupHeartbeat, Kafka's
+    JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ``membership_api``'s, bound here."""
 
     __slots__ = ("groups", "classic", "offsets", "catalog", "cluster", "topics")
 
@@ -87,6 +97,11 @@ class GroupApi:
     offset_commit = offset_commit
     offset_fetch = offset_fetch
     offset_delete = offset_delete
+    consumer_group_heartbeat = consumer_group_heartbeat
+    join_group = join_group
+    sync_group = sync_group
+    heartbeat = heartbeat
+    leave_group = leave_group
 
     def placement(self) -> ErrorCode:
         return placement(self.groups, self.cluster)

@@ -111,3 +111,55 @@ class OffsetDeleteRequest(NamedTuple):
 class OffsetsDeleted(NamedTuple):
     error_code: int  # the whole request's refusal, or 0
     codes: list[int]  # each partition's, in the request's order; empty with an error
+
+
+# -- membership: tslog's ConsumerGroupHeartbeat (KIP-848), Kafka's classic protocol ----------
+
+
+class ConsumerGroupHeartbeatRequest(NamedTuple):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    subscribed_topics: list[str] | None  # None: unchanged since the last heartbeat
+    owned: list[tuple[str, int]] | None  # the partitions the member owns; None: unchanged
+    client: tuple[str, str]  # (client id, host), from the request's header and its peer
+
+
+class JoinGroupRequest(NamedTuple):
+    group_id: str
+    member_id: str
+    client_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]  # (name, metadata)
+    require_known_member_id: bool  # JoinGroup v4+: a new member joins twice
+    group_instance_id: str | None
+    client_host: str
+
+
+class SyncGroupRequest(NamedTuple):
+    group_id: str
+    generation_id: int
+    member_id: str
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: dict[str, bytes]  # the leader's: member id -> assignment
+
+
+class HeartbeatRequest(NamedTuple):
+    """Kafka's classic Heartbeat (12)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+
+
+class LeaveGroupRequest(NamedTuple):
+    group_id: str
+    member_ids: list[str]
+
+
+class Left(NamedTuple):
+    error_code: int  # the whole request's refusal, or 0
+    codes: list[int]  # each member's, in the request's order; empty with an error

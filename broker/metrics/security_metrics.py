@@ -24,7 +24,8 @@ LOGIN_FAILURES = frozenset({
     "request_before_login",  # another API before the login succeeded
 })
 # Kafka's APIs that tslog's own protocol has no twin of, judged by the same gate.
-KAFKA_ONLY_APIS = {15: "describe_groups", 47: "offset_delete"}
+KAFKA_ONLY_APIS = {11: "join_group", 12: "heartbeat", 13: "leave_group", 14: "sync_group",
+                   15: "describe_groups", 47: "offset_delete"}
 _principals: set[str] = set()
 
 

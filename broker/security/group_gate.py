@@ -2,38 +2,52 @@
 use it, for both front doors.
 
 The same methods as ``GroupApi``, each judging the typed request first, by Kafka's mapping
-of the group APIs to operations (``GROUP_OPERATIONS``, below): Describe on the group
-for FindCoordinator and describe, Delete for DeleteGroups, Read for OffsetCommit (and Read
-on each topic), Describe for OffsetFetch (and on each topic). A denied group is passed to
-the service, which answers it GROUP_AUTHORIZATION_FAILED and does nothing else for it, so a
-denied part of a request changes nothing and the rest is served; a commit or fetch of a
-denied group never reaches the service, and a denied topic's partitions are answered
-TOPIC_AUTHORIZATION_FAILED. Kafka's OffsetDelete (its port only) needs Delete on the group
-and Read on each topic. Each request with a
-denied group counts once in ``tslog_denied_requests_total``, under the API that asked.
+of the group APIs to operations (``GROUP_OPERATIONS``, below):
 
-ListGroups lists everything to a principal with Describe on the cluster; to any other it
-hides the groups it may not describe, and OffsetFetch asked for every committed offset
-hides the topics it may not describe (a listing that only hides is not counted as a
-denial, as Metadata's listing of every topic).
+- FindCoordinator and describe: Describe on each group; DeleteGroups: Delete on each. A
+  denied group is passed to the service, which answers it GROUP_AUTHORIZATION_FAILED and
+  does nothing else for it, and the rest is served.
+- OffsetCommit: Read on the group and on each topic; OffsetFetch: Describe on the group and
+  on each topic; Kafka's OffsetDelete (its port only): Delete on the group, Read on each
+  topic. A denied group is refused whole before the service is called; a denied topic is
+  passed to it, which answers its partitions TOPIC_AUTHORIZATION_FAILED and does nothing
+  else for them.
+- Membership: Read on the group (tslog's ConsumerGroupHeartbeat also Describe on each
+  subscribed topic, else TOPIC_AUTHORIZATION_FAILED; Kafka's JoinGroup, SyncGroup, Heartbeat
+  and LeaveGroup nothing more), refused whole before any coordinator is asked.
+
+So a denied part of a request changes nothing. Each request with a denial counts once in
+``tslog_denied_requests_total``, under the API that asked. Listings only hide: ListGroups
+lists everything to a principal with Describe on the cluster and, to any other, leaves out
+the groups it may not describe; OffsetFetch asked for every committed offset leaves out the
+topics it may not describe (neither is counted as a denial, as Metadata's listing of every
+topic is not).
 """
 
 from __future__ import annotations
 
 from tslog.protocol.errors import ErrorCode
 
+from ..groups.classic_views import JoinResponse, SyncResponse
 from ..groups.requests import (
     GROUP_KEY_TYPE,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    Left,
     ListGroupsRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
     OffsetsDeleted,
     OffsetsFetched,
+    SyncGroupRequest,
 )
+from ..groups.views import HeartbeatResponse
 from ..metrics import security_metrics
 from .acl import CLUSTER_NAME, Authorizer
 from .connection_authorizer import ConnectionAuthorizer
@@ -59,6 +73,7 @@ GROUP_OPERATIONS: dict[int, str] = {
 
 
 _GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+_TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 class GatedGroups:
@@ -72,22 +87,33 @@ class GatedGroups:
         self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
-    def _denied(self, names, api_key: int) -> frozenset:
-        """The groups of ``names`` the principal may not use for ``api_key`` (its operation
-        in ``GROUP_OPERATIONS``); counted as one denial of the request."""
-        operation = GROUP_OPERATIONS[api_key]
+    def _denied(self, kind: str, operation: str, names, api_key: int) -> frozenset:
+        """The ``names`` (groups or topics, by ``kind``) the principal may not
+        ``operation``; counted as one denial of the request."""
         principal = self.connection.principal
         authorize = self.authz.authorize
         denied = frozenset(name for name in set(names)
-                           if not authorize(principal, operation, "group", name))
+                           if not authorize(principal, operation, kind, name))
         if denied:
             security_metrics.denied(principal, api_key)
         return denied
 
+    def _denied_groups(self, names, api_key: int) -> frozenset:
+        return self._denied("group", GROUP_OPERATIONS[api_key], names, api_key)
+
+    def _denied_topics(self, operation: str, partitions, api_key: int) -> frozenset:
+        """The topics of ``partitions`` (tuples whose first field is the topic) denied."""
+        return self._denied("topic", operation, [entry[0] for entry in partitions], api_key)
+
+    def _may_use(self, group_id: str, api_key: int) -> bool:
+        """Whether the principal may use the group for ``api_key``; a refusal is counted
+        as the request's one denial."""
+        return not self._denied_groups((group_id,), api_key)
+
     def find_coordinator(self, request: FindCoordinatorRequest):
         if request.key_type != GROUP_KEY_TYPE:  # refused by the service whoever asks
             return self.groups.find_coordinator(request)
-        return self.groups.find_coordinator(request, self._denied(request.keys, 10))
+        return self.groups.find_coordinator(request, self._denied_groups(request.keys, 10))
 
     def list_groups(self, request: ListGroupsRequest):
         principal = self.connection.principal
@@ -100,30 +126,10 @@ class GatedGroups:
 
     def describe_groups(self, request: DescribeGroupsRequest):
         return self.groups.describe_groups(request,
-                                           self._denied(request.groups, request.api_key))
+                                           self._denied_groups(request.groups, request.api_key))
 
     def delete_groups(self, request: DeleteGroupsRequest):
-        return self.groups.delete_groups(request, self._denied(request.groups, 42))
-
-    def _may_use(self, group_id: str, api_key: int) -> bool:
-        """Whether the principal may use the group for ``api_key``; a refusal is counted
-        as the request's one denial."""
-        principal = self.connection.principal
-        if self.authz.authorize(principal, GROUP_OPERATIONS[api_key], "group", group_id):
-            return True
-        security_metrics.denied(principal, api_key)
-        return False
-
-    def _denied_topics(self, operation: str, partitions, api_key: int) -> frozenset:
-        """The topics of ``partitions`` (tuples whose first field is the topic) the principal
-        may not ``operation``; counted as one denial of the request."""
-        principal = self.connection.principal
-        authorize = self.authz.authorize
-        denied = frozenset(topic for topic in {entry[0] for entry in partitions}
-                           if not authorize(principal, operation, "topic", topic))
-        if denied:
-            security_metrics.denied(principal, api_key)
-        return denied
+        return self.groups.delete_groups(request, self._denied_groups(request.groups, 42))
 
     def offset_commit(self, request: OffsetCommitRequest):
         """Read on the group, then Read on each topic. A denied group stores nothing and
@@ -151,10 +157,45 @@ class GatedGroups:
         """Kafka's OffsetDelete: Delete on the group (else the whole request is refused and
         nothing is deleted), then Read on each topic."""
         if not self._may_use(request.group_id, 47):
-            return _refused_delete()
+            return _answered(OffsetsDeleted(_GROUP_DENIED, []))
         return self.groups.offset_delete(
             request, self._denied_topics("Read", request.partitions, 47))
 
+    def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest):
+        """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848
+        check): a refused heartbeat changes nothing of the group."""
+        code = 0
+        if not self._may_use(request.group_id, 68):
+            code = _GROUP_DENIED
+        elif self._denied_topics("Describe", [(name,) for name in
+                                              request.subscribed_topics or ()], 68):
+            code = _TOPIC_DENIED
+        if not code:
+            return self.groups.consumer_group_heartbeat(request)
+        return _answered(HeartbeatResponse(code, request.member_id, request.member_epoch, 0,
+                                           None))
 
-async def _refused_delete() -> OffsetsDeleted:
-    return OffsetsDeleted(_GROUP_DENIED, [])
+    def join_group(self, request: JoinGroupRequest):
+        if self._may_use(request.group_id, 11):
+            return self.groups.join_group(request)
+        return _answered(JoinResponse(_GROUP_DENIED, request.member_id))
+
+    def sync_group(self, request: SyncGroupRequest):
+        if self._may_use(request.group_id, 14):
+            return self.groups.sync_group(request)
+        return _answered(SyncResponse(_GROUP_DENIED))
+
+    def heartbeat(self, request: HeartbeatRequest) -> int:
+        if self._may_use(request.group_id, 12):
+            return self.groups.heartbeat(request)
+        return _GROUP_DENIED
+
+    def leave_group(self, request: LeaveGroupRequest) -> Left:
+        if self._may_use(request.group_id, 13):
+            return self.groups.leave_group(request)
+        return Left(_GROUP_DENIED, [])
+
+
+async def _answered(answer):
+    """A refusal where the service answers by an awaitable: the caller awaits either."""
+    return answer

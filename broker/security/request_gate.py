@@ -4,18 +4,17 @@ A rule per api key reads the request body and the connection's principal and ret
 
 - ``None``: allowed, run the handler on the body as it is;
 - a dict: the whole request is denied; this is its answer and the handler never runs
-  (cluster-level APIs: CLUSTER_AUTHORIZATION_FAILED; a group a member may not read);
-- a ``Partial``: some topics, partitions or groups are denied. The handler runs on a body
-  without them (or not at all when nothing is left) and the denied entries are merged into
-  its response, with TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED, in the shape
-  the response schema requires. So a denied part of a request changes nothing.
+  (cluster-level APIs: CLUSTER_AUTHORIZATION_FAILED);
+- a ``Partial``: some topics or partitions are denied. The handler runs on a body without
+  them (or not at all when nothing is left) and the denied entries are merged into its
+  response, with TOPIC_AUTHORIZATION_FAILED, in the shape the response schema requires. So a denied part of a request changes nothing.
 
 The typed services are judged by their own wrappers (``TYPED_GATES``): the data service's
 Produce, Fetch, ListOffsets and Metadata by ``GatedData`` (below; Metadata's listing of
 every topic hides the topics the principal may not describe, and a topic asked by name is
 answered TOPIC_AUTHORIZATION_FAILED, so a name tells nothing about whether it exists), the
-group service's OffsetCommit, OffsetFetch, FindCoordinator, ListGroups, DeleteGroups and
-ConsumerGroupDescribe by ``GatedGroups`` (``group_gate.py``; ListGroups hides the groups it
+group service's (every group API: OffsetCommit, OffsetFetch, FindCoordinator, ListGroups,
+DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe) by ``GatedGroups`` (``group_gate.py``; ListGroups hides the groups it
 may not describe).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
@@ -37,11 +36,9 @@ from .connection_authorizer import ConnectionAuthorizer
 from .group_gate import GROUP_OPERATIONS, GatedGroups
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "GatedGroups", "RequestGate", "ConnectionAuthorizer", "HostAuthorizer", "decide",
-           "may_use_group"]
+           "GatedGroups", "RequestGate", "ConnectionAuthorizer", "decide"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
@@ -116,30 +113,6 @@ def _named(operation: str, resource_type: str, request_key: str, response_key: s
         return Partial({**body, request_key: kept} if kept else None,
                        _appending(response_key, entries), {response_key: []})
     return rule
-
-
-def may_use_group(authz, principal: str, api_key: int, group_id: str) -> bool:
-    """The one group ACL check of both ports: may ``principal`` make request ``api_key`` on
-    the group? ``authz`` is the authorizer bound to the request's host (``HostAuthorizer``
-    for a Kafka adapter, the gate's own for a native request)."""
-    return authz.authorize(principal, GROUP_OPERATIONS[api_key], "group", group_id)
-
-
-class HostAuthorizer:
-    """The authorizer as the rules see it for a request from ``host`` (ACLs may name one):
-    the Kafka adapters, whose request info carries the host, check through it."""
-
-    __slots__ = ("authz", "host")
-
-    def __init__(self, authz: Authorizer, host: str) -> None:
-        self.authz = authz
-        self.host = host
-
-    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
-        return self.authz.authorize(principal, operation, resource_type, name, self.host)
-
-    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
-        return self.authz.authorize_any(principal, operation, resource_type, self.host)
 
 
 def _message(principal: str, operation: str, kind: str, name: str) -> str:
@@ -227,21 +200,6 @@ def _config_rule(operation: str, describe: bool) -> Rule:
     return rule
 
 
-def _heartbeat(authz: Authorizer, principal: str, body: dict):
-    """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848 check)."""
-    code = 0
-    if not may_use_group(authz, principal, 68, body["group_id"]):
-        code = GROUP_DENIED
-    elif any(not authz.authorize(principal, "Describe", "topic", name)
-             for name in body["subscribed_topics"] or ()):
-        code = TOPIC_DENIED
-    if not code:
-        return None
-    return {"error_code": code, "member_id": body["member_id"],
-            "member_epoch": body["member_epoch"], "heartbeat_interval_ms": 0,
-            "assignment": None}
-
-
 def _init_producer_id(authz: Authorizer, principal: str, body: dict):
     if (authz.authorize_any(principal, "Write", "topic")
             or authz.authorize(principal, "ClusterAction", "cluster", CLUSTER_NAME)):
@@ -271,7 +229,6 @@ RULES: dict[int, Rule] = {
     46: _cluster("Describe"),                       # ListPartitionReassignments
     50: _cluster("Describe"),                       # DescribeUserScramCredentials
     51: _cluster("Alter"),                          # AlterUserScramCredentials
-    68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
     1000: _offsets_at_times,                        # OffsetsAtTimes: Describe topic
 }
 
@@ -376,9 +333,9 @@ class GatedData:
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
     # Metadata; the group service's: OffsetCommit, OffsetFetch, FindCoordinator, ListGroups,
-    # DeleteGroups, ConsumerGroupDescribe (``group_gate.py``)
+    # DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe (``group_gate.py``)
     8: GatedGroups, 9: GatedGroups, 10: GatedGroups, 16: GatedGroups, 42: GatedGroups,
-    69: GatedGroups,
+    68: GatedGroups, 69: GatedGroups,
 }
 DATA_KEYS = frozenset(key for key, wrapper in TYPED_GATES.items() if wrapper is GatedData)
 

@@ -58,7 +58,7 @@ from .sasl_handlers import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
-from .services import AclApis, AdminApis, DataPath, GroupApis, ReplicationApis, SecurityApis
+from .services import AclApis, AdminApis, DataPath, ReplicationApis, SecurityApis
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
@@ -89,12 +89,10 @@ ADMIN_HANDLERS = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
 }
-GROUP_HANDLERS = {
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
-}
 # Bound to the group service (``broker/groups/api.py``), which the Kafka port's adapters call
 # too; the request gate binds them to its ``GatedGroups`` per connection.
 GROUP_SERVICE_HANDLERS = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
@@ -116,14 +114,13 @@ SECURITY_HANDLERS = {
 
 
 def bind_handlers(data: DataService, data_path: DataPath, replication: ReplicationApis,
-                  admin: AdminApis, groups: GroupApis, acls: AclApis,
-                  security: SecurityApis, group_api: GroupApi) -> Dispatch:
+                  admin: AdminApis, groups: GroupApi, acls: AclApis,
+                  security: SecurityApis) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_SERVICE_HANDLERS, data), (DATA_PATH_HANDLERS, data_path),
-                               (GROUP_SERVICE_HANDLERS, group_api),
                                (REPLICATION_HANDLERS, replication),
-                               (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
+                               (ADMIN_HANDLERS, admin), (GROUP_SERVICE_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):
         for api_key, handler in handlers.items():
             dispatch[api_key] = MethodType(handler, services)

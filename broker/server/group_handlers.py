@@ -1,8 +1,7 @@
 """Handlers of the consumer-group APIs (KIP-848's protocol): FindCoordinator,
 ConsumerGroupHeartbeat, ConsumerGroupDescribe, ListGroups, DeleteGroups.
 
-FindCoordinator, ListGroups, ConsumerGroupDescribe and DeleteGroups (and OffsetCommit and
-OffsetFetch, in ``handlers.py``) are the group service's
+All of them (and OffsetCommit and OffsetFetch, in ``handlers.py``) are the group service's
 (``groups/api.py``): each handler takes ``(groups, body)``, where ``groups`` is the broker's
 ``GroupApi`` or, with the authorizer on, the connection's ``GatedGroups`` in front of it
 (``security/group_gate.py``), translates the body into the service's typed request once and
@@ -18,32 +17,28 @@ no members, and DeleteGroups deletes it; deleting any group deletes its committe
 too, so a group made again under the name starts afresh. A Kafka client's classic group is
 described in the same shape (its members' hosts and client ids beside the KIP-848 members').
 
-ConsumerGroupHeartbeat takes ``(services, body)`` (``services.GroupApis``) and the coordinator
-(``groups.service``) decides. OffsetCommit and OffsetFetch (``handlers.py``) are the group
-service's too.
+OffsetCommit and OffsetFetch (``handlers.py``) are the group service's too.
 
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
 (``handlers.py``), are answered by it only: another broker answers NOT_COORDINATOR, so the
 client asks FindCoordinator again, and the controller itself answers
-COORDINATOR_NOT_AVAILABLE while it is still loading the groups' state (``coordinator_problem``).
+COORDINATOR_NOT_AVAILABLE while it is still loading the groups' state (``GroupApi.placement``).
 """
 
 from __future__ import annotations
 
 from tslog.protocol.errors import ErrorCode
 
-from ..groups.api import placement
 from ..groups.catalog import MemberView
 from ..groups.consumer_protocol import by_topic
-from ..groups.offset_files import group_id_problem
 from ..groups.requests import (
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
 )
-from .services import GroupApis
 
 _GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 _NOT_AVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -54,12 +49,6 @@ def _pairs(groups) -> list[tuple[str, int]] | None:
     if groups is None:
         return None
     return [(group["topic"], partition) for group in groups for partition in group["partitions"]]
-
-
-def coordinator_problem(services: GroupApis) -> ErrorCode:
-    """NONE if this broker coordinates the groups now; NOT_COORDINATOR if another broker is
-    the controller (or none is); COORDINATOR_NOT_AVAILABLE while ours is still loading."""
-    return placement(services.groups, services.cluster)
 
 
 def handle_find_coordinator(groups, body: dict) -> dict:
@@ -81,19 +70,12 @@ def handle_find_coordinator(groups, body: dict) -> dict:
     return {"coordinators": coordinators}
 
 
-async def handle_consumer_group_heartbeat(services: GroupApis, body: dict) -> dict:
-    group_id = body["group_id"]
-    code = (ErrorCode.INVALID_GROUP_ID if group_id_problem(group_id)
-            else coordinator_problem(services))
-    if code:
-        return {"error_code": int(code), "member_id": body["member_id"],
-                "member_epoch": body["member_epoch"], "heartbeat_interval_ms": 0,
-                "assignment": None}
+async def handle_consumer_group_heartbeat(groups, body: dict) -> dict:
     # "client": (client id, host), put in by the connection from the request's header and
     # its peer address (the wire's body has no such field).
-    answer = await services.groups.heartbeat(group_id, body["member_id"], body["member_epoch"],
-                                             body["subscribed_topics"], _pairs(body["owned"]),
-                                             body.get("client", ("", "")))
+    answer = await groups.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        body["group_id"], body["member_id"], body["member_epoch"], body["subscribed_topics"],
+        _pairs(body["owned"]), body.get("client", ("", ""))))
     return {"error_code": int(answer.error), "member_id": answer.member_id,
             "member_epoch": answer.member_epoch,
             "heartbeat_interval_ms": answer.heartbeat_interval_ms,

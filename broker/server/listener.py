@@ -219,8 +219,7 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
         data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
         group_api = (broker.group_api if gate is None
                      else gate.wrap(GatedGroups, broker.group_api, connection))
-        return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
-                             broker.offsets, broker.classic_groups,
+        return KafkaServices(native, data, broker.topics, broker.cluster, config,
                              None if gate is None else gate.authorizer, group_api, rates=rates)
 
     front = KafkaFront(make_services)

@@ -22,9 +22,8 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
   cluster, picked at open), the cluster view, the broker's settings (its node id), and the
   reassignment service.
-- ``GroupApis`` (ConsumerGroupHeartbeat): tslog's group coordinator and the cluster view
-  (where it is). The other group APIs are the group service's (``groups/api.py``), as the
-  data APIs are the data service's.
+- The group APIs are the group service's (``groups/api.py``, ``GroupApi``), as the data
+  APIs are the data service's: their handlers are bound to it.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
   holds the SCRAM credentials (the login itself is the connection's, not a handler's).
@@ -37,7 +36,6 @@ from typing import Protocol
 
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
-from ..groups.service import GroupService
 from ..replication.manager import ReplicaManager
 from ..security.acl_store import AclService
 from ..security.scram import Authenticator
@@ -85,11 +83,6 @@ class AdminApis(Protocol):
     reassignments: ReassignmentService  # Alter/ListPartitionReassignments
 
 
-class GroupApis(Protocol):
-    groups: GroupService  # the consumer-group coordinator
-    cluster: ClusterView  # where the coordinator is
-
-
 class AclApis(Protocol):
     acls: AclService
 
@@ -127,12 +120,6 @@ class AdminServices:
     cluster: ClusterView
     config: BrokerConfig
     reassignments: ReassignmentService
-
-
-@dataclass(frozen=True, slots=True)
-class GroupServices:
-    groups: GroupService
-    cluster: ClusterView
 
 
 @dataclass(frozen=True, slots=True)

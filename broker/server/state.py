@@ -51,7 +51,6 @@ from .services import (
     AclServices,
     AdminServices,
     DataPathServices,
-    GroupServices,
     Lifecycle,
     ReplicationServices,
     SecurityServices,
@@ -141,8 +140,7 @@ class Broker:
             ReplicationServices(topics, self.replicas, self.cluster),
             AdminServices(topics, self.topic_service, self.cluster, config,
                           self.reassignments),
-            GroupServices(self.groups, self.cluster),
-            AclServices(self.acls), SecurityServices(self.authenticator), self.group_api)
+            self.group_api, AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)

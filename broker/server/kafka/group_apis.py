@@ -6,27 +6,25 @@ Kafka request body as ``tslog.protocol.kafka`` decodes it (snake_case dicts), th
 Kafka response body for the same version, and ``info`` is the request's
 ``KafkaRequestInfo`` (``client_id``, ``client_host``, ``principal``; duck-typed here).
 
-- The classic group protocol runs in ``ClassicGroupService``; OffsetCommit and OffsetFetch read
-  and write ``CommittedOffsets``, the same store tslog's own consumers use, so a group's offsets
-  are one set whichever protocol its consumers speak.
+- Every one of them is the group service's (``groups/api.py``), the one tslog's own group
+  requests call: the adapter makes its typed request (``groups/requests.py``) of the Kafka
+  body once and writes Kafka's answer from the typed result. The classic group protocol runs
+  in ``ClassicGroupService`` behind it; OffsetCommit and OffsetFetch read and write
+  ``CommittedOffsets``, the same store tslog's own consumers use, so a group's offsets are
+  one set whichever protocol its consumers speak. The service applies Kafka's rules where
+  its clients need them (``classic``): a commit to a group id without tslog members is
+  fenced by the classic group's rules, and a fetch checks the group id and the placement.
 - Placement as for tslog's groups: the controller coordinates (a single broker is its own);
   FindCoordinator names it by its Kafka address (``kafka_address``), other brokers answer the
   group APIs with NOT_COORDINATOR.
-- FindCoordinator, OffsetCommit and OffsetFetch are the group service's (``groups/api.py``),
-  the one tslog's own requests call: ``services.group_api`` is, with the authorizer on, the
-  connection's ``GatedGroups`` (``security/group_gate.py``), which judges the typed request
-  and counts a denial, for both ports alike: Describe on each group for FindCoordinator;
-  Describe on the group and on each topic for OffsetFetch (asked for all topics, those the
-  principal may not describe are left out); Read on the group and on each topic for
-  OffsetCommit. The service applies Kafka's rules to these (``classic``): a commit to a group
-  id without tslog members is fenced by the classic group's rules, and a fetch checks the
-  group id and the placement.
-- JoinGroup, SyncGroup, Heartbeat and LeaveGroup check Read on the group with
-  ``info.principal`` from the request's host, by the gate's one check
-  (``request_gate.may_use_group``, Kafka's mapping of each API to an operation, the table
-  the native port's requests pass too). A denied group answers GROUP_AUTHORIZATION_FAILED
-  before any service is called, so it changes nothing. With the authorizer off,
-  ``authorizer`` is None and nothing is checked.
+- ACLs: ``services.group_api`` is, with the authorizer on, the connection's ``GatedGroups``
+  (``security/group_gate.py``), the gate tslog's own requests pass, which judges the typed
+  request by Kafka's mapping and counts a denial once: Describe on the group for
+  FindCoordinator and OffsetFetch (and Describe on each topic for OffsetFetch; asked for all
+  topics, those the principal may not describe are left out), Read on the group for
+  JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit (and Read on each topic for
+  OffsetCommit). A denied group answers GROUP_AUTHORIZATION_FAILED before any coordinator is
+  asked, so it changes nothing; no adapter checks an ACL itself.
 
 Every user error is an error code in the answer; nothing here raises on a well-typed body.
 """
@@ -39,40 +37,27 @@ from typing import Any
 
 from tslog.protocol.errors import ErrorCode
 
-from ...groups.classic_service import ClassicGroupService
-from ...groups.committed_offsets import CommittedOffsets
-from ...groups.offset_files import group_id_problem
 from ...groups.requests import (
     GROUP_KEY_TYPE,
     CommitPartition,
     Coordinator,
     FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    SyncGroupRequest,
 )
-from ...groups.service import GroupService
-from ...security.acl import Authorizer
 from ...security.group_gate import GatedGroups
-from ...security.request_gate import HostAuthorizer, may_use_group
-from ...topics import TopicManager
-from ...cluster.view import ClusterView
-from ..group_handlers import coordinator_problem
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaGroupServices:
-    """What the Kafka group adapters use, and nothing else.
+    """What the Kafka group adapters use, and nothing else (``KafkaServices`` has both).
 
-    ``groups`` is tslog's own coordinator: its place (``coordinator_problem``) is the classic
-    groups' too, and a commit to a group id whose members are tslog's is fenced by it.
     ``kafka_address`` maps a node id to that broker's Kafka listener (None: unknown)."""
 
-    topics: TopicManager
-    offsets: CommittedOffsets
-    groups: GroupService
-    classic: ClassicGroupService
-    cluster: ClusterView
-    authorizer: Authorizer | None
     kafka_address: Callable[[int], tuple[str, int] | None]
     group_api: Any  # the group service (``GroupApi``), or a connection's ``GatedGroups``
 
@@ -83,31 +68,11 @@ def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] 
     Kafka listener is, and, with the authorizer on, the connection (its ``principal`` and
     ``peer``) the group service is judged for, as the listener's ``make_services`` does."""
     if broker.gate is None:
-        group_api = broker.group_api
-    elif connection is None:
+        return KafkaGroupServices(kafka_address, broker.group_api)
+    if connection is None:
         raise ValueError("with the authorizer on, the group service is a connection's")
-    else:
-        group_api = broker.gate.wrap(GatedGroups, broker.group_api, connection)
-    return KafkaGroupServices(broker.topics, broker.offsets, broker.groups,
-                              broker.classic_groups, broker.cluster,
-                              None if broker.gate is None else broker.gate.authorizer,
-                              kafka_address, group_api)
-
-
-def group_allowed(services, info, api_key: int, group_id: str) -> bool:
-    """The gate's group check (``request_gate.may_use_group``) for a Kafka request."""
-    authorizer = services.authorizer
-    return authorizer is None or may_use_group(HostAuthorizer(authorizer, info.client_host),
-                                               info.principal, api_key, group_id)
-
-
-def _group_problem(services: KafkaGroupServices, info, api_key: int, group_id: str) -> int:
-    """The group-level refusal of a request (0: none): a bad id, the ACL, the placement."""
-    if group_id_problem(group_id) is not None:
-        return ErrorCode.INVALID_GROUP_ID
-    if not group_allowed(services, info, api_key, group_id):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    return coordinator_problem(services)
+    return KafkaGroupServices(kafka_address,
+                              broker.gate.wrap(GatedGroups, broker.group_api, connection))
 
 
 # -- FindCoordinator ------------------------------------------------------------------------
@@ -149,17 +114,13 @@ def _coordinator(services: KafkaGroupServices, key: str, found: Coordinator) -> 
 
 
 async def join_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id, member_id = body["group_id"], body["member_id"]
-    code = _group_problem(services, info, 11, group_id)
-    if code:
-        return _join_error(code, member_id, version)
     session_ms = body["session_timeout_ms"]
     rebalance_ms = body.get("rebalance_timeout_ms", -1) if version >= 1 else -1
-    answer = await services.classic.join(
-        group_id, member_id, info.client_id or "", session_ms,
+    answer = await services.group_api.join_group(JoinGroupRequest(
+        body["group_id"], body["member_id"], info.client_id or "", session_ms,
         session_ms if rebalance_ms < 0 else rebalance_ms, body["protocol_type"],
         [(p["name"], p["metadata"]) for p in body["protocols"]], version >= 4,
-        body.get("group_instance_id") if version >= 5 else None, info.client_host)
+        body.get("group_instance_id") if version >= 5 else None, info.client_host))
     if answer.error:
         return _join_error(answer.error, answer.member_id, version)
     return {"error_code": 0, "generation_id": answer.generation_id,
@@ -176,39 +137,30 @@ def _join_error(code: int, member_id: str, version: int) -> dict:
 
 
 async def sync_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id = body["group_id"]
-    code = _group_problem(services, info, 14, group_id)
-    if code:
-        return {"error_code": int(code), "assignment": b""}
     assignments = {entry["member_id"]: entry["assignment"] for entry in body["assignments"]}
-    answer = await services.classic.sync(group_id, body["generation_id"], body["member_id"],
-                                         body.get("protocol_type"), body.get("protocol_name"),
-                                         assignments)
+    answer = await services.group_api.sync_group(SyncGroupRequest(
+        body["group_id"], body["generation_id"], body["member_id"], body.get("protocol_type"),
+        body.get("protocol_name"), assignments))
     return {"error_code": int(answer.error), "protocol_type": answer.protocol_type,
             "protocol_name": answer.protocol_name, "assignment": answer.assignment}
 
 
 def heartbeat(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id = body["group_id"]
-    code = _group_problem(services, info, 12, group_id)
-    if not code:
-        code = services.classic.heartbeat(group_id, body["generation_id"], body["member_id"])
-    return {"error_code": int(code)}
+    return {"error_code": services.group_api.heartbeat(HeartbeatRequest(
+        body["group_id"], body["generation_id"], body["member_id"]))}
 
 
 def leave_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id = body["group_id"]
     members = ([entry["member_id"] for entry in body["members"]] if version >= 3
                else [body["member_id"]])
-    code = _group_problem(services, info, 13, group_id)
-    if code:
-        return {"error_code": int(code), "members": []}
-    codes = services.classic.leave(group_id, members)
+    left = services.group_api.leave_group(LeaveGroupRequest(body["group_id"], members))
+    if left.error_code:
+        return {"error_code": left.error_code, "members": []}
     if version < 3:
-        return {"error_code": int(codes[0])}
+        return {"error_code": left.codes[0]}
     return {"error_code": 0, "members": [
         {"member_id": entry["member_id"], "group_instance_id": entry.get("group_instance_id"),
-         "error_code": int(each)} for entry, each in zip(body["members"], codes)]}
+         "error_code": each} for entry, each in zip(body["members"], left.codes)]}
 
 
 # -- OffsetCommit, OffsetFetch --------------------------------------------------------------

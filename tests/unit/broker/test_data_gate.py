@@ -58,8 +58,7 @@ def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
     return KafkaServices(broker.gate.bind(broker.dispatch, connection),
                          broker.gate.wrap(GatedData, broker.data, connection), broker.topics,
-                         broker.cluster, broker.config, broker.groups, broker.offsets,
-                         broker.classic_groups, broker.gate.authorizer,
+                         broker.cluster, broker.config, broker.gate.authorizer,
                          broker.gate.wrap(GatedGroups, broker.group_api, connection))
 
 

@@ -34,9 +34,9 @@ KAFKA_PORT = 19092
 class Connection:
     """What the gate reads of a connection: who it is and where it comes from."""
 
-    def __init__(self, principal: str) -> None:
+    def __init__(self, principal: str, host: str = "127.0.0.1") -> None:
         self.principal = principal
-        self.peer = "127.0.0.1:5555"
+        self.peer = f"{host}:5555"
 
 
 @pytest.fixture
@@ -77,8 +77,7 @@ async def kafka(broker, api_key: int, version: int, body: dict, principal: str =
     connection = Connection(principal)
     services = KafkaServices(broker.gate.bind(broker.dispatch, connection),
                              broker.gate.wrap(GatedData, broker.data, connection),
-                             broker.topics, broker.cluster, broker.config, broker.groups,
-                             broker.offsets, broker.classic_groups, broker.gate.authorizer,
+                             broker.topics, broker.cluster, broker.config, broker.gate.authorizer,
                              broker.gate.wrap(GatedGroups, broker.group_api, connection))
     request = decode_request(encode_request(api_key, version, 7, "c", body))
     info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=principal)
@@ -160,8 +159,7 @@ async def test_without_the_authorizer_the_ports_agree_and_nothing_is_judged(make
     broker = make_broker()
     await broker.offsets.commit("g", {("t", 0): (3, "")})
     services = KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster,
-                             broker.config, broker.groups, broker.offsets,
-                             broker.classic_groups, None, broker.group_api)
+                             broker.config, None, broker.group_api)
     listed = await settled(broker.dispatch[ApiKey.LIST_GROUPS]({"states": ["empty"]}))
     info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=ALICE)
     kafka_listed = await settled(TABLE[ApiKey.LIST_GROUPS](
@@ -247,3 +245,56 @@ async def test_kafkas_offset_delete_deletes_only_what_the_gate_allows(gated):
     assert [t["partitions"][0]["error_code"] for t in partly["topics"]] == [TOPIC_DENIED, 0]
     assert stored(gated, "open") == {"secret": 3}
     assert denials("offset_delete") == before + 2
+
+
+async def test_the_gate_asks_for_the_connections_host(gated):
+    """An ACL naming a host allows the group only to connections from there."""
+    gated.gate.authorizer.replace([AclBinding(ALICE, "group", "literal", "open", "Describe",
+                                              "allow", host="10.0.0.1")])
+    body = {"key_type": "group", "keys": ["open"]}
+    codes = []
+    for host in ("10.0.0.1", "10.0.0.2"):
+        dispatch = gated.gate.bind(gated.dispatch, Connection(ALICE, host))
+        codes.append(dispatch[ApiKey.FIND_COORDINATOR](body)["coordinators"][0]["error_code"])
+    assert codes == [0, DENIED]
+
+
+async def test_a_consumer_group_heartbeat_needs_read_on_the_group_and_its_topics(gated):
+    """tslog's KIP-848 heartbeat: Read on the group, Describe on each subscribed topic; a
+    refused join leaves no member behind."""
+    before = denials("consumer_group_heartbeat")
+
+    def join(group: str, topics: list[str]) -> dict:
+        return {"group_id": group, "member_id": "", "member_epoch": 0,
+                "subscribed_topics": topics, "owned": None}
+    for group, topics, code in (("secret", ["open"], DENIED),
+                                ("open", ["secret", "open"], TOPIC_DENIED)):
+        answer = await native(gated, ApiKey.CONSUMER_GROUP_HEARTBEAT, join(group, topics))
+        assert answer["error_code"] == code
+        assert gated.group_catalog.describe(group).members == ()
+    assert denials("consumer_group_heartbeat") == before + 2
+    joined = await native(gated, ApiKey.CONSUMER_GROUP_HEARTBEAT, join("open", ["open"]))
+    assert joined["error_code"] == 0
+    assert len(gated.group_catalog.describe("open").members) == 1
+
+
+async def test_kafkas_membership_apis_need_read_on_the_group(gated):
+    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup on the Kafka port: a denied group is
+    refused before its coordinator is asked, and each refusal counts once."""
+    before = [denials(api) for api in ("join_group", "sync_group", "heartbeat", "leave_group")]
+    gated.classic_groups.start()
+    joined = await kafka(gated, 11, 5, {
+        "group_id": "secret", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000,
+        "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}]})
+    synced = await kafka(gated, 14, 3, {"group_id": "secret", "generation_id": 1,
+                                        "member_id": "m", "group_instance_id": None,
+                                        "assignments": []})
+    beat = await kafka(gated, 12, 3, {"group_id": "secret", "generation_id": 1,
+                                      "member_id": "m", "group_instance_id": None})
+    left = await kafka(gated, 13, 3, {"group_id": "secret", "members": [
+        {"member_id": "m", "group_instance_id": None}]})
+    assert [answer["error_code"] for answer in (joined, synced, beat, left)] == [DENIED] * 4
+    assert not gated.classic_groups.has_members("secret")
+    assert [denials(api) for api in ("join_group", "sync_group", "heartbeat", "leave_group")] \
+        == [count + 1 for count in before]

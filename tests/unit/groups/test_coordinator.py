@@ -261,7 +261,7 @@ def test_config_is_checked():
 RUNNERS = {"service.py", "classic_service.py", "committed_offsets.py", "offset_files.py",
            "state_files.py", "offset_etcd.py", "state_etcd.py",
            # the group service both ports' adapters call
-           "api.py", "offsets_api.py", "offset_delete.py"}
+           "api.py", "offsets_api.py", "offset_delete.py", "membership_api.py"}
 
 
 def test_groups_state_machines_import_only_protocol_errors_and_the_stdlib():
