@@ -17,8 +17,6 @@ no members, and DeleteGroups deletes it; deleting any group deletes its committe
 too, so a group made again under the name starts afresh. A Kafka client's classic group is
 described in the same shape (its members' hosts and client ids beside the KIP-848 members').
 
-OffsetCommit and OffsetFetch (``handlers.py``) are the group service's too.
-
 Placement: every group's coordinator is the cluster's controller (a single broker is its own
 controller). FindCoordinator names it, on any broker; the other group APIs, and OffsetCommit
 (``handlers.py``), are answered by it only: another broker answers NOT_COORDINATOR, so the

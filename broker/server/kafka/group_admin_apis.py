@@ -83,10 +83,10 @@ def _described(group_id: str, code: int, view: GroupView | None, version: int) -
         answer.update(group_state=kafka_state(view.state), protocol_type=view.protocol_type,
                       protocol_data=view.assignor if view.members else "",
                       members=[_member(view, m) for m in view.members])
-    elif code == _NOT_FOUND:  # Kafka 4: an unknown group is an error from v6, "Dead" before
-        answer.update(error_code=_NOT_FOUND, error_message=f"Group {group_id} not found.")
-        if version < 6:
-            answer.update(error_code=0, error_message=None)
+    elif code == _NOT_FOUND and version >= 6:  # Kafka 4: an error from v6, "Dead" before
+        answer["error_message"] = f"Group {group_id} not found."
+    elif code == _NOT_FOUND:
+        answer["error_code"] = 0
     return answer
 
 
