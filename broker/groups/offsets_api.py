@@ -25,10 +25,10 @@ from ..metrics.observe import observe_commit
 from .offset_files import MAX_METADATA_BYTES, group_id_problem
 from .requests import (
     CommitPartition,
-    FetchedOffset,
     OffsetCommitRequest,
     OffsetFetchRequest,
     OffsetsFetched,
+    make,
 )
 
 log = logging.getLogger("tslog.broker.groups")
@@ -57,12 +57,13 @@ def _fence(api, request: OffsetCommitRequest) -> int:
 def _partition_code(api, entry: CommitPartition, classic: bool) -> int:
     """A commit names an existing partition (of the cluster's topics: in a cluster the broker
     storing offsets need not host a replica of it) and carries small metadata."""
-    known = api.topics.topics.get(entry.topic)
-    if known is None or not 0 <= entry.partition < known.partitions:
+    topic, partition, offset, metadata = entry
+    known = api.topics.topics.get(topic)
+    if known is None or not 0 <= partition < known.partitions:
         return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if classic and entry.offset < -1:
+    if classic and offset < -1:
         return int(ErrorCode.INVALID_REQUEST)
-    if len(entry.metadata.encode()) > MAX_METADATA_BYTES:
+    if len(metadata.encode()) > MAX_METADATA_BYTES:
         return int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
     return 0
 
@@ -72,11 +73,12 @@ def offset_commit(api, request: OffsetCommitRequest, denied: frozenset = NOTHING
     the answer waits for the fsync)."""
     refused = _group_problem(api, request.group_id) or _fence(api, request)
     codes, offsets = [], {}
-    for entry in request.partitions:
-        code = (TOPIC_DENIED if entry.topic in denied else
-                refused or _partition_code(api, entry, request.classic))
+    classic = request.classic
+    for entry in request.partitions:  # (topic, partition, offset, metadata), by position
+        code = (TOPIC_DENIED if entry[0] in denied else
+                refused or _partition_code(api, entry, classic))
         if not code:
-            offsets[entry.topic, entry.partition] = (entry.offset, entry.metadata)
+            offsets[entry[0], entry[1]] = (entry[2], entry[3])
         codes.append(code)
     if not offsets:
         return codes
@@ -108,11 +110,11 @@ def offset_fetch(api, request: OffsetFetchRequest, denied: frozenset = NOTHING_D
     asked = request.partitions
     if asked is None:
         asked = [tp for tp in sorted(committed) if visible is None or visible(tp[0])]
-    results = []
+    results = []  # ``FetchedOffset``'s fields, as plain tuples
     for topic, partition in asked:
         if topic in denied:
-            results.append(FetchedOffset(topic, partition, -1, "", TOPIC_DENIED))
+            results.append((topic, partition, -1, "", TOPIC_DENIED))
         else:
             offset, metadata = committed.get((topic, partition), (-1, ""))
-            results.append(FetchedOffset(topic, partition, offset, metadata, 0))
-    return OffsetsFetched(0, results)
+            results.append((topic, partition, offset, metadata, 0))
+    return make(OffsetsFetched, (0, results, None))

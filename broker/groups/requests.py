@@ -6,8 +6,12 @@ Why typed: each protocol's adapter translates its own body into these once, at i
 service (``api.py``) never sees either wire format. Results come in the request's order, so an
 adapter writes its answer by walking its own request beside them.
 
-Not on a hot path (a group admin request names a few groups): plain ``NamedTuple`` types,
-built with their constructors.
+Each type is a ``NamedTuple`` naming its fields. As in the data service
+(``data/requests.py``), a per-partition entry (``CommitPartition``, ``FetchedOffset``) is
+built by the adapters and the service as a plain tuple of the same fields in the same order
+and read by position, and a request's own tuple with ``make``: a commit or fetch makes one
+per partition, and a tuple subclass's constructor is a Python call each. Code that is not
+on that path may build the named types; the service reads either alike.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .catalog import GroupSummary, GroupView
+
+make = tuple.__new__
+"""``make(Type, (field, ...))``: a request's tuple built without its Python-level
+constructor, as ``data/requests.py`` builds its own."""
 
 GROUP_KEY_TYPE = 0  # FindCoordinator's key type for a group (1 is a transactional id)
 

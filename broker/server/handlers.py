@@ -24,7 +24,7 @@ import logging
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import api_versions_list
 
-from ..groups.requests import CommitPartition, OffsetCommitRequest, OffsetFetchRequest
+from ..groups.requests import OffsetCommitRequest, OffsetFetchRequest, make
 from ..topics import TopicError
 from .services import AdminApis
 
@@ -83,12 +83,15 @@ def handle_offset_commit(groups, body: dict):
     member, a stale epoch, a plain client while the group has members) stores nothing and
     carries the refusal on every partition, so a zombie consumer cannot move the group's
     position."""
-    partitions = [CommitPartition(group["topic"], entry["partition"], entry["offset"],
-                                  entry["metadata"])
-                  for group in body["topics"] for entry in group["partitions"]]
+    partitions = []  # ``CommitPartition``'s fields, as plain tuples (``groups/requests.py``)
+    for group in body["topics"]:
+        topic = group["topic"]
+        for entry in group["partitions"]:
+            partitions.append((topic, entry["partition"], entry["offset"], entry["metadata"]))
     # a v0 body names no member, so it commits as a client outside group management
-    codes = groups.offset_commit(OffsetCommitRequest(
-        body["group_id"], body.get("member_id", ""), body.get("member_epoch", -1), partitions))
+    codes = groups.offset_commit(make(OffsetCommitRequest, (
+        body["group_id"], body.get("member_id", ""), body.get("member_epoch", -1), partitions,
+        False)))
     if type(codes) is list:
         return _committed(body, codes)
     return _committed_later(body, codes)
@@ -109,24 +112,25 @@ def handle_offset_fetch(groups, body: dict) -> dict:
     """The group's committed offsets (-1 for none) of the partitions asked, or of every
     partition it has one for (``topics`` None), by topic."""
     asked = body["topics"]
-    fetched = groups.offset_fetch(OffsetFetchRequest(
+    fetched = groups.offset_fetch(make(OffsetFetchRequest, (
         body["group_id"], None if asked is None else [
-            (group["topic"], partition) for group in asked for partition in group["partitions"]]))
+            (group["topic"], partition) for group in asked for partition in group["partitions"]],
+        False)))
     if fetched.error_code:  # the group was refused
         return {"error_code": fetched.error_code, "error_message": fetched.error_message}
     if asked is None:  # every committed offset, sorted: one entry per topic
         asked = []
-        for result in fetched.partitions:
-            if not asked or asked[-1]["topic"] != result.topic:
-                asked.append({"topic": result.topic, "partitions": []})
-            asked[-1]["partitions"].append(result.partition)
-    each = iter(fetched.partitions)
+        for topic, partition, *_ in fetched.partitions:
+            if not asked or asked[-1]["topic"] != topic:
+                asked.append({"topic": topic, "partitions": []})
+            asked[-1]["partitions"].append(partition)
+    each = iter(fetched.partitions)  # ``FetchedOffset``'s fields, by position
     topics_out = []
     for group in asked:
         out = []
         for _ in group["partitions"]:
-            result = next(each)
-            out.append({"partition": result.partition, "offset": result.offset,
-                        "metadata": result.metadata, "error_code": result.error_code})
+            _, partition, offset, metadata, code = next(each)
+            out.append({"partition": partition, "offset": offset, "metadata": metadata,
+                        "error_code": code})
         topics_out.append({"topic": group["topic"], "partitions": out})
     return {"topics": topics_out}

@@ -39,7 +39,6 @@ from tslog.protocol.errors import ErrorCode
 
 from ...groups.requests import (
     GROUP_KEY_TYPE,
-    CommitPartition,
     Coordinator,
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -48,6 +47,7 @@ from ...groups.requests import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
+    make,
 )
 from ...security.group_gate import GatedGroups
 
@@ -170,13 +170,16 @@ def offset_commit(services: KafkaGroupServices, body: dict, version: int, info):
     """The group service's commit (``groups/offsets_api.py``) by Kafka's rules (``classic``):
     offsets of every partition that passes the checks are stored together, once the group's
     coordinator accepts the committer; the answer waits for the fsync."""
-    partitions = [CommitPartition(topic["name"], entry["partition_index"],
-                                  entry["committed_offset"], entry["committed_metadata"] or "")
-                  for topic in body["topics"] for entry in topic["partitions"]]
+    partitions = []  # ``CommitPartition``'s fields, as plain tuples (``groups/requests.py``)
+    for topic in body["topics"]:
+        name = topic["name"]
+        for entry in topic["partitions"]:
+            partitions.append((name, entry["partition_index"], entry["committed_offset"],
+                               entry["committed_metadata"] or ""))
     generation = body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1
     member_id = body.get("member_id", "") if version >= 1 else ""
-    codes = services.group_api.offset_commit(OffsetCommitRequest(
-        body["group_id"], member_id, generation, partitions, classic=True))
+    codes = services.group_api.offset_commit(make(OffsetCommitRequest, (
+        body["group_id"], member_id, generation, partitions, True)))
     if type(codes) is list:
         return _committed(body, codes)
     return _committed_later(body, codes)
@@ -208,10 +211,10 @@ def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -
 def _fetch_group(services: KafkaGroupServices, group_id: str, requested) -> dict:
     """One group's answer from the group service's fetch (Kafka's rules, ``classic``): a
     refused group lists the partitions asked with no offset and the group's error code."""
-    fetched = services.group_api.offset_fetch(OffsetFetchRequest(
+    fetched = services.group_api.offset_fetch(make(OffsetFetchRequest, (
         group_id, None if requested is None else [
             (topic["name"], p) for topic in requested for p in topic["partition_indexes"]],
-        classic=True))
+        True)))
     if fetched.error_code:
         topics = [{"name": t["name"], "partitions": [_fetched(p, -1, "", 0)
                                                       for p in t["partition_indexes"]]}
@@ -219,10 +222,10 @@ def _fetch_group(services: KafkaGroupServices, group_id: str, requested) -> dict
         return {"group_id": group_id, "topics": topics, "error_code": fetched.error_code}
     if requested is None:  # every committed offset, sorted: one entry per topic
         requested = []
-        for result in fetched.partitions:
-            if not requested or requested[-1]["name"] != result.topic:
-                requested.append({"name": result.topic, "partition_indexes": []})
-            requested[-1]["partition_indexes"].append(result.partition)
+        for topic, partition, *_ in fetched.partitions:
+            if not requested or requested[-1]["name"] != topic:
+                requested.append({"name": topic, "partition_indexes": []})
+            requested[-1]["partition_indexes"].append(partition)
     each = iter(fetched.partitions)
     topics = [{"name": topic["name"], "partitions": [
         _fetched(*next(each)[1:]) for _ in topic["partition_indexes"]]} for topic in requested]
