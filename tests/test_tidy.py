@@ -215,9 +215,11 @@ def test_the_groups_sit_below_the_server():
 def test_no_group_module_outside_the_groups_folder():
     """Issue 41: one place for groups. No module of ``broker/`` outside ``broker/groups``
     is a group store or service (the protocol adapters, ``*group*`` in ``broker/server``
-    and ``broker/server/kafka``, are the front doors' edges and stay there)."""
+    and ``broker/server/kafka``, are the front doors' edges and stay there, as does the request
+    gate's ``GatedGroups`` in ``broker/security``)."""
     edges = {"broker/server/group_handlers.py", "broker/server/kafka/group_apis.py",
-             "broker/server/kafka/group_admin_apis.py"}
+             "broker/server/kafka/group_admin_apis.py",
+             "broker/security/group_gate.py"}  # the request gate's judge of the group service
     strays = [str(path.relative_to(ROOT)) for path in source_files("broker")
               if "group" in path.name and "groups" not in path.relative_to(ROOT).parts
               and str(path.relative_to(ROOT)) not in edges]

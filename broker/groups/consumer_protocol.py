@@ -66,3 +66,23 @@ def consumer_assignment(data: bytes) -> list[dict]:
         return topics
     except (struct.error, UnicodeDecodeError, ValueError, MemoryError):
         return []
+
+
+def subscription_topics(metadata: bytes) -> frozenset[str] | None:
+    """The topics of a ConsumerProtocolSubscription (int16 version, then an int32 count of
+    int16-length topic names; later versions only append fields), or None if the bytes are
+    not one (a member's metadata is any client's, so it is read defensively)."""
+    try:
+        _, count = struct.unpack_from(">hi", metadata, 0)
+        position, topics = 6, []
+        if not 0 <= count <= len(metadata):
+            return None
+        for _ in range(count):
+            (size,) = _INT16.unpack_from(metadata, position)
+            if size < 0 or position + 2 + size > len(metadata):
+                return None
+            topics.append(metadata[position + 2:position + 2 + size].decode())
+            position += 2 + size
+        return frozenset(topics)
+    except (struct.error, UnicodeDecodeError):
+        return None

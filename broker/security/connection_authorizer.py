@@ -1,9 +1,9 @@
-"""The authorizer as one connection's requests see it: every check is made for the address
-the connection comes from (ACLs may name a host), read from its ``peer``.
+"""``ConnectionAuthorizer``: the authorizer as the gate sees it for one connection.
 
-Why its own module: each typed gate (``request_gate.GatedData``,
-``partition_admin_gate.GatedPartitionAdmin``) judges through one of these, and
-``request_gate`` imports the gates, so they cannot import it from there.
+Why a module of its own: every typed service's gate (``request_gate.GatedData``,
+``group_gate.GatedGroups``, ``partition_admin_gate.GatedPartitionAdmin``) and the rules of
+the untyped APIs judge a request for the address its connection comes from, read the same
+way; ``request_gate`` imports the gates, so they cannot import it from there.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from .acl import ANY_HOST, Authorizer
 
 
 class ConnectionAuthorizer:
+    """The authorizer as the rules see it for one connection: every check is made for the
+    address the connection comes from (ACLs may name a host), read from its ``peer``."""
+
     __slots__ = ("authz", "connection")
 
     def __init__(self, authz: Authorizer, connection) -> None:

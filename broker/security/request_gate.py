@@ -4,19 +4,22 @@ A rule per api key reads the request body and the connection's principal and ret
 
 - ``None``: allowed, run the handler on the body as it is;
 - a dict: the whole request is denied; this is its answer and the handler never runs
-  (cluster-level APIs: CLUSTER_AUTHORIZATION_FAILED; a group a member may not read);
-- a ``Partial``: some topics, partitions or groups are denied. The handler runs on a body
-  without them (or not at all when nothing is left) and the denied entries are merged into
-  its response, with TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED, in the shape
-  the response schema requires. So a denied part of a request changes nothing.
+  (cluster-level APIs: CLUSTER_AUTHORIZATION_FAILED);
+- a ``Partial``: some topics or partitions are denied. The handler runs on a body without
+  them (or not at all when nothing is left) and the denied entries are merged into its
+  response, with TOPIC_AUTHORIZATION_FAILED, in the shape the response schema requires. So a
+  denied part of a request changes nothing.
 
-ListGroups hides what may not be described (listing everything); Metadata does the same,
-judged typed with Produce, Fetch and ListOffsets by ``GatedData``, and answers
-TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
-the topic exists. The partition admin APIs (DeleteRecords, InitProducerId,
-OffsetForLeaderEpoch, ElectLeaders, Alter/ListPartitionReassignments, OffsetsAtTimes, and
-the Kafka port's DescribeLogDirs) are judged typed too, by ``GatedPartitionAdmin``
-(``partition_admin_gate.py``).
+The typed services are judged by their own wrappers (``TYPED_GATES``): the data service's
+Produce, Fetch, ListOffsets and Metadata by ``GatedData`` (below; Metadata's listing of
+every topic hides the topics the principal may not describe, and a topic asked by name is
+answered TOPIC_AUTHORIZATION_FAILED, so a name tells nothing about whether it exists), the
+group service's (every group API: OffsetCommit, OffsetFetch, FindCoordinator, ListGroups,
+DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe) by ``GatedGroups``
+(``group_gate.py``; ListGroups hides the groups it may not describe), and the partition
+admin APIs (DeleteRecords, InitProducerId, OffsetForLeaderEpoch, ElectLeaders,
+Alter/ListPartitionReassignments, OffsetsAtTimes, and the Kafka port's DescribeLogDirs) by
+``GatedPartitionAdmin`` (``partition_admin_gate.py``).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
 either way; with the authorizer off it gets the plain table and pays nothing at all.
@@ -34,13 +37,14 @@ from ..metrics import security_metrics
 from . import ANONYMOUS
 from .acl import CLUSTER_NAME, Authorizer
 from .connection_authorizer import ConnectionAuthorizer
+from .group_gate import GROUP_OPERATIONS, GatedGroups
 from .partition_admin_gate import GatedPartitionAdmin
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "GatedPartitionAdmin", "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
+           "GatedGroups", "GatedPartitionAdmin", "RequestGate", "ConnectionAuthorizer",
+           "decide"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
@@ -71,16 +75,6 @@ def _appending(key: str, entries: list) -> Callable[[dict], dict]:
         if response is None or key not in response:  # acks = 0, or a bare error body
             return response
         return {**response, key: response[key] + entries}
-    return merge
-
-
-def _keeping(key: str, name_of: Callable[[dict], str],
-             allowed: Callable[[str], bool]) -> Callable[[dict], dict]:
-    def merge(response: dict) -> dict:
-        if response is None or key not in response:
-            return response
-        return {**response, key: [entry for entry in response[key]
-                                  if allowed(name_of(entry))]}
     return merge
 
 
@@ -127,50 +121,6 @@ def _named(operation: str, resource_type: str, request_key: str, response_key: s
     return rule
 
 
-# Kafka's mapping of the group APIs to the operation each needs on its group, for both
-# ports: tslog's keys and the Kafka port's own (JoinGroup 11 ... DescribeGroups 15,
-# OffsetDelete 47), so one table says what a group request needs whichever door it came in.
-GROUP_OPERATIONS: dict[int, str] = {
-    8: "Read",       # OffsetCommit
-    9: "Describe",   # OffsetFetch
-    10: "Describe",  # FindCoordinator
-    11: "Read",      # JoinGroup (Kafka port)
-    12: "Read",      # Heartbeat (Kafka port)
-    13: "Read",      # LeaveGroup (Kafka port)
-    14: "Read",      # SyncGroup (Kafka port)
-    15: "Describe",  # DescribeGroups (Kafka port)
-    16: "Describe",  # ListGroups (hides the groups it may not describe)
-    42: "Delete",    # DeleteGroups
-    47: "Delete",    # OffsetDelete (Kafka port)
-    68: "Read",      # ConsumerGroupHeartbeat
-    69: "Describe",  # ConsumerGroupDescribe
-}
-
-
-def may_use_group(authz, principal: str, api_key: int, group_id: str) -> bool:
-    """The one group ACL check of both ports: may ``principal`` make request ``api_key`` on
-    the group? ``authz`` is the authorizer bound to the request's host (``HostAuthorizer``
-    for a Kafka adapter, the gate's own for a native request)."""
-    return authz.authorize(principal, GROUP_OPERATIONS[api_key], "group", group_id)
-
-
-class HostAuthorizer:
-    """The authorizer as the rules see it for a request from ``host`` (ACLs may name one):
-    the Kafka adapters, whose request info carries the host, check through it."""
-
-    __slots__ = ("authz", "host")
-
-    def __init__(self, authz: Authorizer, host: str) -> None:
-        self.authz = authz
-        self.host = host
-
-    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
-        return self.authz.authorize(principal, operation, resource_type, name, self.host)
-
-    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
-        return self.authz.authorize_any(principal, operation, resource_type, self.host)
-
-
 def _message(principal: str, operation: str, kind: str, name: str) -> str:
     return f"{principal} is not allowed to {operation} {kind} {name!r}"
 
@@ -188,11 +138,6 @@ def _nothing(authz: Authorizer, principal: str, body: dict):
 
 
 # -- the per-API rules -------------------------------------------------------------------
-
-_commit_topics = _topic_partitions("Read", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED})
-_fetch_offset_topics = _topic_partitions("Describe", lambda p: {
-    "partition": p, "offset": -1, "metadata": "", "error_code": TOPIC_DENIED})
 
 
 def _topic_result(operation: str) -> Callable[[str, dict], dict]:
@@ -242,69 +187,9 @@ def _config_rule(operation: str, describe: bool) -> Rule:
     return rule
 
 
-def _offset_commit(authz: Authorizer, principal: str, body: dict):
-    if not may_use_group(authz, principal, 8, body["group_id"]):
-        return {"topics": [{"topic": t["topic"], "partitions": [
-            {"partition": p["partition"], "error_code": GROUP_DENIED}
-            for p in t["partitions"]]} for t in body["topics"]]}
-    return _commit_topics(authz, principal, body)
-
-
-def _offset_fetch(authz: Authorizer, principal: str, body: dict):
-    if not may_use_group(authz, principal, 9, body["group_id"]):
-        return {"error_code": GROUP_DENIED,
-                "error_message": _message(principal, "Describe", "group", body["group_id"])}
-    if body["topics"] is None:  # every committed offset: hide topics not describable
-        return Partial(body, _keeping("topics", lambda t: t["topic"], lambda name:
-                                      authz.authorize(principal, "Describe", "topic", name)),
-                       {}, denied=False)
-    return _fetch_offset_topics(authz, principal, body)
-
-
-_find_coordinator = _named(GROUP_OPERATIONS[10], "group", "keys", "coordinators",
-                           lambda principal, key: {"key": key, "node_id": -1, "host": "",
-                                                   "port": 0, "error_code": GROUP_DENIED})
-
-
-def _list_groups(authz: Authorizer, principal: str, body: dict):
-    if authz.authorize(principal, "Describe", "cluster", CLUSTER_NAME):
-        return None
-    return Partial(body, _keeping("groups", lambda g: g["group_id"], lambda name:
-                                  may_use_group(authz, principal, 16, name)), {},
-                   denied=False)
-
-
-_delete_groups = _named(GROUP_OPERATIONS[42], "group", "groups", "results",
-                        lambda principal, group: {"group_id": group, "error_code": GROUP_DENIED})
-_describe_groups = _named(GROUP_OPERATIONS[69], "group", "groups", "groups",
-                          lambda principal, group: {
-                              "group_id": group, "error_code": GROUP_DENIED, "state": "",
-                              "group_epoch": -1, "assignment_epoch": -1, "assignor": "",
-                              "members": []})
-
-
-def _heartbeat(authz: Authorizer, principal: str, body: dict):
-    """Read on the group, and Describe on every subscribed topic (Kafka's KIP-848 check)."""
-    code = 0
-    if not may_use_group(authz, principal, 68, body["group_id"]):
-        code = GROUP_DENIED
-    elif any(not authz.authorize(principal, "Describe", "topic", name)
-             for name in body["subscribed_topics"] or ()):
-        code = TOPIC_DENIED
-    if not code:
-        return None
-    return {"error_code": code, "member_id": body["member_id"],
-            "member_epoch": body["member_epoch"], "heartbeat_interval_ms": 0,
-            "assignment": None}
-
-
 # api key (a number: some APIs are added by other parts of the product) -> its rule. The
 # typed services' keys (``TYPED_GATES``) are judged typed instead, by their wrappers.
 RULES: dict[int, Rule] = {
-    8: _offset_commit,                              # OffsetCommit: Read group + Read topic
-    9: _offset_fetch,                               # OffsetFetch: Describe group + topic
-    10: _find_coordinator,                          # FindCoordinator: Describe group
-    16: _list_groups,                               # ListGroups: Describe group (hides)
     17: _nothing,                                   # SaslHandshake
     18: _nothing,                                   # ApiVersions
     19: _create_topics,                             # CreateTopics: Create cluster or topic
@@ -316,11 +201,8 @@ RULES: dict[int, Rule] = {
     33: _config_rule("AlterConfigs", False),        # AlterConfigs
     36: _nothing,                                   # SaslAuthenticate
     37: _create_partitions,                         # CreatePartitions: Alter topic
-    42: _delete_groups,                             # DeleteGroups: Delete group
     50: _cluster("Describe"),                       # DescribeUserScramCredentials
     51: _cluster("Alter"),                          # AlterUserScramCredentials
-    68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
-    69: _describe_groups,                           # ConsumerGroupDescribe: Describe group
 }
 
 
@@ -423,7 +305,10 @@ class GatedData:
 # and the wrapper that judges that service's typed requests for one connection.
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
-                                                              # Metadata
+    # Metadata; the group service's: OffsetCommit, OffsetFetch, FindCoordinator, ListGroups,
+    # DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe (``group_gate.py``)
+    8: GatedGroups, 9: GatedGroups, 10: GatedGroups, 16: GatedGroups, 42: GatedGroups,
+    68: GatedGroups, 69: GatedGroups,
     # DeleteRecords, InitProducerId, OffsetForLeaderEpoch, ElectLeaders, Alter/List-
     # PartitionReassignments, OffsetsAtTimes (and the Kafka port's DescribeLogDirs, 35)
     21: GatedPartitionAdmin, 22: GatedPartitionAdmin, 23: GatedPartitionAdmin,

@@ -22,6 +22,7 @@ from tslog.protocol.messages import ApiKey
 
 from ..admin.partitions import PartitionAdmin
 from ..data.service import DataService
+from ..groups.api import GroupApi
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .data_handlers import (
     handle_fetch,
@@ -59,7 +60,7 @@ from .sasl_handlers import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
-from .services import AclApis, AdminApis, GroupApis, SecurityApis
+from .services import AclApis, AdminApis, SecurityApis
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
@@ -90,11 +91,13 @@ ADMIN_HANDLERS = {
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
 }
-GROUP_HANDLERS = {
+# Bound to the group service (``broker/groups/api.py``), which the Kafka port's adapters call
+# too; the request gate binds them to its ``GatedGroups`` per connection.
+GROUP_SERVICE_HANDLERS = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
     ApiKey.OFFSET_FETCH: handle_offset_fetch,
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
     ApiKey.LIST_GROUPS: handle_list_groups,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
@@ -113,12 +116,12 @@ SECURITY_HANDLERS = {
 
 
 def bind_handlers(data: DataService, partition_admin: PartitionAdmin, admin: AdminApis,
-                  groups: GroupApis, acls: AclApis, security: SecurityApis) -> Dispatch:
+                  groups: GroupApi, acls: AclApis, security: SecurityApis) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_SERVICE_HANDLERS, data),
                                (PARTITION_ADMIN_HANDLERS, partition_admin),
-                               (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
+                               (ADMIN_HANDLERS, admin), (GROUP_SERVICE_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):
         for api_key, handler in handlers.items():
             dispatch[api_key] = MethodType(handler, services)

@@ -1,7 +1,11 @@
-"""Handlers of the admin and group APIs: ``handler(services, body) -> body | awaitable``.
+"""Handlers of the admin APIs, and OffsetCommit and OffsetFetch:
+``handler(services, body) -> body | awaitable``.
 
 The first argument is the narrow set of services the handler's group uses (``services.py``:
-``AdminApis``, ``GroupApis``), bound to it once at start (``dispatch.py``). Topic changes go
+``AdminApis``), bound to it once at start (``dispatch.py``); OffsetCommit's and OffsetFetch's
+is the group service (``groups/api.py``) or, with the authorizer on, the connection's
+``GatedGroups`` in front of it, whose typed requests they translate to and from, as the
+Kafka port's adapters do. Topic changes go
 through the ``TopicService`` the broker picked when it opened (its own disk alone, etcd in a
 cluster): no handler asks which one it is. The data path's handlers are in
 ``data_handlers.py`` (Metadata too), the partition admin APIs' (DeleteRecords, the
@@ -21,11 +25,9 @@ import logging
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import api_versions_list
 
-from ..groups.offset_files import MAX_METADATA_BYTES, group_id_problem
-from ..metrics.observe import observe_commit
+from ..groups.requests import OffsetCommitRequest, OffsetFetchRequest, make
 from ..topics import TopicError
-from .group_handlers import coordinator_problem, refused_commit
-from .services import AdminApis, GroupApis
+from .services import AdminApis
 
 log = logging.getLogger("tslog.broker.handlers")
 
@@ -76,84 +78,60 @@ async def handle_alter_configs(services: AdminApis, body: dict) -> dict:
                                                                   body["validate_only"])}
 
 
-def _commit_code(services: GroupApis, topic: str, entry: dict) -> int:
-    """A commit names an existing partition (of the cluster's topics: in a cluster the broker
-    storing offsets need not host a replica of it) and carries small metadata."""
-    known = services.topics.topics.get(topic)
-    if known is None or not 0 <= entry["partition"] < known.partitions:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if len(entry["metadata"].encode()) > MAX_METADATA_BYTES:
-        return ErrorCode.OFFSET_METADATA_TOO_LARGE
-    return 0
-
-
-def _fence_code(services: GroupApis, group_id: str, body: dict) -> int:
-    """The coordinator's verdict on who commits (docs/groups.md, "Fencing"): a v0 body names
-    no member, so it commits as a client outside group management (member "", epoch -1)."""
-    if group_id_problem(group_id) is not None:
-        return ErrorCode.INVALID_GROUP_ID
-    return services.groups.coordinator.validate_commit(
-        group_id, body.get("member_id", ""), body.get("member_epoch", -1))
-
-
-def handle_offset_commit(services: GroupApis, body: dict):
-    """Store the offsets of a commit the coordinator accepts. A refused one (a removed member,
-    a stale epoch, a plain client while the group has members) stores nothing and carries the
-    refusal on every partition, so a zombie consumer cannot move the group's position."""
-    not_here = coordinator_problem(services)  # commits go to the coordinator (controller)
-    if not_here:
-        return refused_commit(body, not_here)
-    group_id = body["group_id"]
-    refused = _fence_code(services, group_id, body)
-    offsets = {}
-    topics_out = []
+def handle_offset_commit(groups, body: dict):
+    """The group service's commit (``groups/offsets_api.py``): offsets the coordinator
+    accepts are stored and the answer waits for the fsync; a refused commit (a removed
+    member, a stale epoch, a plain client while the group has members) stores nothing and
+    carries the refusal on every partition, so a zombie consumer cannot move the group's
+    position."""
+    partitions = []  # ``CommitPartition``'s fields, as plain tuples (``groups/requests.py``)
     for group in body["topics"]:
-        parts_out = []
+        topic = group["topic"]
         for entry in group["partitions"]:
-            code = refused or _commit_code(services, group["topic"], entry)
-            if code == 0:
-                offsets[group["topic"], entry["partition"]] = (entry["offset"], entry["metadata"])
-            parts_out.append({"partition": entry["partition"], "error_code": code})
-        topics_out.append({"topic": group["topic"], "partitions": parts_out})
-    response = {"topics": topics_out}
-    if not offsets:
-        return response
-    return commit_durably(services, group_id, offsets, response)
+            partitions.append((topic, entry["partition"], entry["offset"], entry["metadata"]))
+    # a v0 body names no member, so it commits as a client outside group management
+    codes = groups.offset_commit(make(OffsetCommitRequest, (
+        body["group_id"], body.get("member_id", ""), body.get("member_epoch", -1), partitions,
+        False)))
+    if type(codes) is list:
+        return _committed(body, codes)
+    return _committed_later(body, codes)
 
 
-async def commit_durably(services: GroupApis, group_id: str, offsets: dict,
-                          response: dict) -> dict:
-    """Answer once the offsets are fsynced. A per-group asyncio lock (FIFO) keeps commits of
-    one group in arrival order, so an older snapshot never lands after a newer one. Kafka's
-    OffsetCommit answer has the same topics/partitions/error_code shape, so the Kafka
-    listener's adapter uses this too."""
-    try:
-        await services.offsets.commit(group_id, offsets)
-        observe_commit(group_id)
-    except OSError as exc:
-        log.error("committing offsets of group %r failed: %r", group_id, exc)
-        for group in response["topics"]:
-            for result in group["partitions"]:
-                if result["error_code"] == 0:
-                    result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-    return response
+async def _committed_later(body: dict, codes) -> dict:
+    return _committed(body, await codes)
 
 
-def handle_offset_fetch(services: GroupApis, body: dict) -> dict:
-    committed = services.offsets.fetch(body["group_id"])
-    requested = body["topics"]
-    if requested is None:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(committed):
-            by_topic.setdefault(topic, []).append(partition)
-        requested = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+def _committed(body: dict, codes: list[int]) -> dict:
+    each = iter(codes)
+    return {"topics": [{"topic": group["topic"], "partitions": [
+        {"partition": entry["partition"], "error_code": next(each)}
+        for entry in group["partitions"]]} for group in body["topics"]]}
+
+
+def handle_offset_fetch(groups, body: dict) -> dict:
+    """The group's committed offsets (-1 for none) of the partitions asked, or of every
+    partition it has one for (``topics`` None), by topic."""
+    asked = body["topics"]
+    fetched = groups.offset_fetch(make(OffsetFetchRequest, (
+        body["group_id"], None if asked is None else [
+            (group["topic"], partition) for group in asked for partition in group["partitions"]],
+        False)))
+    if fetched.error_code:  # the group was refused
+        return {"error_code": fetched.error_code, "error_message": fetched.error_message}
+    if asked is None:  # every committed offset, sorted: one entry per topic
+        asked = []
+        for topic, partition, *_ in fetched.partitions:
+            if not asked or asked[-1]["topic"] != topic:
+                asked.append({"topic": topic, "partitions": []})
+            asked[-1]["partitions"].append(partition)
+    each = iter(fetched.partitions)  # ``FetchedOffset``'s fields, by position
     topics_out = []
-    for group in requested:
-        parts_out = []
-        for partition in group["partitions"]:
-            offset, metadata = committed.get((group["topic"], partition), (-1, ""))
-            parts_out.append({"partition": partition, "offset": offset, "metadata": metadata,
-                              "error_code": 0})
-        topics_out.append({"topic": group["topic"], "partitions": parts_out})
+    for group in asked:
+        out = []
+        for _ in group["partitions"]:
+            _, partition, offset, metadata, code = next(each)
+            out.append({"partition": partition, "offset": offset, "metadata": metadata,
+                        "error_code": code})
+        topics_out.append({"topic": group["topic"], "partitions": out})
     return {"topics": topics_out}
-

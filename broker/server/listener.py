@@ -41,6 +41,7 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
+from ..security.group_gate import GatedGroups
 from ..security.request_gate import GatedData, GatedPartitionAdmin
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
@@ -218,9 +219,10 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
         data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
         partition_admin = broker.partition_admin if gate is None else gate.wrap(
             GatedPartitionAdmin, broker.partition_admin, connection)
-        return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
-                             broker.offsets, broker.classic_groups, broker.group_catalog,
-                             None if gate is None else gate.authorizer, rates=rates,
+        group_api = (broker.group_api if gate is None
+                     else gate.wrap(GatedGroups, broker.group_api, connection))
+        return KafkaServices(native, data, broker.topics, broker.cluster, config,
+                             None if gate is None else gate.authorizer, group_api, rates=rates,
                              partition_admin=partition_admin)
 
     front = KafkaFront(make_services)

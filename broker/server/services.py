@@ -21,7 +21,8 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   catalog, the topic service (single node or cluster, picked at open), the cluster view and
   the broker's settings (its node id). The partition admin APIs have their typed service,
   ``admin/partitions.PartitionAdmin``.
-- ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
+- The group APIs are the group service's (``groups/api.py``, ``GroupApi``), as the data
+  APIs are the data service's: their handlers are bound to it.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
   holds the SCRAM credentials (the login itself is the connection's, not a handler's).
@@ -34,10 +35,6 @@ from typing import Protocol
 
 from ..cluster.view import ClusterView
 from ..config import BrokerConfig
-from ..groups.catalog import GroupCatalog
-from ..groups.classic_service import ClassicGroupService
-from ..groups.committed_offsets import CommittedOffsets
-from ..groups.service import GroupService
 from ..replication.manager import ReplicaManager
 from ..security.acl_store import AclService
 from ..security.scram import Authenticator
@@ -77,15 +74,6 @@ class AdminApis(Protocol):
     config: BrokerConfig  # node_id
 
 
-class GroupApis(Protocol):
-    topics: TopicManager
-    offsets: CommittedOffsets
-    groups: GroupService  # the consumer-group coordinator
-    cluster: ClusterView  # where the coordinator is
-    group_catalog: GroupCatalog  # every group as ListGroups and the describe APIs show it
-    classic_groups: ClassicGroupService  # Kafka's classic groups: DeleteGroups forgets one
-
-
 class AclApis(Protocol):
     acls: AclService
 
@@ -115,16 +103,6 @@ class AdminServices:
     topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig
-
-
-@dataclass(frozen=True, slots=True)
-class GroupServices:
-    topics: TopicManager
-    offsets: CommittedOffsets
-    groups: GroupService
-    cluster: ClusterView
-    group_catalog: GroupCatalog
-    classic_groups: ClassicGroupService
 
 
 @dataclass(frozen=True, slots=True)

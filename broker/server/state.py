@@ -28,6 +28,7 @@ from ..admin.reassignments import ReassignmentService
 from ..config import BrokerConfig, parse_host_port
 from ..data.partition_lists import PartitionLists
 from ..data.service import DataService
+from ..groups.api import GroupApi
 from ..groups.catalog import GroupCatalog
 from ..groups.classic_service import ClassicGroupService
 from ..groups.committed_offsets import CommittedOffsets, OffsetStore
@@ -52,7 +53,6 @@ from .services import (
     AclServices,
     AdminServices,
     DataPathServices,
-    GroupServices,
     Lifecycle,
     SecurityServices,
 )
@@ -118,6 +118,9 @@ class Broker:
         # The one view of a group, whichever protocol its members speak, that ListGroups and
         # the describe APIs of both ports read.
         self.group_catalog = GroupCatalog(self.groups, self.classic_groups, self.offsets)
+        # The group APIs of both front doors (``broker/groups/api.py``).
+        self.group_api = GroupApi(self.groups, self.classic_groups, self.offsets,
+                                  self.group_catalog, self.cluster, topics)
         # Metadata's partition list per topic, kept until the topic or a state changes.
         self.partition_lists = PartitionLists(self.cluster)
         self.replicas = ReplicaManager(
@@ -139,9 +142,7 @@ class Broker:
         self.dispatch: Dispatch = bind_handlers(
             self.data, self.partition_admin,
             AdminServices(topics, self.topic_service, self.cluster, config),
-            GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog,
-                          self.classic_groups),
-            AclServices(self.acls), SecurityServices(self.authenticator))
+            self.group_api, AclServices(self.acls), SecurityServices(self.authenticator))
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)

@@ -6,21 +6,25 @@ Kafka request body as ``tslog.protocol.kafka`` decodes it (snake_case dicts), th
 Kafka response body for the same version, and ``info`` is the request's
 ``KafkaRequestInfo`` (``client_id``, ``client_host``, ``principal``; duck-typed here).
 
-- The classic group protocol runs in ``ClassicGroupService``; OffsetCommit and OffsetFetch read
-  and write ``CommittedOffsets``, the same store tslog's own consumers use, so a group's offsets
-  are one set whichever protocol its consumers speak.
+- Every one of them is the group service's (``groups/api.py``), the one tslog's own group
+  requests call: the adapter makes its typed request (``groups/requests.py``) of the Kafka
+  body once and writes Kafka's answer from the typed result. The classic group protocol runs
+  in ``ClassicGroupService`` behind it; OffsetCommit and OffsetFetch read and write
+  ``CommittedOffsets``, the same store tslog's own consumers use, so a group's offsets are
+  one set whichever protocol its consumers speak. The service applies Kafka's rules where
+  its clients need them (``classic``): a commit to a group id without tslog members is
+  fenced by the classic group's rules, and a fetch checks the group id and the placement.
 - Placement as for tslog's groups: the controller coordinates (a single broker is its own);
   FindCoordinator names it by its Kafka address (``kafka_address``), other brokers answer the
   group APIs with NOT_COORDINATOR.
-- ACLs, with ``info.principal`` from the request's host: the group's by the gate's one check
-  (``request_gate.may_use_group``, Kafka's mapping of each API to an operation, the table the
-  native port's requests pass too): Describe for FindCoordinator and OffsetFetch, Read for
-  JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit; then Describe on each topic
-  for OffsetFetch (with "all topics" the others are left out) and Read on each topic for
-  OffsetCommit. A denied group answers GROUP_AUTHORIZATION_FAILED before any service is
-  called, so it changes nothing. The bodies are Kafka's (other shapes and versions than
-  tslog's), so the adapter calls the check where its body names the group. With the
-  authorizer off, ``authorizer`` is None and nothing is checked.
+- ACLs: ``services.group_api`` is, with the authorizer on, the connection's ``GatedGroups``
+  (``security/group_gate.py``), the gate tslog's own requests pass, which judges the typed
+  request by Kafka's mapping and counts a denial once: Describe on the group for
+  FindCoordinator and OffsetFetch (and Describe on each topic for OffsetFetch; asked for all
+  topics, those the principal may not describe are left out), Read on the group for
+  JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit (and Read on each topic for
+  OffsetCommit). A denied group answers GROUP_AUTHORIZATION_FAILED before any coordinator is
+  asked, so it changes nothing; no adapter checks an ACL itself.
 
 Every user error is an error code in the answer; nothing here raises on a well-typed body.
 """
@@ -29,80 +33,59 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tslog.protocol.errors import ErrorCode
 
-from ...groups.classic_service import ClassicGroupService
-from ...groups.committed_offsets import CommittedOffsets
-from ...groups.offset_files import MAX_METADATA_BYTES, group_id_problem
-from ...groups.service import GroupService
-from ...security.acl import Authorizer
-from ...security.request_gate import HostAuthorizer, may_use_group
-from ...topics import TopicManager
-from ...cluster.view import ClusterView
-from ..group_handlers import coordinator_problem
-from ..handlers import commit_durably
-
-
-GROUP_KEY_TYPE = 0  # FindCoordinator's key type for a group (1 is a transactional id)
+from ...groups.requests import (
+    GROUP_KEY_TYPE,
+    Coordinator,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+    make,
+)
+from ...security.group_gate import GatedGroups
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaGroupServices:
-    """What the Kafka group adapters use, and nothing else.
+    """What the Kafka group adapters use, and nothing else (``KafkaServices`` has both).
 
-    ``groups`` is tslog's own coordinator: its place (``coordinator_problem``) is the classic
-    groups' too, and a commit to a group id whose members are tslog's is fenced by it.
     ``kafka_address`` maps a node id to that broker's Kafka listener (None: unknown)."""
 
-    topics: TopicManager
-    offsets: CommittedOffsets
-    groups: GroupService
-    classic: ClassicGroupService
-    cluster: ClusterView
-    authorizer: Authorizer | None
     kafka_address: Callable[[int], tuple[str, int] | None]
+    group_api: Any  # the group service (``GroupApi``), or a connection's ``GatedGroups``
 
 
-def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] | None]
-                         ) -> KafkaGroupServices:
-    """The holder for ``broker`` (a ``state.Broker``); the listener supplies where each node's
-    Kafka listener is."""
-    return KafkaGroupServices(broker.topics, broker.offsets, broker.groups,
-                              broker.classic_groups, broker.cluster,
-                              None if broker.gate is None else broker.gate.authorizer,
-                              kafka_address)
-
-
-def group_allowed(services, info, api_key: int, group_id: str) -> bool:
-    """The gate's group check (``request_gate.may_use_group``) for a Kafka request."""
-    authorizer = services.authorizer
-    return authorizer is None or may_use_group(HostAuthorizer(authorizer, info.client_host),
-                                               info.principal, api_key, group_id)
-
-
-def topic_allowed(services, info, operation: str, topic: str) -> bool:
-    authorizer = services.authorizer
-    return authorizer is None or authorizer.authorize(info.principal, operation, "topic",
-                                                      topic, info.client_host)
-
-
-def _group_problem(services: KafkaGroupServices, info, api_key: int, group_id: str) -> int:
-    """The group-level refusal of a request (0: none): a bad id, the ACL, the placement."""
-    if group_id_problem(group_id) is not None:
-        return ErrorCode.INVALID_GROUP_ID
-    if not group_allowed(services, info, api_key, group_id):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    return coordinator_problem(services)
+def kafka_group_services(broker, kafka_address: Callable[[int], tuple[str, int] | None],
+                         connection=None) -> KafkaGroupServices:
+    """The holder for ``broker`` (a ``state.Broker``); the caller supplies where each node's
+    Kafka listener is, and, with the authorizer on, the connection (its ``principal`` and
+    ``peer``) the group service is judged for, as the listener's ``make_services`` does."""
+    if broker.gate is None:
+        return KafkaGroupServices(kafka_address, broker.group_api)
+    if connection is None:
+        raise ValueError("with the authorizer on, the group service is a connection's")
+    return KafkaGroupServices(kafka_address,
+                              broker.gate.wrap(GatedGroups, broker.group_api, connection))
 
 
 # -- FindCoordinator ------------------------------------------------------------------------
 
 
 def find_coordinator(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
+    """The group service's answer (``groups/api.py``, through the connection's gate), each
+    node named by its Kafka listener's address."""
     keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
-    key_type = body.get("key_type", GROUP_KEY_TYPE)
-    results = [_coordinator(services, info, key, key_type) for key in keys]
+    found = services.group_api.find_coordinator(
+        FindCoordinatorRequest(keys, body.get("key_type", GROUP_KEY_TYPE)))
+    results = [_coordinator(services, key, each)
+               for key, each in zip(keys, found.coordinators)]
     if version >= 4:
         return {"coordinators": results}
     only = results[0]
@@ -110,23 +93,17 @@ def find_coordinator(services: KafkaGroupServices, body: dict, version: int, inf
             "node_id": only["node_id"], "host": only["host"], "port": only["port"]}
 
 
-def _coordinator(services: KafkaGroupServices, info, key: str, key_type: int) -> dict:
-    answer = {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": 0,
-              "error_message": None}
-    if key_type != GROUP_KEY_TYPE:
-        answer["error_code"] = ErrorCode.INVALID_REQUEST
+def _coordinator(services: KafkaGroupServices, key: str, found: Coordinator) -> dict:
+    answer = {"key": key, "node_id": -1, "host": "", "port": -1,
+              "error_code": found.error_code, "error_message": None}
+    if found.error_code == ErrorCode.INVALID_REQUEST:
         answer["error_message"] = "only group coordinators (key type 0): no transactions here"
-    elif group_id_problem(key) is not None:
-        answer["error_code"] = ErrorCode.INVALID_GROUP_ID
-    elif not group_allowed(services, info, 10, key):
-        answer["error_code"] = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    else:
-        controller = services.cluster.controller_id()
-        address = services.kafka_address(controller) if controller >= 0 else None
+    elif not found.error_code:
+        address = services.kafka_address(found.node_id) if found.node_id >= 0 else None
         if address is None:
             answer["error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
         else:
-            answer["node_id"], (answer["host"], answer["port"]) = controller, address
+            answer["node_id"], (answer["host"], answer["port"]) = found.node_id, address
     if answer["error_code"]:
         answer["error_message"] = answer["error_message"] or ErrorCode(
             answer["error_code"]).message
@@ -137,17 +114,13 @@ def _coordinator(services: KafkaGroupServices, info, key: str, key_type: int) ->
 
 
 async def join_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id, member_id = body["group_id"], body["member_id"]
-    code = _group_problem(services, info, 11, group_id)
-    if code:
-        return _join_error(code, member_id, version)
     session_ms = body["session_timeout_ms"]
     rebalance_ms = body.get("rebalance_timeout_ms", -1) if version >= 1 else -1
-    answer = await services.classic.join(
-        group_id, member_id, info.client_id or "", session_ms,
+    answer = await services.group_api.join_group(JoinGroupRequest(
+        body["group_id"], body["member_id"], info.client_id or "", session_ms,
         session_ms if rebalance_ms < 0 else rebalance_ms, body["protocol_type"],
         [(p["name"], p["metadata"]) for p in body["protocols"]], version >= 4,
-        body.get("group_instance_id") if version >= 5 else None, info.client_host)
+        body.get("group_instance_id") if version >= 5 else None, info.client_host))
     if answer.error:
         return _join_error(answer.error, answer.member_id, version)
     return {"error_code": 0, "generation_id": answer.generation_id,
@@ -164,101 +137,70 @@ def _join_error(code: int, member_id: str, version: int) -> dict:
 
 
 async def sync_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id = body["group_id"]
-    code = _group_problem(services, info, 14, group_id)
-    if code:
-        return {"error_code": int(code), "assignment": b""}
     assignments = {entry["member_id"]: entry["assignment"] for entry in body["assignments"]}
-    answer = await services.classic.sync(group_id, body["generation_id"], body["member_id"],
-                                         body.get("protocol_type"), body.get("protocol_name"),
-                                         assignments)
+    answer = await services.group_api.sync_group(SyncGroupRequest(
+        body["group_id"], body["generation_id"], body["member_id"], body.get("protocol_type"),
+        body.get("protocol_name"), assignments))
     return {"error_code": int(answer.error), "protocol_type": answer.protocol_type,
             "protocol_name": answer.protocol_name, "assignment": answer.assignment}
 
 
 def heartbeat(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id = body["group_id"]
-    code = _group_problem(services, info, 12, group_id)
-    if not code:
-        code = services.classic.heartbeat(group_id, body["generation_id"], body["member_id"])
-    return {"error_code": int(code)}
+    return {"error_code": services.group_api.heartbeat(HeartbeatRequest(
+        body["group_id"], body["generation_id"], body["member_id"]))}
 
 
 def leave_group(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
-    group_id = body["group_id"]
     members = ([entry["member_id"] for entry in body["members"]] if version >= 3
                else [body["member_id"]])
-    code = _group_problem(services, info, 13, group_id)
-    if code:
-        return {"error_code": int(code), "members": []}
-    codes = services.classic.leave(group_id, members)
+    left = services.group_api.leave_group(LeaveGroupRequest(body["group_id"], members))
+    if left.error_code:
+        return {"error_code": left.error_code, "members": []}
     if version < 3:
-        return {"error_code": int(codes[0])}
+        return {"error_code": left.codes[0]}
     return {"error_code": 0, "members": [
         {"member_id": entry["member_id"], "group_instance_id": entry.get("group_instance_id"),
-         "error_code": int(each)} for entry, each in zip(body["members"], codes)]}
+         "error_code": each} for entry, each in zip(body["members"], left.codes)]}
 
 
 # -- OffsetCommit, OffsetFetch --------------------------------------------------------------
 
 
 def offset_commit(services: KafkaGroupServices, body: dict, version: int, info):
-    """Offsets of every partition that passes the topic checks are stored together, once the
-    group's coordinator accepts the committer (``_fence``); the answer waits for the fsync."""
-    group_id = body["group_id"]
-    refused = _group_problem(services, info, 8, group_id) or _fence(services, body, version)
-    offsets = {}
-    topics_out = []
+    """The group service's commit (``groups/offsets_api.py``) by Kafka's rules (``classic``):
+    offsets of every partition that passes the checks are stored together, once the group's
+    coordinator accepts the committer; the answer waits for the fsync."""
+    partitions = []  # ``CommitPartition``'s fields, as plain tuples (``groups/requests.py``)
     for topic in body["topics"]:
         name = topic["name"]
-        topic_code = refused
-        if not topic_code and not topic_allowed(services, info, "Read", name):
-            topic_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        parts_out = []
         for entry in topic["partitions"]:
-            code = topic_code or _commit_code(services, name, entry)
-            if not code:
-                offsets[name, entry["partition_index"]] = (entry["committed_offset"],
-                                                           entry["committed_metadata"] or "")
-            parts_out.append({"partition_index": entry["partition_index"],
-                              "error_code": int(code)})
-        topics_out.append({"name": name, "partitions": parts_out})
-    response = {"topics": topics_out}
-    if not offsets:
-        return response
-    return commit_durably(services, group_id, offsets, response)
-
-
-def _fence(services: KafkaGroupServices, body: dict, version: int) -> int:
-    """Who may commit: a group id whose members are tslog's is fenced by tslog's coordinator
-    (the generation field then carries the member epoch, as in Kafka 4); any other by the
-    classic group's rules (generation -1 and member "" commit outside group management)."""
+            partitions.append((name, entry["partition_index"], entry["committed_offset"],
+                               entry["committed_metadata"] or ""))
     generation = body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1
     member_id = body.get("member_id", "") if version >= 1 else ""
-    group_id = body["group_id"]
-    coordinator = services.groups.coordinator
-    if coordinator is not None and coordinator.describe(group_id).members:
-        return coordinator.validate_commit(group_id, member_id, generation)
-    return services.classic.validate_commit(group_id, generation, member_id)
+    codes = services.group_api.offset_commit(make(OffsetCommitRequest, (
+        body["group_id"], member_id, generation, partitions, True)))
+    if type(codes) is list:
+        return _committed(body, codes)
+    return _committed_later(body, codes)
 
 
-def _commit_code(services: KafkaGroupServices, topic: str, entry: dict) -> int:
-    known = services.topics.topics.get(topic)
-    if known is None or not 0 <= entry["partition_index"] < known.partitions:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if entry["committed_offset"] < -1:
-        return ErrorCode.INVALID_REQUEST
-    metadata = entry["committed_metadata"] or ""
-    if len(metadata.encode()) > MAX_METADATA_BYTES:
-        return ErrorCode.OFFSET_METADATA_TOO_LARGE
-    return 0
+async def _committed_later(body: dict, codes) -> dict:
+    return _committed(body, await codes)
+
+
+def _committed(body: dict, codes: list[int]) -> dict:
+    each = iter(codes)
+    return {"topics": [{"name": topic["name"], "partitions": [
+        {"partition_index": entry["partition_index"], "error_code": next(each)}
+        for entry in topic["partitions"]]} for topic in body["topics"]]}
 
 
 def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -> dict:
     if version >= 8:
-        return {"groups": [_fetch_group(services, info, group["group_id"], group["topics"])
+        return {"groups": [_fetch_group(services, group["group_id"], group["topics"])
                            for group in body["groups"]]}
-    answer = _fetch_group(services, info, body["group_id"], body["topics"])
+    answer = _fetch_group(services, body["group_id"], body["topics"])
     if version < 2 and answer["error_code"]:  # no group-level code before v2: per partition
         for topic in answer["topics"]:
             for partition in topic["partitions"]:
@@ -266,31 +208,27 @@ def offset_fetch(services: KafkaGroupServices, body: dict, version: int, info) -
     return {"topics": answer["topics"], "error_code": answer["error_code"]}
 
 
-def _fetch_group(services: KafkaGroupServices, info, group_id: str, requested) -> dict:
-    code = _group_problem(services, info, 9, group_id)
-    if code:
+def _fetch_group(services: KafkaGroupServices, group_id: str, requested) -> dict:
+    """One group's answer from the group service's fetch (Kafka's rules, ``classic``): a
+    refused group lists the partitions asked with no offset and the group's error code."""
+    fetched = services.group_api.offset_fetch(make(OffsetFetchRequest, (
+        group_id, None if requested is None else [
+            (topic["name"], p) for topic in requested for p in topic["partition_indexes"]],
+        True)))
+    if fetched.error_code:
         topics = [{"name": t["name"], "partitions": [_fetched(p, -1, "", 0)
                                                       for p in t["partition_indexes"]]}
                   for t in requested or ()]
-        return {"group_id": group_id, "topics": topics, "error_code": int(code)}
-    committed = services.offsets.fetch(group_id)
-    if requested is None:  # every committed offset, of the topics the principal may see
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(committed):
-            by_topic.setdefault(topic, []).append(partition)
-        requested = [{"name": name, "partition_indexes": parts}
-                     for name, parts in by_topic.items()
-                     if topic_allowed(services, info, "Describe", name)]
-    topics = []
-    for topic in requested:
-        name = topic["name"]
-        if not topic_allowed(services, info, "Describe", name):
-            partitions = [_fetched(p, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                          for p in topic["partition_indexes"]]
-        else:
-            partitions = [_fetched(p, *committed.get((name, p), (-1, "")), 0)
-                          for p in topic["partition_indexes"]]
-        topics.append({"name": name, "partitions": partitions})
+        return {"group_id": group_id, "topics": topics, "error_code": fetched.error_code}
+    if requested is None:  # every committed offset, sorted: one entry per topic
+        requested = []
+        for topic, partition, *_ in fetched.partitions:
+            if not requested or requested[-1]["name"] != topic:
+                requested.append({"name": topic, "partition_indexes": []})
+            requested[-1]["partition_indexes"].append(partition)
+    each = iter(fetched.partitions)
+    topics = [{"name": topic["name"], "partitions": [
+        _fetched(*next(each)[1:]) for _ in topic["partition_indexes"]]} for topic in requested]
     return {"group_id": group_id, "topics": topics, "error_code": 0}
 
 

@@ -17,10 +17,12 @@ the connection's principal by the same rules (Kafka's operation per API).
 The rest is read-only context the translation needs and the native bodies do not carry: the
 topic catalog (each topic's ``message.timestamp.type`` decides how batches and time lookups
 are translated), the cluster view (brokers' Kafka addresses, partition leader epochs) and
-the broker's settings; and, for the group adapters (``group_apis.py``, which read the same
-attributes as their own ``KafkaGroupServices``), tslog's group coordinator, the classic
-groups, the committed offsets, the one view of every group (``groups.catalog``) and the
-authorizer.
+the broker's settings.
+
+The group adapters (``group_apis.py``, ``group_admin_apis.py``, ``offset_delete_api.py``)
+call the group service (``broker/groups/api.py``) with typed requests, as tslog's own
+handlers do; with the authorizer on, through the connection's ``GatedGroups``
+(``security/group_gate.py``), the gate tslog's own group requests pass.
 """
 
 from __future__ import annotations
@@ -30,10 +32,6 @@ from typing import Any, Callable
 
 from ...cluster.view import ClusterView
 from ...config import BrokerConfig
-from ...groups.catalog import GroupCatalog
-from ...groups.classic_service import ClassicGroupService
-from ...groups.committed_offsets import CommittedOffsets
-from ...groups.service import GroupService
 from ...topics import TopicManager
 from ...security.acl import Authorizer
 from .replication_rates import ReplicationRates
@@ -54,11 +52,8 @@ class KafkaServices:
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig
-    groups: GroupService  # the consumer-group coordinator, for the group adapters
-    offsets: CommittedOffsets  # the groups' committed offsets
-    classic: ClassicGroupService  # Kafka's classic groups (JoinGroup, SyncGroup, ...)
-    catalog: GroupCatalog  # every group as ListGroups and DescribeGroups show it
-    authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
+    authorizer: Authorizer | None  # for adapters that check ACLs themselves (info.principal)
+    group_api: Any  # the group service, or the connection's ``GatedGroups`` in front of it
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
     rates: ReplicationRates | None = None  # the broker's run-time replication throttles
     # the partition admin service (``broker/admin``), or the connection's

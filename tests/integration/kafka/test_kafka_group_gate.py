@@ -13,14 +13,17 @@ encodes what a client would send), so every API is asked at a version Kafka's cl
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
+import urllib.request
 
 import pytest
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPartition
 from kafka.structs import OffsetAndMetadata
 
+from tests.helpers.broker_process import free_port
 from tests.integration.kafka.conftest import start_kafka_broker
 from tslog.client import AclBinding, Admin, TopicPartition
 from tslog.client.errors import GroupAuthorizationFailedError
@@ -30,18 +33,21 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 DENIED = 30  # GROUP_AUTHORIZATION_FAILED
 GROUP = "guarded"
+HIDDEN = "hidden"  # its Describe denied
 
 
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
     started = start_kafka_broker(tmp_path_factory.mktemp("kafka-gate"),
                                  authorizer_enabled="true",
-                                 allow_everyone_if_no_acl_found="true")
+                                 allow_everyone_if_no_acl_found="true",
+                                 metrics_listen=f"127.0.0.1:{free_port()}")
     topic = started.topic("gate")
     with KafkaAdminClient(bootstrap_servers=started.kafka) as admin:
         admin.alter_group_offsets(GROUP, {KafkaPartition(topic, 0): OffsetAndMetadata(4, "", -1)})
     with Admin(started.bootstrap) as admin:
-        admin.create_acls([AclBinding("User:ANONYMOUS", "group", GROUP, "Describe")])
+        admin.create_acls([AclBinding("User:ANONYMOUS", "group", GROUP, "Describe"),
+                           AclBinding("User:ANONYMOUS", "group", HIDDEN, "Describe", "deny")])
     yield started, topic
     started.process.cleanup()
 
@@ -112,4 +118,41 @@ def test_describe_is_allowed_by_the_same_acl_on_both_ports(gated):
             admin.delete_consumer_groups([GROUP])
     deleted = ask(broker, 42, 2, {"groups_names": [GROUP]})
     assert deleted["results"][0]["error_code"] == DENIED
+    assert fetched(broker, topic) == 4
+
+
+def denials(broker, api: str) -> float:
+    """``tslog_denied_requests_total`` of the anonymous principal for ``api``, scraped."""
+    port = broker.process.env["TSLOG_METRICS_LISTEN"].rsplit(":", 1)[1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    found = re.search(r'^tslog_denied_requests_total\{principal="User:ANONYMOUS",'
+                      rf'api="{api}"\}} (\S+)$', text, re.MULTILINE)
+    return 0.0 if found is None else float(found.group(1))
+
+
+def test_a_denied_find_and_describe_count_once_on_the_kafka_port(gated):
+    """The Kafka port's FindCoordinator and DescribeGroups are judged by the same gate as
+    tslog's requests (issue 41), so their denials are counted, once per request."""
+    broker, _ = gated
+    before = denials(broker, "find_coordinator"), denials(broker, "describe_groups")
+    found = ask(broker, 10, 4, {"key_type": 0, "coordinator_keys": [HIDDEN, GROUP]})
+    assert [c["error_code"] for c in found["coordinators"]] == [DENIED, 0]
+    described = ask(broker, 15, 5, {"groups": [HIDDEN, GROUP],
+                                    "include_authorized_operations": False})
+    assert [g["error_code"] for g in described["groups"]] == [DENIED, 0]
+    assert (denials(broker, "find_coordinator"), denials(broker, "describe_groups")) == (
+        before[0] + 1, before[1] + 1)
+
+
+def test_a_denied_delete_counts_once_on_either_port(gated):
+    broker, topic = gated
+    before = denials(broker, "delete_groups")
+    deleted = ask(broker, 42, 2, {"groups_names": [GROUP]})
+    assert deleted["results"][0]["error_code"] == DENIED
+    assert denials(broker, "delete_groups") == before + 1
+    with Admin(broker.bootstrap) as admin:
+        with pytest.raises(GroupAuthorizationFailedError):
+            admin.delete_consumer_groups([GROUP])
+    assert denials(broker, "delete_groups") == before + 2
     assert fetched(broker, topic) == 4

@@ -14,6 +14,7 @@ from tests.helpers.handlers import call
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
+from tslog.broker.security.group_gate import GatedGroups
 from tslog.broker.security.request_gate import GatedData
 from tslog.broker.server.kafka.data_apis import DATA_ADAPTERS
 from tslog.broker.server.kafka.dispatch import TABLE
@@ -57,8 +58,8 @@ def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
     return KafkaServices(broker.gate.bind(broker.dispatch, connection),
                          broker.gate.wrap(GatedData, broker.data, connection), broker.topics,
-                         broker.cluster, broker.config, broker.groups, broker.offsets,
-                         broker.classic_groups, broker.group_catalog, broker.gate.authorizer)
+                         broker.cluster, broker.config, broker.gate.authorizer,
+                         broker.gate.wrap(GatedGroups, broker.group_api, connection))
 
 
 async def settled(result):

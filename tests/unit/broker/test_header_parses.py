@@ -108,8 +108,7 @@ async def test_a_native_produce_parses_its_batch_header_once(broker, parses, cou
 
 def _kafka_services(broker) -> KafkaServices:
     return KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster, broker.config,
-                         broker.groups, broker.offsets, broker.classic_groups,
-                         broker.group_catalog, None)
+                         None, broker.group_api)
 
 
 @pytest.mark.parametrize("count, idempotent", [(1, False), (1000, False), (1000, True)])

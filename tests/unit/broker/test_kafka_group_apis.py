@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -55,9 +56,13 @@ async def kcall(services, api_key, version, body, client="app", principal="User:
     return decoded
 
 
-def services_of(broker):
+def services_of(broker, principal="User:ANONYMOUS"):
+    """The adapters' services; with the authorizer on, the group service is judged for a
+    connection of ``principal`` (the adapters not on it read ``info.principal``)."""
     broker.classic_groups.start()
-    return kafka_group_services(broker, lambda node: KAFKA_ADDRESS if node == 0 else None)
+    connection = SimpleNamespace(principal=principal, peer="127.0.0.1:5555")
+    return kafka_group_services(broker, lambda node: KAFKA_ADDRESS if node == 0 else None,
+                                None if broker.gate is None else connection)
 
 
 async def create_topic(broker, topic="t", partitions=2):
@@ -229,7 +234,6 @@ async def test_offsets_are_tslogs_own_committed_offsets_and_survive_a_restart(ma
 
 async def test_acls_kafkas_mapping_with_the_requests_principal(make_broker):
     broker = make_broker(authorizer_enabled=True)
-    services = services_of(broker)
     await create_topic(broker)
     await create_topic(broker, "secret", 1)
     broker.gate.authorizer.replace([
@@ -237,26 +241,28 @@ async def test_acls_kafkas_mapping_with_the_requests_principal(make_broker):
         AclBinding("User:alice", "topic", "literal", "t", "Read", "allow"),
         AclBinding("User:bob", "group", "literal", "g", "Describe", "allow")])
     alice, bob = "User:alice", "User:bob"
-    assert (await kcall(services, FIND, 2, {"key": "g"}, principal=alice))["error_code"] == 0
-    assert (await kcall(services, FIND, 2, {"key": "h"}, principal=alice))["error_code"] == (
+    # the connection's principal, which the gate judges the group service's requests for
+    of = {who: services_of(broker, who) for who in (alice, bob, "User:eve")}
+    assert (await kcall(of[alice], FIND, 2, {"key": "g"}, principal=alice))["error_code"] == 0
+    assert (await kcall(of[alice], FIND, 2, {"key": "h"}, principal=alice))["error_code"] == (
         ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    assert (await kcall(services, JOIN, 1, join_body(), principal=bob))["error_code"] == (
+    assert (await kcall(of[bob], JOIN, 1, join_body(), principal=bob))["error_code"] == (
         ErrorCode.GROUP_AUTHORIZATION_FAILED)  # Describe is not Read
-    assert codes(await kcall(services, COMMIT, 8, commit_body(-1, ""), principal=alice)) == [0]
+    assert codes(await kcall(of[alice], COMMIT, 8, commit_body(-1, ""), principal=alice)) == [0]
     secret = {**commit_body(-1, ""), "topics": [{"name": "secret", "partitions": [
         {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]}
-    assert codes(await kcall(services, COMMIT, 8, secret, principal=alice)) == [
+    assert codes(await kcall(of[alice], COMMIT, 8, secret, principal=alice)) == [
         ErrorCode.TOPIC_AUTHORIZATION_FAILED]
-    assert codes(await kcall(services, COMMIT, 8, commit_body(-1, ""), principal=bob)) == [
+    assert codes(await kcall(of[bob], COMMIT, 8, commit_body(-1, ""), principal=bob)) == [
         ErrorCode.GROUP_AUTHORIZATION_FAILED]
     await broker.offsets.commit("g", {("secret", 0): (4, "")})  # as an admin could
-    everything = await kcall(services, FETCH, 7, {"group_id": "g", "topics": None},
+    everything = await kcall(of[alice], FETCH, 7, {"group_id": "g", "topics": None},
                              principal=alice)
     assert [t["name"] for t in everything["topics"]] == ["t"]  # "secret" is left out
-    named = await kcall(services, FETCH, 7, {"group_id": "g", "topics": [
+    named = await kcall(of[alice], FETCH, 7, {"group_id": "g", "topics": [
         {"name": "secret", "partition_indexes": [0]}]}, principal=alice)
     assert codes(named) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
-    assert (await kcall(services, FETCH, 7, {"group_id": "g", "topics": None},
+    assert (await kcall(of["User:eve"], FETCH, 7, {"group_id": "g", "topics": None},
                         principal="User:eve"))["error_code"] == (
         ErrorCode.GROUP_AUTHORIZATION_FAILED)
 

@@ -22,7 +22,6 @@ from tslog.protocol.messages import ApiKey
 GROUPS = [
     (services.DataPath, services.DataPathServices, {}),  # the data service's, not a handler's
     (services.AdminApis, services.AdminServices, dispatch.ADMIN_HANDLERS),
-    (services.GroupApis, services.GroupServices, dispatch.GROUP_HANDLERS),
     (services.SecurityApis, services.SecurityServices, dispatch.SECURITY_HANDLERS),
 ]
 
@@ -88,3 +87,10 @@ def test_a_single_node_picks_its_local_services_once_at_open(broker):
 def test_the_bound_port_is_advertised_by_the_single_node_view(broker):
     broker.set_bound_port(45678)
     assert broker.cluster.brokers() == {broker.config.node_id: (broker.advertised_host, 45678)}
+
+
+def test_the_group_apis_are_bound_to_the_one_group_service(broker):
+    """The group service the Kafka port's adapters call too (``broker/groups/api.py``)."""
+    for api_key, handler in dispatch.GROUP_SERVICE_HANDLERS.items():
+        assert broker.dispatch[api_key].__func__ is handler
+        assert broker.dispatch[api_key].__self__ is broker.group_api

@@ -259,7 +259,9 @@ def test_config_is_checked():
 # The modules of broker/groups that run the state machines (on the loop, with a clock and
 # stores: issue 41 put them beside the machines); every other module there is pure.
 RUNNERS = {"service.py", "classic_service.py", "committed_offsets.py", "offset_files.py",
-           "state_files.py", "offset_etcd.py", "state_etcd.py"}
+           "state_files.py", "offset_etcd.py", "state_etcd.py",
+           # the group service both ports' adapters call
+           "api.py", "offsets_api.py", "offset_delete.py", "membership_api.py"}
 
 
 def test_groups_state_machines_import_only_protocol_errors_and_the_stdlib():

@@ -1,17 +1,12 @@
 """One table of group operations for both ports (issue 41): every group API either port
-serves is in ``request_gate.GROUP_OPERATIONS`` with Kafka's operation, so a Kafka group
-adapter and a native rule ask the same question of the ACLs for the same API, and a group
-API added to either door without an entry fails here rather than with a KeyError on the
-first request of a secured broker."""
+serves is in ``request_gate.GROUP_OPERATIONS`` with Kafka's operation, the table the gate's
+``GatedGroups`` judges both ports' group requests by, so a group API added to either door
+without an entry fails here rather than with a KeyError on the first request of a secured
+broker (the gate itself: tests/unit/broker/test_group_gate.py)."""
 
 from __future__ import annotations
 
-from tslog.broker.security.acl import AclBinding, Authorizer
-from tslog.broker.security.request_gate import (
-    GROUP_OPERATIONS,
-    HostAuthorizer,
-    may_use_group,
-)
+from tslog.broker.security.request_gate import GROUP_OPERATIONS
 from tslog.broker.server.kafka.group_admin_apis import GROUP_ADMIN_ADAPTERS
 from tslog.broker.server.kafka.group_apis import GROUP_ADAPTERS
 from tslog.broker.server.kafka.offset_delete_api import OFFSET_DELETE_ADAPTERS
@@ -28,15 +23,3 @@ def test_every_group_api_of_the_kafka_port_has_kafkas_operation():
                                      OFFSET_DELETE_ADAPTERS) for key in table}
     assert served <= GROUP_OPERATIONS.keys()
     assert GROUP_OPERATIONS == KAFKA
-
-
-def test_the_check_is_the_acls_answer_for_that_operation_and_host():
-    authorizer = Authorizer(allow_if_no_acl=False)
-    authorizer.replace([AclBinding("User:a", "group", "literal", "g", "Describe", "Allow",
-                                   host="10.0.0.1")])
-    here, elsewhere = HostAuthorizer(authorizer, "10.0.0.1"), HostAuthorizer(authorizer,
-                                                                             "10.0.0.2")
-    allowed = {key for key in GROUP_OPERATIONS if may_use_group(here, "User:a", key, "g")}
-    assert allowed == {key for key, operation in KAFKA.items() if operation == "Describe"}
-    assert not any(may_use_group(elsewhere, "User:a", key, "g") for key in GROUP_OPERATIONS)
-    assert not any(may_use_group(here, "User:b", key, "g") for key in GROUP_OPERATIONS)

@@ -17,7 +17,9 @@ from tslog.broker.admin.partition_requests import (
     OffsetsAtTimesRequest,
     TimesQuery,
 )
+from tslog.broker.security.group_gate import GatedGroups
 from tslog.broker.security.request_gate import (
+    DATA_KEYS,
     RULES,
     TYPED_GATES,
     GatedPartitionAdmin,
@@ -84,11 +86,17 @@ def never(body):
 
 
 def test_every_api_key_is_mapped():
-    """Each api key has a rule, or is a typed service's, judged by its wrapper (the data
-    service's tests: tests/unit/broker/test_data_gate.py; the partition admin's:
-    tests/unit/broker/test_partition_admin_gate.py)."""
+    """Each api key has a rule, or is one of a typed service's, judged typed by its wrapper
+    (tests/unit/broker/test_data_gate.py, test_group_gate.py, test_partition_admin_gate.py),
+    never both."""
     assert sorted(int(k) for k in ApiKey if int(k) not in set(RULES) | set(TYPED_GATES)) == []
     assert not set(TYPED_GATES) & set(RULES)
+    assert DATA_KEYS <= set(TYPED_GATES)
+    assert {key for key, wrapper in TYPED_GATES.items() if wrapper is GatedGroups} == {
+        ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS,
+        ApiKey.DELETE_GROUPS, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+    # every group API is the group service's now: no rule judges a group
+    assert not set(RULES) & {8, 9, 10, 16, 42, 68, 69}
     assert {21, 22, 23, 43, 45, 46, 1000} <= {
         key for key, wrapper in TYPED_GATES.items() if wrapper is GatedPartitionAdmin}
     # the SCRAM APIs, mapped by number before they exist here
@@ -179,75 +187,6 @@ def test_configs_need_their_operation_on_the_topic_or_the_cluster(api, operation
     codes = {r["name"]: r["error_code"] for r in response["resources"]}
     assert codes["a1"] == 0 and codes["b1"] == 29 and codes.get("0", 31) == 31
     check_response_body(int(api), 0, response)
-
-
-def test_offset_commit_needs_read_on_the_group_and_the_topic():
-    body = {"group_id": "g", "member_id": "", "member_epoch": -1, "topics": [
-        tp("a1", {"partition": 0, "offset": 1, "metadata": ""}),
-        tp("b1", {"partition": 0, "offset": 1, "metadata": ""})]}
-
-    def handler(b):
-        return {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0})
-                           for t in b["topics"]]}
-    no_group = run(Authorizer(bindings=[allow("Read", "topic", "*")]), ApiKey.OFFSET_COMMIT,
-                   body, never)
-    assert {t["partitions"][0]["error_code"] for t in no_group["topics"]} == {30}
-    authz = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
-    response = run(authz, ApiKey.OFFSET_COMMIT, body, handler)
-    assert {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]} == {
-        "a1": 0, "b1": 29}
-    check_response_body(8, 1, response)
-
-
-def test_offset_fetch_needs_describe_on_the_group_and_hides_topics():
-    def handler(b):
-        names = ["a1", "b1"] if b["topics"] is None else [t["topic"] for t in b["topics"]]
-        return {"topics": [tp(n, {"partition": 0, "offset": 3, "metadata": "",
-                                  "error_code": 0}) for n in names]}
-    assert run(Authorizer(), ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None},
-               never)["error_code"] == 30
-    authz = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
-    every = run(authz, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": None}, handler)
-    assert [t["topic"] for t in every["topics"]] == ["a1"]
-    named = run(authz, ApiKey.OFFSET_FETCH, {"group_id": "g", "topics": [tp("a1", 0),
-                                                                        tp("b1", 0)]}, handler)
-    assert {t["topic"]: t["partitions"][0]["error_code"] for t in named["topics"]} == {
-        "a1": 0, "b1": 29}
-    check_response_body(9, 0, named)
-
-
-def test_group_apis_deny_per_group():
-    authz = Authorizer(bindings=[allow("Read", "group", "g")])  # Read implies Describe
-    found = run(authz, ApiKey.FIND_COORDINATOR, {"key_type": "group", "keys": ["g", "h"]},
-                lambda b: {"coordinators": [{"key": k, "node_id": 0, "host": "x", "port": 1,
-                                             "error_code": 0} for k in b["keys"]]})
-    assert {c["key"]: c["error_code"] for c in found["coordinators"]} == {"g": 0, "h": 30}
-    check_response_body(10, 0, found)
-    deleted = run(Authorizer(bindings=[allow("Delete", "group", "g")]), ApiKey.DELETE_GROUPS,
-                  {"groups": ["g", "h"]}, lambda b: {"results": [
-                      {"group_id": g, "error_code": 0} for g in b["groups"]]})
-    assert {r["group_id"]: r["error_code"] for r in deleted["results"]} == {"g": 0, "h": 30}
-    described = run(authz, ApiKey.CONSUMER_GROUP_DESCRIBE, {"groups": ["h"]}, never)
-    assert described["groups"][0]["error_code"] == 30
-    check_response_body(69, 0, described)
-    listed = run(authz, ApiKey.LIST_GROUPS, {"states": None}, lambda b: {
-        "error_code": 0, "groups": [{"group_id": g, "state": "EMPTY", "members": 0}
-                                    for g in ("g", "h")]})
-    assert [g["group_id"] for g in listed["groups"]] == ["g"]
-    whole = Authorizer(bindings=[allow("Describe", *CLUSTER)])
-    assert run(whole, ApiKey.LIST_GROUPS, {"states": None}, lambda b: "all") == "all"
-
-
-def test_heartbeat_needs_read_on_the_group_and_describe_on_its_topics():
-    body = {"group_id": "g", "member_id": "m", "member_epoch": 0,
-            "subscribed_topics": ["a1"], "owned": None}
-    assert run(Authorizer(), ApiKey.CONSUMER_GROUP_HEARTBEAT, body, never)["error_code"] == 30
-    only_group = Authorizer(bindings=[allow("Read", "group", "g")])
-    denied = run(only_group, ApiKey.CONSUMER_GROUP_HEARTBEAT, body, never)
-    assert denied["error_code"] == 29
-    check_response_body(68, 0, denied)
-    both = Authorizer(bindings=[allow("Read", "group", "g"), allow("Read", "topic", "a1")])
-    assert run(both, ApiKey.CONSUMER_GROUP_HEARTBEAT, body, lambda b: "ran") == "ran"
 
 
 def test_init_producer_id_needs_write_on_some_topic_or_cluster_action():
