@@ -19,6 +19,7 @@ from tests.helpers.python_calls import count_calls
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
+from tslog.broker.security.group_gate import GatedGroups
 from tslog.broker.security.request_gate import GatedData, GatedPartitionAdmin
 from tslog.broker.server.kafka.dispatch import TABLE
 from tslog.broker.server.kafka.services import KafkaServices
@@ -73,8 +74,8 @@ def kafka(broker, principal: str = ALICE) -> KafkaServices:
     gate = broker.gate
     return KafkaServices(gate.bind(broker.dispatch, connection),
                          gate.wrap(GatedData, broker.data, connection), broker.topics,
-                         broker.cluster, broker.config, broker.groups, broker.offsets,
-                         broker.classic_groups, broker.group_catalog, gate.authorizer,
+                         broker.cluster, broker.config, gate.authorizer,
+                         gate.wrap(GatedGroups, broker.group_api, connection),
                          partition_admin=gate.wrap(GatedPartitionAdmin, broker.partition_admin,
                                                    connection))
 
