@@ -29,10 +29,12 @@ from tslog.protocol.errors import ErrorCode
 from ..data.requests import RequestDenied
 from ..metrics import security_metrics
 from . import ANONYMOUS
-from .acl import ANY_HOST, CLUSTER_NAME, Authorizer
+from .acl import CLUSTER_NAME, Authorizer
+from .from_host import FromHost
+from .topic_admin_gate import GatedTopicAdmin
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
+           "GatedTopicAdmin", "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -208,53 +210,6 @@ _fetch_offset_topics = _topic_partitions("Describe", lambda p: {
     "partition": p, "offset": -1, "metadata": "", "error_code": TOPIC_DENIED})
 
 
-def _topic_result(operation: str) -> Callable[[str, dict], dict]:
-    return lambda principal, t: {"topic": t["topic"], "error_code": TOPIC_DENIED,
-                                 "error_message": _message(principal, operation, "topic",
-                                                           t["topic"])}
-
-
-_create_topics_each = _named("Create", "topic", "topics", "topics", _topic_result("Create"),
-                             lambda t: t["topic"])
-
-
-def _create_topics(authz: Authorizer, principal: str, body: dict):
-    if authz.authorize(principal, "Create", "cluster", CLUSTER_NAME):
-        return None
-    return _create_topics_each(authz, principal, body)
-
-
-_delete_topics = _named("Delete", "topic", "topics", "topics",
-                        lambda principal, name: {"topic": name, "error_code": TOPIC_DENIED})
-_create_partitions = _named("Alter", "topic", "topics", "topics", _topic_result("Alter"),
-                            lambda t: t["topic"])
-
-
-def _config_rule(operation: str, describe: bool) -> Rule:
-    """Describe/AlterConfigs: a topic needs the operation on it; a broker, on the cluster."""
-    def rule(authz: Authorizer, principal: str, body: dict):
-        def allowed(resource: dict) -> bool:
-            if resource["type"] == "topic":
-                return authz.authorize(principal, operation, "topic", resource["name"])
-            return authz.authorize(principal, operation, "cluster", CLUSTER_NAME)
-        kept, denied = _split(body["resources"], lambda r: r, allowed)
-        if not denied:
-            return None
-        entries = []
-        for r in denied:
-            topic = r["type"] == "topic"
-            entry = {"type": r["type"], "name": r["name"],
-                     "error_code": TOPIC_DENIED if topic else CLUSTER_DENIED,
-                     "error_message": _message(principal, operation,
-                                               "topic" if topic else "broker", r["name"])}
-            if describe:
-                entry["configs"] = []
-            entries.append(entry)
-        return Partial({**body, "resources": kept} if kept else None,
-                       _appending("resources", entries), {"resources": []})
-    return rule
-
-
 def _offset_commit(authz: Authorizer, principal: str, body: dict):
     if not may_use_group(authz, principal, 8, body["group_id"]):
         return {"topics": [{"topic": t["topic"], "partitions": [
@@ -319,7 +274,9 @@ def _init_producer_id(authz: Authorizer, principal: str, body: dict):
 
 
 # api key (a number: some APIs are added by other parts of the product) -> its rule. The data
-# service's four (Produce, Fetch, ListOffsets, Metadata) are judged typed, by ``GatedData``.
+# service's four (Produce, Fetch, ListOffsets, Metadata) are judged typed, by ``GatedData``,
+# and the topic admin service's five (Create/DeleteTopics, CreatePartitions,
+# Describe/AlterConfigs) by ``GatedTopicAdmin`` (``topic_admin_gate.py``).
 RULES: dict[int, Rule] = {
     8: _offset_commit,                              # OffsetCommit: Read group + Read topic
     9: _offset_fetch,                               # OffsetFetch: Describe group + topic
@@ -327,18 +284,13 @@ RULES: dict[int, Rule] = {
     16: _list_groups,                               # ListGroups: Describe group (hides)
     17: _nothing,                                   # SaslHandshake
     18: _nothing,                                   # ApiVersions
-    19: _create_topics,                             # CreateTopics: Create cluster or topic
-    20: _delete_topics,                             # DeleteTopics: Delete topic
     21: _delete_records,                            # DeleteRecords: Delete topic
     22: _init_producer_id,                          # InitProducerId: Write any topic
     23: _replica_or(_leader_epochs),                # OffsetForLeaderEpoch
     29: _cluster("Describe"),                       # DescribeAcls
     30: _cluster("Alter"),                          # CreateAcls
     31: _cluster("Alter"),                          # DeleteAcls
-    32: _config_rule("DescribeConfigs", True),      # DescribeConfigs
-    33: _config_rule("AlterConfigs", False),        # AlterConfigs
     36: _nothing,                                   # SaslAuthenticate
-    37: _create_partitions,                         # CreatePartitions: Alter topic
     42: _delete_groups,                             # DeleteGroups: Delete group
     43: _cluster("Alter"),                          # ElectLeaders
     45: _cluster("Alter"),                          # AlterPartitionReassignments
@@ -373,35 +325,13 @@ async def _merged_later(awaitable, merge: Callable[[dict], dict]) -> dict:
     return merge(await awaitable)
 
 
-class _FromHost:
-    """The authorizer as the rules see it for one connection: every check is made for the
-    address the connection comes from (ACLs may name a host), read from its ``peer``."""
-
-    __slots__ = ("authz", "connection")
-
-    def __init__(self, authz: Authorizer, connection) -> None:
-        self.authz = authz
-        self.connection = connection
-
-    def _host(self) -> str:
-        if not self.authz.hosts_named:  # no ACL names a host: it cannot change an answer
-            return ANY_HOST
-        return self.connection.peer.rsplit(":", 1)[0]
-
-    def authorize(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
-        return self.authz.authorize(principal, operation, resource_type, name, self._host())
-
-    def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
-        return self.authz.authorize_any(principal, operation, resource_type, self._host())
-
-
 class _Gated:
     """One api key's handler behind the gate, for one connection."""
 
     __slots__ = ("authz", "api_key", "handler", "connection")
 
     def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
-        self.authz = _FromHost(authz, connection)
+        self.authz = FromHost(authz, connection)
         self.api_key = api_key
         self.handler = handler
         self.connection = connection
@@ -423,7 +353,7 @@ class GatedData:
 
     def __init__(self, authz: Authorizer, data, connection) -> None:
         self.data = data
-        self.authz = _FromHost(authz, connection)
+        self.authz = FromHost(authz, connection)
         self.connection = connection
 
     def _denied(self, operation: str, entries, api_key: int) -> frozenset:
@@ -472,7 +402,10 @@ class GatedData:
 # and the wrapper that judges that service's typed requests for one connection.
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
-}                                                             # Metadata
+    # Metadata; CreateTopics, DeleteTopics, DescribeConfigs, AlterConfigs, CreatePartitions:
+    19: GatedTopicAdmin, 20: GatedTopicAdmin, 32: GatedTopicAdmin, 33: GatedTopicAdmin,
+    37: GatedTopicAdmin,
+}
 DATA_KEYS = frozenset(key for key, wrapper in TYPED_GATES.items() if wrapper is GatedData)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from tslog.protocol.messages import ApiKey
 
+from ..admin.topics import TopicAdmin
 from ..data.service import DataService
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .data_handlers import (
@@ -77,13 +78,17 @@ REPLICATION_HANDLERS = {
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
 }
-ADMIN_HANDLERS = {
-    ApiKey.API_VERSIONS: handle_api_versions,
+# Bound to the topic admin service (``broker/admin``), which the Kafka port's adapters call
+# too; the request gate binds them to its ``GatedTopicAdmin`` per connection.
+TOPIC_ADMIN_HANDLERS = {
     ApiKey.CREATE_TOPICS: handle_create_topics,
     ApiKey.CREATE_PARTITIONS: handle_create_partitions,
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
+}
+ADMIN_HANDLERS = {
+    ApiKey.API_VERSIONS: handle_api_versions,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
@@ -112,10 +117,11 @@ SECURITY_HANDLERS = {
 
 def bind_handlers(data: DataService, data_path: DataPath, replication: ReplicationApis,
                   admin: AdminApis, groups: GroupApis, acls: AclApis,
-                  security: SecurityApis) -> Dispatch:
+                  security: SecurityApis, topic_admin: TopicAdmin) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_SERVICE_HANDLERS, data), (DATA_PATH_HANDLERS, data_path),
+                               (TOPIC_ADMIN_HANDLERS, topic_admin),
                                (REPLICATION_HANDLERS, replication),
                                (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):

@@ -41,14 +41,13 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
-from ..security.request_gate import GatedData
+from ..security.request_gate import GatedData, GatedTopicAdmin
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
 from .connection import BrokerConnection
 from .native_front import NativeFront
 from .connection_registry import ConnectionRegistry
 from .kafka.front import KafkaFront
-from .kafka.replication_rates import ReplicationRates
 from .kafka.services import KafkaServices
 from .state import Broker
 
@@ -211,14 +210,16 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     loop = asyncio.get_running_loop()
     host, port = parse_host_port(config.kafka_listen)
     dispatch, gate = broker.dispatch, broker.gate
-    rates = ReplicationRates(broker.replicas.throttle, config.leader_replication_throttled_rate)
 
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
-        return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
-                             broker.offsets, broker.classic_groups, broker.group_catalog,
-                             None if gate is None else gate.authorizer, rates=rates)
+        admin = broker.topic_admin if gate is None else gate.wrap(
+            GatedTopicAdmin, broker.topic_admin, connection)
+        return KafkaServices(native, data, admin, broker.topics, broker.cluster, config,
+                             broker.groups, broker.offsets, broker.classic_groups,
+                             broker.group_catalog, None if gate is None else gate.authorizer,
+                             rates=broker.rates)
 
     front = KafkaFront(make_services)
     try:

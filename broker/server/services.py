@@ -18,10 +18,10 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   broker's ``Lifecycle`` (its ``stopping`` flag ends long polls).
 - ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
   cluster view.
-- ``AdminApis`` (CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions,
-  Alter/ListPartitionReassignments): the topic catalog, the topic service (single node or
-  cluster, picked at open), the cluster view, the broker's settings (its node id), and the
-  reassignment service.
+- ``AdminApis`` (ApiVersions, Alter/ListPartitionReassignments, ElectLeaders): the topic
+  catalog, the cluster view, the broker's settings, and the reassignment service. The topic
+  and config APIs are bound to the topic admin service (``broker/admin``) instead, as the
+  data APIs are to the data service (``broker/data``).
 - ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
@@ -46,7 +46,6 @@ from ..topics import TopicManager
 from .clock import BrokerClock
 from .durability import AppendNotifier, GroupCommitter
 from .reassign_service import ReassignmentService
-from .topic_service import TopicService
 
 
 class Lifecycle:
@@ -80,7 +79,6 @@ class ReplicationApis(Protocol):
 
 class AdminApis(Protocol):
     topics: TopicManager
-    topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig  # node_id
     reassignments: ReassignmentService  # Alter/ListPartitionReassignments
@@ -128,7 +126,6 @@ class ReplicationServices:
 @dataclass(frozen=True, slots=True)
 class AdminServices:
     topics: TopicManager
-    topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig
     reassignments: ReassignmentService

@@ -1,13 +1,17 @@
 """What a Kafka adapter is given: the data service and the native handlers, gated, plus
 what translation reads.
 
-Produce, Fetch and ListOffsets call the data service (``broker/data``) with typed requests,
-as tslog's own handlers do; with the authorizer on, through the connection's ``GatedData``
-(``security/request_gate.py``), the same gate the native port uses.
+Produce, Fetch, ListOffsets and Metadata call the data service (``broker/data``) with typed
+requests, as tslog's own handlers do; with the authorizer on, through the connection's
+``GatedData`` (``security/request_gate.py``), the same gate the native port uses. The topic
+and config APIs (Create/DeleteTopics, CreatePartitions, Describe/AlterConfigs,
+IncrementalAlterConfigs, Metadata's creation of missing topics) call the topic admin service
+(``broker/admin``) the same way, through ``GatedTopicAdmin``
+(``security/topic_admin_gate.py``).
 
-Why the native handlers and not the services behind them: the issue asks that Kafka requests
-be served by "the same handlers the native protocol uses", so validation, durability (acks),
-idempotence, long polls and ACLs live in one place. ``native`` is the broker's dispatch table
+The APIs no typed service serves yet go through the native handlers: the issue asks that
+Kafka requests be served by "the same handlers the native protocol uses", so validation,
+durability (acks), idempotence, long polls and ACLs live in one place. ``native`` is the broker's dispatch table
 (``dispatch.bind_handlers``), bound per connection through the ``RequestGate`` when the
 authorizer is on, exactly as a native connection binds it: a Kafka request is authorized for
 the connection's principal by the same rules (Kafka's operation per API).
@@ -49,6 +53,7 @@ class ProduceOrder:
 class KafkaServices:
     native: dict[int, Callable[[dict], Any]]  # ApiKey -> bound (and gated) native handler
     data: Any  # the data service, or the connection's ``GatedData`` in front of it
+    topic_admin: Any  # the topic admin service, or the connection's ``GatedTopicAdmin``
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig
