@@ -77,3 +77,20 @@ def test_a_single_node_picks_its_local_services_once_at_open(broker):
 def test_the_bound_port_is_advertised_by_the_single_node_view(broker):
     broker.set_bound_port(45678)
     assert broker.cluster.brokers() == {broker.config.node_id: (broker.advertised_host, 45678)}
+
+
+@pytest.mark.parametrize("handlers, service", [
+    (dispatch.DATA_SERVICE_HANDLERS, "data"), (dispatch.TOPIC_ADMIN_HANDLERS, "topic_admin")])
+def test_typed_services_handlers_are_bound_to_the_broker_s_service(broker, handlers, service):
+    """The data and topic admin APIs are bound to the one service both ports call (which the
+    request gate rebinds per connection to its wrapper of that service)."""
+    for api_key, handler in handlers.items():
+        bound = broker.dispatch[api_key]
+        assert bound.__func__ is handler
+        assert bound.__self__ is getattr(broker, service)
+
+
+def test_the_topic_admin_service_changes_topics_through_the_topic_service(broker):
+    assert broker.topic_admin.changes is broker.topic_service
+    assert broker.topic_admin.topics is broker.topics
+    assert broker.topic_admin.rates is broker.rates
