@@ -13,7 +13,9 @@ A rule per api key reads the request body and the connection's principal and ret
 ListGroups hides what may not be described (listing everything); Metadata does the same,
 judged typed with Produce, Fetch and ListOffsets by ``GatedData``, and answers
 TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
-the topic exists.
+the topic exists. The typed services' APIs (``TYPED_GATES``) have no rule here: their
+wrappers judge the typed requests (``GatedData`` below; ``GatedTopicAdmin``, in
+``topic_admin_gate.py``, for Create/DeleteTopics, CreatePartitions, Describe/AlterConfigs).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
 either way; with the authorizer off it gets the plain table and pays nothing at all.
