@@ -251,7 +251,8 @@ def _open_broker(data_dir: str):
                  "topics": broker.topics, "cluster": broker.cluster,
                  "config": config, "groups": broker.groups, "offsets": broker.offsets,
                  "classic": broker.classic_groups, "authorizer": None,
-                 "catalog": getattr(broker, "group_catalog", None)}
+                 "catalog": getattr(broker, "group_catalog", None),
+                 "partition_admin": getattr(broker, "partition_admin", None)}
     services = KafkaServices(**{field.name: available[field.name]
                                 for field in dataclasses.fields(KafkaServices)
                                 if field.name in available})

@@ -18,11 +18,13 @@ from ._group_admin import GroupAdmin
 from ._reassign_admin import ReassignAdmin
 from ._offsets import delete_records, list_offsets
 from ._batch_times import log_append_times
+from ._record_reads import read_records
 from ._offsets_at_times import offsets_at_times
 from ._types import (
     AclBinding,
     AclBindingFilter,
     ConfigEntry,
+    ConsumerRecord,
     GroupDescription,
     GroupListing,
     OffsetAndMetadata,
@@ -255,6 +257,16 @@ class AsyncAdmin:
         batch's header (one Fetch per leader for all of them; no record is decoded)."""
         return await log_append_times(self._cluster, {TopicPartition(*tp): offset
                                                       for tp, offset in offsets.items()})
+
+    async def read_records(self, positions: dict, limit: int = 10
+                           ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """{tp: offset} -> {tp: up to ``limit`` records from that offset}: a look at a few
+        records of many partitions, with no consumer, no group and no read ahead (one Fetch
+        per leader per round, for about ``limit`` records a partition)."""
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, not {limit}")
+        return await read_records(self._cluster, {TopicPartition(*tp): offset
+                                                  for tp, offset in positions.items()}, limit)
 
     # --------------------------------------------------------------------- consumer groups
 

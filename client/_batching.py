@@ -14,7 +14,11 @@ partitioner and the limits it uses, and the producer's methods call them.
 from __future__ import annotations
 
 import time
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_not
+
+import numpy as np
+from crc32c import crc32c
 
 from tslog.protocol.records import Section
 
@@ -158,15 +162,22 @@ def append_batch(accumulator: RecordAccumulator, sticky: StickyPartitioner, topi
     return BatchFuture(parts, count)
 
 
+# Up to this many keys are grouped by a loop; more by numpy, whose fixed cost per call is
+# worth paying only over a list long enough (as ``protocol/_column_check.py`` measured).
+KEY_LOOP_MAX = 32
+
+
 def _key_groups(accumulator: RecordAccumulator, sticky: StickyPartitioner, topic: str,
                 partitions: int, keys: list) -> dict:
     """Target partition -> the positions of its records, by key (null keys: the sticky
-    partition)."""
-    groups: dict = {}
+    partition). Records keep their order within each partition."""
     sticky_partition = -1  # null keys: the sticky partition, chosen now (order per partition)
     if None in keys:
         with accumulator.lock:
             sticky_partition = sticky.partition(topic, partitions)
+    if len(keys) > KEY_LOOP_MAX:
+        return _key_groups_by_column(keys, partitions, sticky_partition)
+    groups: dict = {}
     for position, key in enumerate(keys):
         target = sticky_partition if key is None else key_partition(key, partitions)
         group = groups.get(target)
@@ -175,6 +186,24 @@ def _key_groups(accumulator: RecordAccumulator, sticky: StickyPartitioner, topic
         else:
             group.append(position)
     return groups
+
+
+def _key_groups_by_column(keys: list, partitions: int, sticky_partition: int) -> dict:
+    """``_key_groups`` for a long list, with C-level calls only: each key's partition is
+    ``key_partition``'s (crc32c modulo the count), hashed by ``map``; a stable sort by
+    partition then gives each partition's positions in order, so the Python work is per
+    partition, not per record."""
+    count = len(keys)
+    present = np.fromiter(map(is_not, keys, repeat(None)), dtype=bool, count=count)
+    targets = np.full(count, sticky_partition, dtype=np.int64)
+    targets[present] = np.fromiter(map(crc32c, compress(keys, present)), dtype=np.int64,
+                                   count=int(present.sum())) % partitions
+    order = np.argsort(targets, kind="stable")
+    found, starts = np.unique(targets[order], return_index=True)
+    bounds = starts.tolist() + [count]
+    positions = order.tolist()
+    return {target: positions[start:end]
+            for target, start, end in zip(found.tolist(), bounds, bounds[1:])}
 
 
 def _pick(positions: list, values, keys, create_times, headers, lengths) -> tuple:

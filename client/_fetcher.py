@@ -21,9 +21,21 @@ import logging
 import struct
 from itertools import repeat
 
-from tslog.protocol.batch_header import HEADER_SIZE, BatchFormatError, parse_header, peek_length
+from tslog.protocol.batch_header import (
+    HEADER_SIZE,
+    BatchFormatError,
+    parse_header,
+    peek_length,
+    peek_record_count,
+)
 from tslog.protocol.messages import ApiKey
-from tslog.protocol.records import RecordColumns, decode_columns
+from tslog.protocol.records import (
+    ROWS_MAX_RECORDS,
+    RecordColumns,
+    RecordRows,
+    decode_columns,
+    decode_rows,
+)
 
 from ._cluster import failed_as_leader
 from ._offsets import group_by_topic
@@ -62,7 +74,7 @@ class CompletedFetch:
         self.node_id = node_id
         self._pending: list = []  # decoded records of the current batch
         self._next = 0  # index of the first record of _pending not yet returned
-        self._columns = None  # the RecordColumns _pending was made from
+        self._columns = None  # the RecordColumns _pending was made from, or its batch
 
     def take(self, state: PartitionState, limit: int | None, deserialize) -> list:
         """Up to ``limit`` records at or after the position; advances the position."""
@@ -71,11 +83,8 @@ class CompletedFetch:
             if self._next >= len(self._pending):
                 if not self.batches:
                     break
-                batch = self.batches[0]
                 try:
-                    self._columns = decode_columns(batch)
-                    self._pending = decode_batch(self.tp, self._columns, state.position,
-                                                 deserialize)
+                    self._pending = self._decode(self.batches[0], state.position, deserialize)
                 except BatchFormatError as exc:
                     # Keep the batch: every poll raises until the user seeks past it.
                     raise CorruptMessageError(
@@ -91,11 +100,23 @@ class CompletedFetch:
             state.position = chunk[-1].offset + 1
         return out
 
+    def _decode(self, batch, position: int, deserialize) -> list:
+        """A batch's records at offsets >= ``position``: a small batch row-wise (numpy's
+        fixed cost per call would be most of its decoding, see ``_small_batches.py``),
+        any other as columns."""
+        if peek_record_count(batch) <= ROWS_MAX_RECORDS:
+            self._columns = batch  # made columns only if take_columns asks for the rest
+            return records_of_rows(self.tp, decode_rows(batch), position, deserialize)
+        self._columns = decode_columns(batch)
+        return decode_batch(self.tp, self._columns, position, deserialize)
+
     def take_columns(self, state: PartitionState) -> list[ColumnBatch]:
         """Every remaining batch as columns (records below the position cut off by ``start``)."""
         out: list[ColumnBatch] = []
         if self._next < len(self._pending):  # poll() decoded this batch but left records
             columns = self._columns
+            if type(columns) is not RecordColumns:  # decoded row-wise: checked already
+                columns = decode_columns(columns, verify_crc=False)
             start = self._pending[self._next].offset - columns.base_offset
             out.append(ColumnBatch(self.tp.topic, self.tp.partition, start, columns))
             state.position = columns.base_offset + columns.record_count
@@ -216,6 +237,30 @@ def decode_batch(tp: TopicPartition, batch, position: int, deserialize) -> list:
                  range(base + start, base + n),
                  keys, values, create_times,
                  repeat(columns.log_append_time, count), headers)
+    return list(map(tuple.__new__, repeat(ConsumerRecord, count), fields))
+
+
+def records_of_rows(tp: TopicPartition, rows: RecordRows, position: int,
+                    deserialize) -> list:
+    """ConsumerRecords of a batch decoded row-wise, at offsets >= ``position``: the same
+    records ``decode_batch`` makes of its columns."""
+    base = rows.base_offset
+    n = len(rows.create_times)
+    start = max(0, position - base)
+    if start >= n:
+        return []
+    count = n - start
+    key_of, value_of = deserialize
+    keys, values = rows.keys[start:], rows.values[start:]
+    if key_of is not None:
+        keys = [None if key is None else key_of(key) for key in keys]
+    if value_of is not None:
+        values = [None if value is None else value_of(value) for value in values]
+    headers = (repeat((), count) if rows.headers is None
+               else [entry or () for entry in rows.headers[start:]])
+    fields = zip(repeat(tp.topic, count), repeat(tp.partition, count),
+                 range(base + start, base + n), keys, values, rows.create_times[start:],
+                 repeat(rows.log_append_time, count), headers)
     return list(map(tuple.__new__, repeat(ConsumerRecord, count), fields))
 
 

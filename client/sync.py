@@ -213,6 +213,9 @@ class Admin(_Facade):
     def log_append_times(self, offsets):
         return self._run(self._core.log_append_times(offsets))
 
+    def read_records(self, positions, limit=10):
+        return self._run(self._core.read_records(positions, limit))
+
     def list_consumer_groups(self):
         return self._run(self._core.list_consumer_groups())
 

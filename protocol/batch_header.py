@@ -134,6 +134,16 @@ def peek_length(buffer, position: int = 0) -> int:
     return _LENGTH.unpack_from(buffer, position + _LENGTH_POSITION)[0]
 
 
+_RECORD_COUNT = struct.Struct("<i")
+_RECORD_COUNT_POSITION = 28
+
+
+def peek_record_count(buffer, position: int = 0) -> int:
+    """Return the record count field alone, unchecked: what a reader needs to choose how to
+    decode a batch before it decodes it (the decoder checks it)."""
+    return _RECORD_COUNT.unpack_from(buffer, position + _RECORD_COUNT_POSITION)[0]
+
+
 # The header split where the CRC starts: what the leader assigns (base offset, leader epoch)
 # and the CRC itself, then the fields [16, 80) the CRC covers (``stamped_header``).
 _UNCOVERED = struct.Struct("<qiI")  # base_offset, leader_epoch, crc: bytes [0, 16)

@@ -114,6 +114,7 @@ class ConnectionClosed(NamedTuple):
 _HEADER, _FRAME, _SIZE = 0, 1, 2
 _PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
 _PRODUCE_KEY = int(_PRODUCE)  # both codecs' Produce: the native ApiKey and Kafka's int
+_FETCH_KEY = int(ApiKey.FETCH)
 
 
 class Connection:
@@ -320,7 +321,9 @@ class Connection:
                                       ErrorCode.INVALID_REQUEST)
         correlation_id, api_key, api_version = self._outstanding.popleft()
         try:
-            got, body = split_response(frame, record_views=len(frame) >= self._views_from)
+            # only a Fetch answer carries records (see ``decode_request``)
+            got, body = split_response(frame, record_views=api_key == _FETCH_KEY
+                                       and len(frame) >= self._views_from)
         except InvalidResponseError:
             if is_kafka_refusal(frame):
                 raise KafkaAnswerError("answered in Kafka's wire protocol") from None

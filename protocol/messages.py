@@ -205,11 +205,21 @@ def _is_int(value) -> bool:
 new_tuple = tuple.__new__
 
 
+# How a Produce request's envelope starts: a 5-item array, then api key 0 as a positive
+# fixint (what every msgpack packer writes for 0; any other spelling is decoded by copying).
+# (Compared as bytes: the broker receives a large frame into a numpy array, whose ``==``
+# compares element by element.)
+_PRODUCE_ENVELOPE = b"\x95\x00"
+
+
 def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHeader, dict]:
     """Parse and validate one request frame body (without the 4-byte prefix).
 
     ``record_views``: as in ``split_response``: a Produce request's records stay in
-    ``frame_body``.
+    ``frame_body``. Asked for another request, it is ignored: only a Produce carries
+    records, and the view walk costs Python work per msgpack item, so a large request of
+    many small items (an OffsetsAtTimes of every partition's chart edges) would pay it on
+    each of them for no view at all.
 
     Returns:
         (RequestHeader with ``api_key`` an ``ApiKey``, body dict).
@@ -219,7 +229,9 @@ def decode_request(frame_body, *, record_views: bool = False) -> tuple[RequestHe
         InvalidRequestError; nothing else, whatever the bytes.
     """
     try:
-        message = unpack_with_views(frame_body) if record_views else _unpack(frame_body)
+        message = (unpack_with_views(frame_body)
+                   if record_views and bytes(frame_body[:2]) == _PRODUCE_ENVELOPE
+                   else _unpack(frame_body))
     except Exception as exc:  # msgpack signals garbage with many exception types
         kafka = describe_kafka_request(frame_body)
         if kafka is not None:

@@ -23,7 +23,8 @@ Layout of the (uncompressed) section that follows the 80-byte header, little-end
 
 With COMPRESSION_ZSTD the whole section is one zstd frame; the header and its CRC describe the
 stored (compressed) bytes. See ``docs/storage-format.md``. Building lives in
-``_record_builder.py`` and is re-exported here; this module decodes. Decoding must be total:
+``_record_builder.py`` and is re-exported here; this module decodes (a batch of a few records
+can also be decoded row-wise, without numpy: ``_small_batches.py``). Decoding must be total:
 whatever the bytes, it returns columns or raises a ``BatchFormatError``, because batches
 arrive from peers and from disks. Whether a section can be decoded is decided by
 ``_record_check.check_section`` alone: the broker runs it before it accepts a batch and the
@@ -45,6 +46,7 @@ from ._record_check import (
     SECTION_SIZES,
     check_section,
 )
+from ._small_batches import ROWS_MAX_RECORDS, RecordRows, decode_rows
 from .batch_header import (
     HEADER_SIZE,
     BatchFormatError,
@@ -56,16 +58,19 @@ from .errors import CorruptRecordsError
 __all__ = [
     "MAX_BATCH_BYTES",
     "MAX_UNCOMPRESSED_BYTES",
+    "ROWS_MAX_RECORDS",
     "SECTION_SIZES",
     "ZSTD_LEVEL",
     "ColumnsOfBatches",
     "CorruptRecordsError",
     "Record",
     "RecordColumns",
+    "RecordRows",
     "Section",
     "build_batch",
     "decode_batches",
     "decode_columns",
+    "decode_rows",
     "iter_records",
     "seal_section",
     "split_batches",

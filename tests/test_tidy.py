@@ -250,7 +250,7 @@ def _given_narrow_services() -> list[Path]:
 def test_the_narrow_service_check_reads_the_modules_it_means():
     names = {str(path.relative_to(ROOT)) for path in _given_narrow_services()}
     assert {"broker/server/handlers.py", "broker/server/data_handlers.py",
-            "broker/server/replication_handlers.py", "broker/server/connection.py",
+            "broker/server/partition_handlers.py", "broker/server/connection.py",
             "broker/metrics/snapshot.py", "broker/metrics/server.py"} <= names
 
 

@@ -6,11 +6,14 @@ mechanism (one of the enabled ones, or "none" before a handshake) and a reason f
 ``LOGIN_FAILURES``. A denied request is counted per principal and API: principals are
 authenticated (a SCRAM user the operator created, a certificate the CA signed), and still only
 the first ``MAX_PRINCIPAL_LABELS`` get a series of their own, later ones share "other"; the
-API is one of ``ApiKey``'s names.
+API is one of ``ApiKey``'s names, or a Kafka-only API's (``describe_log_dirs``).
 """
 
 from __future__ import annotations
 
+import re
+
+from tslog.protocol.kafka.codec import API_NAMES as KAFKA_API_NAMES
 from tslog.protocol.messages import ApiKey
 
 from .definitions import DENIED_REQUESTS, FAILED_LOGINS
@@ -24,6 +27,10 @@ LOGIN_FAILURES = frozenset({
     "request_before_login",  # another API before the login succeeded
 })
 _principals: set[str] = set()
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def failed_login(mechanism: str | None, reason: str) -> None:
@@ -40,6 +47,7 @@ def denied(principal: str, api_key: int) -> None:
             _principals.add(principal)
     try:
         api = ApiKey(api_key).name.lower()
-    except ValueError:
-        api = "unknown"
+    except ValueError:  # a Kafka port's own API (DescribeLogDirs: describe_log_dirs)
+        kafka_name = KAFKA_API_NAMES.get(api_key)
+        api = "unknown" if kafka_name is None else _snake(kafka_name)
     DENIED_REQUESTS.labels(principal, api).inc()

@@ -14,8 +14,11 @@ ListGroups hides what may not be described (listing everything); Metadata does t
 judged typed with Produce, Fetch and ListOffsets by ``GatedData``, and answers
 TOPIC_AUTHORIZATION_FAILED for a topic asked by name, so a name tells nothing about whether
 the topic exists. The typed services' APIs (``TYPED_GATES``) have no rule here: their
-wrappers judge the typed requests (``GatedData`` below; ``GatedTopicAdmin``, in
-``topic_admin_gate.py``, for Create/DeleteTopics, CreatePartitions, Describe/AlterConfigs).
+wrappers judge the typed requests (``GatedData`` below; ``GatedPartitionAdmin``, in
+``partition_admin_gate.py``, for DeleteRecords, InitProducerId, OffsetForLeaderEpoch,
+ElectLeaders, Alter/ListPartitionReassignments, OffsetsAtTimes and the Kafka port's
+DescribeLogDirs; ``GatedTopicAdmin``, in ``topic_admin_gate.py``, for Create/DeleteTopics,
+CreatePartitions, Describe/AlterConfigs and the Kafka port's IncrementalAlterConfigs).
 
 Why bound per connection (``RequestGate.bind``): the connection calls ``dispatch[key](body)``
 either way; with the authorizer off it gets the plain table and pays nothing at all.
@@ -32,11 +35,13 @@ from ..data.requests import RequestDenied
 from ..metrics import security_metrics
 from . import ANONYMOUS
 from .acl import CLUSTER_NAME, Authorizer
-from .from_host import FromHost
+from .connection_authorizer import ConnectionAuthorizer
+from .partition_admin_gate import GatedPartitionAdmin
 from .topic_admin_gate import GatedTopicAdmin
 
 __all__ = ["ANONYMOUS", "DATA_KEYS", "GROUP_OPERATIONS", "RULES", "TYPED_GATES", "GatedData",
-           "GatedTopicAdmin", "RequestGate", "HostAuthorizer", "decide", "may_use_group"]
+           "GatedPartitionAdmin", "GatedTopicAdmin", "RequestGate", "HostAuthorizer",
+           "decide", "may_use_group"]
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -186,26 +191,8 @@ def _nothing(authz: Authorizer, principal: str, body: dict):
     return None
 
 
-def _replica_or(client_rule: Rule) -> Rule:
-    """A follower's request (``replica_id`` >= 0) needs ClusterAction; a client's, the rule."""
-    follower = _cluster("ClusterAction")
-
-    def rule(authz: Authorizer, principal: str, body: dict):
-        if body["replica_id"] >= 0:
-            return follower(authz, principal, body)
-        return client_rule(authz, principal, body)
-    return rule
-
-
 # -- the per-API rules -------------------------------------------------------------------
 
-_offsets_at_times = _topic_partitions("Describe", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "offsets": [], "timestamps": []})
-_delete_records = _topic_partitions("Delete", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "low_watermark": -1})
-_leader_epochs = _topic_partitions("Describe", lambda p: {
-    "partition": p["partition"], "error_code": TOPIC_DENIED, "leader_epoch": -1,
-    "end_offset": -1})
 _commit_topics = _topic_partitions("Read", lambda p: {
     "partition": p["partition"], "error_code": TOPIC_DENIED})
 _fetch_offset_topics = _topic_partitions("Describe", lambda p: {
@@ -268,17 +255,8 @@ def _heartbeat(authz: Authorizer, principal: str, body: dict):
             "assignment": None}
 
 
-def _init_producer_id(authz: Authorizer, principal: str, body: dict):
-    if (authz.authorize_any(principal, "Write", "topic")
-            or authz.authorize(principal, "ClusterAction", "cluster", CLUSTER_NAME)):
-        return None
-    return {"error_code": CLUSTER_DENIED, "producer_id": -1, "producer_epoch": -1}
-
-
-# api key (a number: some APIs are added by other parts of the product) -> its rule. The data
-# service's four (Produce, Fetch, ListOffsets, Metadata) are judged typed, by ``GatedData``,
-# and the topic admin service's five (Create/DeleteTopics, CreatePartitions,
-# Describe/AlterConfigs) by ``GatedTopicAdmin`` (``topic_admin_gate.py``).
+# api key (a number: some APIs are added by other parts of the product) -> its rule. The
+# typed services' keys (``TYPED_GATES``) are judged typed instead, by their wrappers.
 RULES: dict[int, Rule] = {
     8: _offset_commit,                              # OffsetCommit: Read group + Read topic
     9: _offset_fetch,                               # OffsetFetch: Describe group + topic
@@ -286,22 +264,15 @@ RULES: dict[int, Rule] = {
     16: _list_groups,                               # ListGroups: Describe group (hides)
     17: _nothing,                                   # SaslHandshake
     18: _nothing,                                   # ApiVersions
-    21: _delete_records,                            # DeleteRecords: Delete topic
-    22: _init_producer_id,                          # InitProducerId: Write any topic
-    23: _replica_or(_leader_epochs),                # OffsetForLeaderEpoch
     29: _cluster("Describe"),                       # DescribeAcls
     30: _cluster("Alter"),                          # CreateAcls
     31: _cluster("Alter"),                          # DeleteAcls
     36: _nothing,                                   # SaslAuthenticate
     42: _delete_groups,                             # DeleteGroups: Delete group
-    43: _cluster("Alter"),                          # ElectLeaders
-    45: _cluster("Alter"),                          # AlterPartitionReassignments
-    46: _cluster("Describe"),                       # ListPartitionReassignments
     50: _cluster("Describe"),                       # DescribeUserScramCredentials
     51: _cluster("Alter"),                          # AlterUserScramCredentials
     68: _heartbeat,                                 # ConsumerGroupHeartbeat: Read group
     69: _describe_groups,                           # ConsumerGroupDescribe: Describe group
-    1000: _offsets_at_times,                        # OffsetsAtTimes: Describe topic
 }
 
 
@@ -333,7 +304,7 @@ class _Gated:
     __slots__ = ("authz", "api_key", "handler", "connection")
 
     def __init__(self, authz: Authorizer, api_key: int, handler, connection) -> None:
-        self.authz = FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.api_key = api_key
         self.handler = handler
         self.connection = connection
@@ -355,7 +326,7 @@ class GatedData:
 
     def __init__(self, authz: Authorizer, data, connection) -> None:
         self.data = data
-        self.authz = FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
     def _denied(self, operation: str, entries, api_key: int) -> frozenset:
@@ -404,7 +375,14 @@ class GatedData:
 # and the wrapper that judges that service's typed requests for one connection.
 TYPED_GATES: dict[int, type] = {
     0: GatedData, 1: GatedData, 2: GatedData, 3: GatedData,  # Produce, Fetch, ListOffsets,
-    # Metadata; CreateTopics, DeleteTopics, DescribeConfigs, AlterConfigs, CreatePartitions:
+                                                              # Metadata
+    # DeleteRecords, InitProducerId, OffsetForLeaderEpoch, ElectLeaders, Alter/List-
+    # PartitionReassignments, OffsetsAtTimes (and the Kafka port's DescribeLogDirs, 35)
+    21: GatedPartitionAdmin, 22: GatedPartitionAdmin, 23: GatedPartitionAdmin,
+    43: GatedPartitionAdmin, 45: GatedPartitionAdmin, 46: GatedPartitionAdmin,
+    1000: GatedPartitionAdmin,
+    # CreateTopics, DeleteTopics, DescribeConfigs, AlterConfigs, CreatePartitions (and the
+    # Kafka port's IncrementalAlterConfigs, 44)
     19: GatedTopicAdmin, 20: GatedTopicAdmin, 32: GatedTopicAdmin, 33: GatedTopicAdmin,
     37: GatedTopicAdmin,
 }

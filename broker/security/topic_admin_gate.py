@@ -29,7 +29,7 @@ from ..admin.requests import (
 )
 from ..metrics import security_metrics
 from .acl import CLUSTER_NAME, Authorizer
-from .from_host import FromHost
+from .connection_authorizer import ConnectionAuthorizer
 
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -50,7 +50,7 @@ class GatedTopicAdmin:
 
     def __init__(self, authz: Authorizer, admin, connection) -> None:
         self.admin = admin
-        self.authz = FromHost(authz, connection)
+        self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
     def _may(self, operation: str, resource_type: str, name: str) -> bool:

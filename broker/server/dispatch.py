@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from tslog.protocol.messages import ApiKey
 
+from ..admin.partitions import PartitionAdmin
 from ..admin.topics import TopicAdmin
 from ..data.service import DataService
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
@@ -29,7 +30,6 @@ from .data_handlers import (
     handle_metadata,
     handle_produce,
 )
-from .delete_records import handle_delete_records
 from .group_handlers import (
     handle_consumer_group_describe,
     handle_consumer_group_heartbeat,
@@ -47,18 +47,20 @@ from .handlers import (
     handle_offset_commit,
     handle_offset_fetch,
 )
-from .offsets_at_times import handle_offsets_at_times
-from .reassign_handlers import (
+from .partition_handlers import (
     handle_alter_partition_reassignments,
+    handle_delete_records,
     handle_elect_leaders,
+    handle_init_producer_id,
     handle_list_partition_reassignments,
+    handle_offset_for_leader_epoch,
+    handle_offsets_at_times,
 )
-from .replication_handlers import handle_init_producer_id, handle_offset_for_leader_epoch
 from .sasl_handlers import (
     handle_alter_user_scram_credentials,
     handle_describe_user_scram_credentials,
 )
-from .services import AclApis, AdminApis, DataPath, GroupApis, ReplicationApis, SecurityApis
+from .services import AclApis, AdminApis, GroupApis, SecurityApis
 
 Dispatch = dict[ApiKey, Callable[[dict], Any]]
 
@@ -70,13 +72,16 @@ DATA_SERVICE_HANDLERS = {
     ApiKey.LIST_OFFSETS: handle_list_offsets,
     ApiKey.METADATA: handle_metadata,
 }
-DATA_PATH_HANDLERS = {
+# Bound to the partition admin service (``broker/admin``), which the Kafka port's adapters
+# call too; gated per connection by ``GatedPartitionAdmin`` likewise.
+PARTITION_ADMIN_HANDLERS = {
     ApiKey.DELETE_RECORDS: handle_delete_records,
-    ApiKey.OFFSETS_AT_TIMES: handle_offsets_at_times,
-}
-REPLICATION_HANDLERS = {
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
+    ApiKey.OFFSETS_AT_TIMES: handle_offsets_at_times,
 }
 # Bound to the topic admin service (``broker/admin``), which the Kafka port's adapters call
 # too; the request gate binds them to its ``GatedTopicAdmin`` per connection.
@@ -89,9 +94,6 @@ TOPIC_ADMIN_HANDLERS = {
 }
 ADMIN_HANDLERS = {
     ApiKey.API_VERSIONS: handle_api_versions,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
-    ApiKey.ELECT_LEADERS: handle_elect_leaders,
 }
 GROUP_HANDLERS = {
     ApiKey.OFFSET_COMMIT: handle_offset_commit,
@@ -115,14 +117,14 @@ SECURITY_HANDLERS = {
 }
 
 
-def bind_handlers(data: DataService, data_path: DataPath, replication: ReplicationApis,
-                  admin: AdminApis, groups: GroupApis, acls: AclApis,
-                  security: SecurityApis, topic_admin: TopicAdmin) -> Dispatch:
+def bind_handlers(data: DataService, partition_admin: PartitionAdmin, admin: AdminApis,
+                  groups: GroupApis, acls: AclApis, security: SecurityApis,
+                  topic_admin: TopicAdmin) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
-    for handlers, services in ((DATA_SERVICE_HANDLERS, data), (DATA_PATH_HANDLERS, data_path),
+    for handlers, services in ((DATA_SERVICE_HANDLERS, data),
+                               (PARTITION_ADMIN_HANDLERS, partition_admin),
                                (TOPIC_ADMIN_HANDLERS, topic_admin),
-                               (REPLICATION_HANDLERS, replication),
                                (ADMIN_HANDLERS, admin), (GROUP_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):
         for api_key, handler in handlers.items():

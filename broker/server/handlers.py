@@ -5,8 +5,9 @@ The first argument is the narrow set of services the handler's group uses (``ser
 config APIs are the native adapter of the topic admin service (``broker/admin``): tslog's
 body in, the typed request, the service's results back as tslog's body; the Kafka port's
 adapters (``kafka/admin_apis.py``, ``kafka/config_apis.py``) call the same service. The
-data path's handlers are in ``data_handlers.py`` (Metadata too), the replication APIs' in
-``replication_handlers.py``.
+data path's handlers are in ``data_handlers.py`` (Metadata too), the partition admin APIs'
+(DeleteRecords, the replication and reassignment APIs, OffsetsAtTimes) in
+``partition_handlers.py``.
 
 The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
 handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,

@@ -41,7 +41,7 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
-from ..security.request_gate import GatedData, GatedTopicAdmin
+from ..security.request_gate import GatedData, GatedPartitionAdmin, GatedTopicAdmin
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
 from .connection import BrokerConnection
@@ -214,12 +214,14 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
     def make_services(connection: BrokerConnection) -> KafkaServices:
         native = dispatch if gate is None else gate.bind(dispatch, connection)
         data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
-        admin = broker.topic_admin if gate is None else gate.wrap(
+        partition_admin = broker.partition_admin if gate is None else gate.wrap(
+            GatedPartitionAdmin, broker.partition_admin, connection)
+        topic_admin = broker.topic_admin if gate is None else gate.wrap(
             GatedTopicAdmin, broker.topic_admin, connection)
-        return KafkaServices(native, data, admin, broker.topics, broker.cluster, config,
-                             broker.groups, broker.offsets, broker.classic_groups,
-                             broker.group_catalog, None if gate is None else gate.authorizer,
-                             rates=broker.rates)
+        return KafkaServices(native, data, broker.topics, broker.cluster, config, broker.groups,
+                             broker.offsets, broker.classic_groups, broker.group_catalog,
+                             None if gate is None else gate.authorizer, rates=broker.rates,
+                             partition_admin=partition_admin, topic_admin=topic_admin)
 
     front = KafkaFront(make_services)
     try:

@@ -12,16 +12,16 @@ hand a handler anything that has the protocol's attributes.
 The one value that changes while the broker runs, "we are stopping", lives in a shared
 ``Lifecycle`` the holders point to, so a frozen holder still sees the shutdown.
 
-- ``DataPath`` (produce, fetch, list offsets): the hosted partitions with their replication
-  state, the topic catalog (to tell "not here" from "no such partition"), the clock, the
-  notifier that wakes long polls, group commit (durable acks), the request limits, and the
-  broker's ``Lifecycle`` (its ``stopping`` flag ends long polls).
-- ``ReplicationApis`` (OffsetForLeaderEpoch, InitProducerId): the hosted partitions and the
-  cluster view.
-- ``AdminApis`` (ApiVersions, Alter/ListPartitionReassignments, ElectLeaders): the topic
-  catalog, the cluster view, the broker's settings, and the reassignment service. The topic
-  and config APIs are bound to the topic admin service (``broker/admin``) instead, as the
-  data APIs are to the data service (``broker/data``).
+- ``DataPath`` (what the data service reads for produce, fetch, list offsets): the hosted
+  partitions with their replication state, the topic catalog (to tell "not here" from "no
+  such partition"), the clock, the notifier that wakes long polls, group commit (durable
+  acks), the request limits, and the broker's ``Lifecycle`` (its ``stopping`` flag ends long
+  polls).
+- ``AdminApis`` (ApiVersions): the topic catalog, the cluster view and the broker's
+  settings. The partition admin APIs have their typed service,
+  ``admin/partitions.PartitionAdmin``, and the topic and config APIs theirs,
+  ``admin/topics.TopicAdmin``, as the data APIs are bound to the data service
+  (``broker/data``).
 - ``GroupApis`` (OffsetCommit, OffsetFetch): the committed offsets and the topic catalog.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
 - ``SecurityApis`` (Describe/AlterUserScramCredentials): the authenticator, whose store
@@ -45,7 +45,6 @@ from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .durability import AppendNotifier, GroupCommitter
-from .reassign_service import ReassignmentService
 
 
 class Lifecycle:
@@ -71,17 +70,10 @@ class DataPath(Protocol):
     lifecycle: Lifecycle  # .stopping, set at shutdown: long polls answer at once
 
 
-class ReplicationApis(Protocol):
-    topics: TopicManager
-    replicas: ReplicaManager
-    cluster: ClusterView
-
-
 class AdminApis(Protocol):
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig  # node_id
-    reassignments: ReassignmentService  # Alter/ListPartitionReassignments
 
 
 class GroupApis(Protocol):
@@ -117,18 +109,10 @@ class DataPathServices:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplicationServices:
-    topics: TopicManager
-    replicas: ReplicaManager
-    cluster: ClusterView
-
-
-@dataclass(frozen=True, slots=True)
 class AdminServices:
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig
-    reassignments: ReassignmentService
 
 
 @dataclass(frozen=True, slots=True)

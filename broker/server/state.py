@@ -25,6 +25,8 @@ from tslog.protocol.sasl import ScramLogin
 
 from ..admin.topics import TopicAdmin, TopicChanges
 from ..cluster.view import ClusterView, LocalClusterView, kafka_address
+from ..admin.partitions import PartitionAdmin
+from ..admin.reassignments import ReassignmentService
 from ..config import BrokerConfig, parse_host_port
 from ..data.partition_lists import PartitionLists
 from ..data.service import DataService
@@ -54,10 +56,8 @@ from .services import (
     DataPathServices,
     GroupServices,
     Lifecycle,
-    ReplicationServices,
     SecurityServices,
 )
-from .reassign_service import ReassignmentService
 from .kafka.replication_rates import ReplicationRates
 from .topic_service import ClusterTopicService, LocalTopicService
 
@@ -140,10 +140,13 @@ class Broker:
                                      self.committer, config, self.lifecycle)
         # Produce, fetch and list offsets for both front doors (``broker/data``).
         self.data = DataService(data_path, self.partition_lists, self.cluster)
+        # DeleteRecords, InitProducerId, OffsetForLeaderEpoch, reassignments, elections,
+        # OffsetsAtTimes and DescribeLogDirs for both front doors (``broker/admin``).
+        self.partition_admin = PartitionAdmin(topics, self.replicas, self.cluster,
+                                              self.reassignments, config.data_dir)
         self.dispatch: Dispatch = bind_handlers(
-            self.data, data_path,
-            ReplicationServices(topics, self.replicas, self.cluster),
-            AdminServices(topics, self.cluster, config, self.reassignments),
+            self.data, self.partition_admin,
+            AdminServices(topics, self.cluster, config),
             GroupServices(topics, self.offsets, self.groups, self.cluster, self.group_catalog,
                           self.classic_groups),
             AclServices(self.acls), SecurityServices(self.authenticator), self.topic_admin)

@@ -1,8 +1,8 @@
 """The console's web application: routes, the login gate, and the cluster clients it owns.
 
-Starlette (an ASGI toolkit) serves it under uvicorn. The app holds one ``AsyncAdmin`` and one
-``RecordReader`` for its whole life, opened at start-up and closed at shutdown, so a page
-costs the requests it makes and no connection set-up. Errors from the cluster (an unknown
+Starlette (an ASGI toolkit) serves it under uvicorn. The app holds one ``AsyncAdmin`` for its whole
+life, opened at start-up and closed at shutdown, so a page costs the requests it makes and no
+connection set-up. Errors from the cluster (an unknown
 topic, a bad time) become a page with one line of explanation, status 400 or 502; the line
 is the client's error text, which never holds a secret (``Security`` keeps passwords out of
 messages).
@@ -26,7 +26,6 @@ from tslog.client.times import TimeFormatError
 from . import views_cluster, views_groups, views_records
 from .auth import Authenticator
 from .html import error_box, page
-from .records import RecordReader
 from .traffic import WindowError
 
 
@@ -47,7 +46,6 @@ class Console:
 
     options: Options
     admin: AsyncAdmin
-    reader: RecordReader
     form_key: bytes  # signs the reset confirmation form (views_groups)
 
 
@@ -59,14 +57,12 @@ def build_app(options: Options) -> Starlette:
     async def lifespan(app):
         admin = AsyncAdmin(options.bootstrap, security=options.security,
                            client_id="tslog-console")
-        reader = RecordReader(options.bootstrap, options.security)
         # no admin.start(): every page asks for fresh metadata anyway, and a cluster that
         # is down for a moment must not stop the console (``command.run`` checked at start)
-        app.state.console = Console(options, admin, reader, secrets.token_bytes(32))
+        app.state.console = Console(options, admin, secrets.token_bytes(32))
         try:
             yield
         finally:
-            await reader.close()
             await admin.close()
 
     routes = [Route(path, _guarded(view), methods=methods)

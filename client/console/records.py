@@ -2,33 +2,25 @@
 
 A moment becomes one offset per partition through the time index (one ListOffsets for all
 partitions); an offset is taken as given. From those positions the console reads a page: up to
-``limit`` records per partition, in one consumer that fetches every partition at once and
-stops as soon as each has its page or reached the log end. Paging is by positions, so "later"
-and "earlier" are exact even when many records share a millisecond: later starts after the
-last record shown, earlier ends just before the first.
-
-One consumer serves every page (a lock takes turns): a new one per page would pay a
-connection and a Metadata each time.
+``limit`` records per partition, through ``Admin.read_records`` (one Fetch per leader for
+every partition, about ``limit`` records' worth of bytes each, nothing read ahead or decoded
+beyond the page). Paging is by positions, so "later" and "earlier" are exact even when many
+records share a millisecond: later starts after the last record shown, earlier ends just
+before the first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from dataclasses import dataclass
 
-from tslog.client.aio import AsyncAdmin, AsyncConsumer, TopicPartition
+from tslog.client.aio import AsyncAdmin, TopicPartition
 
 from .reads import LATEST, bounds
 
 PREVIEW_BYTES = 300  # of a key or value shown on a page; the rest is elided
-READ_TIMEOUT_S = 10.0
 FORMATS = ("text", "hex", "json")
-# Per partition per fetch: a page needs a few records, and the client decodes every batch a
-# fetch brings; the broker still sends a first batch larger than this whole, and the reader
-# fetches again for more.
-_PARTITION_FETCH_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -71,51 +63,16 @@ async def positions_at(admin: AsyncAdmin, topic: str, partitions: list, moment_m
             (ends[tp].offset if ends[tp] is not None else 0) for tp in tps}
 
 
-class RecordReader:
-    """Reads pages of records for the console; ``close()`` when the console stops."""
-
-    def __init__(self, bootstrap: str, security) -> None:
-        self._consumer = AsyncConsumer(bootstrap, enable_auto_commit=False, fetch_max_wait_ms=50,
-                                       max_partition_fetch_bytes=_PARTITION_FETCH_BYTES,
-                                       client_id="tslog-console", security=security)
-        self._lock = asyncio.Lock()
-        self._started = False
-
-    async def close(self) -> None:
-        await self._consumer.close()
-
-    async def page(self, admin: AsyncAdmin, topic: str, positions: dict, limit: int) -> Page:
-        """Up to ``limit`` records per partition from each position (clamped to the log)."""
-        tps = {p: TopicPartition(topic, p) for p in positions}
-        limits = await bounds(admin, list(tps.values()))
-        span = {p: limits[tp] for p, tp in tps.items()}
-        starts = {p: min(max(positions[p], span[p][0]), span[p][1]) for p in positions}
-        wanted = {p: min(limit, span[p][1] - starts[p]) for p in positions}
-        records = {p: [] for p in positions}
-        async with self._lock:
-            if not self._started:
-                await self._consumer.start()
-                self._started = True
-            await self._read(tps, starts, wanted, records)
-        return Page(topic, starts, records, span)
-
-    async def _read(self, tps: dict, starts: dict, wanted: dict, records: dict) -> None:
-        reading = [p for p in starts if wanted[p] > 0]
-        self._consumer.assign([tps[p] for p in reading])
-        for p in reading:
-            self._consumer.seek(tps[p], starts[p])
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while reading and time.monotonic() < deadline:
-            for record in await self._consumer.poll(100):
-                page = records.get(record.partition)
-                if page is not None and len(page) < wanted[record.partition] \
-                        and record.offset >= starts[record.partition]:
-                    page.append(record)
-            done = [p for p in reading if len(records[p]) >= wanted[p]]
-            if done:
-                reading = [p for p in reading if p not in done]
-                self._consumer.assign([tps[p] for p in reading])
-        self._consumer.assign([])
+async def read_page(admin: AsyncAdmin, topic: str, positions: dict, limit: int) -> Page:
+    """Up to ``limit`` records per partition from each position (clamped to the log)."""
+    tps = {p: TopicPartition(topic, p) for p in positions}
+    limits = await bounds(admin, list(tps.values()))
+    span = {p: limits[tp] for p, tp in tps.items()}
+    starts = {p: min(max(positions[p], span[p][0]), span[p][1]) for p in positions}
+    reading = {tps[p]: starts[p] for p in positions if starts[p] < span[p][1]}
+    found = await admin.read_records(reading, limit) if reading else {}
+    records = {p: found.get(tp, [])[:span[p][1] - starts[p]] for p, tp in tps.items()}
+    return Page(topic, starts, records, span)
 
 
 def preview(data: bytes | None, how: str, mark: bool = True) -> str:

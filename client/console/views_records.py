@@ -15,7 +15,14 @@ from starlette.responses import HTMLResponse
 from tslog.client.times import parse_time_ms
 
 from .html import Markup, link, page, table, text, when
-from .records import FORMATS, format_positions, parse_positions, positions_at, preview
+from .records import (
+    FORMATS,
+    format_positions,
+    parse_positions,
+    positions_at,
+    preview,
+    read_page,
+)
 
 LIMIT_DEFAULT, LIMIT_MAX = 10, 500
 ROWS_DEFAULT = 200  # a page of a 1,000-partition topic shows 1 record each unless asked
@@ -69,7 +76,7 @@ async def find_page(request, console) -> HTMLResponse:
     positions = await _positions(console, query, topic)
     limit = min(max(int(query.get("limit") or
                         min(LIMIT_DEFAULT, ROWS_DEFAULT // len(positions) or 1)), 1), LIMIT_MAX)
-    found = await console.reader.page(console.admin, topic, positions, limit)
+    found = await read_page(console.admin, topic, positions, limit)
     rows = [(p, r.offset, when(r.log_append_time), when(r.create_time),
              Markup(f"<pre>{text(preview(r.key, how, mark=False))}</pre>"),
              Markup(f"<pre>{text(preview(r.value, how))}</pre>"), _headers(r.headers, how))

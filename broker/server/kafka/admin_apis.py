@@ -1,13 +1,11 @@
-"""Kafka's Metadata, CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords,
-DescribeConfigs and InitProducerId.
+"""Kafka's Metadata, CreateTopics, DeleteTopics, CreatePartitions and DescribeConfigs
+(DeleteRecords and InitProducerId are ``partition_apis.py``'s).
 
 Metadata is served by the data service (``broker/data``); CreateTopics, DeleteTopics,
-CreatePartitions, DescribeConfigs and Metadata's creation of missing topics by the topic
-admin service (``broker/admin``): a Kafka body in, translated once into the typed request,
-the (gated) service's results back in Kafka's shape, as in ``data_apis.py``. DeleteRecords
-and InitProducerId still go through tslog's native (gated) handlers
-(``delete_records.py``, ``replication_handlers.py``): a Kafka body in, the native body to
-the handler, its answer back in Kafka's shape.
+CreatePartitions, DescribeConfigs and Metadata's creation of missing topics
+(``auto_create_topics_enable``) by the topic admin service (``broker/admin``): a Kafka body
+in, translated once into the typed request, the (gated) service's results back in Kafka's
+shape, as in ``data_apis.py``.
 
 What only the Kafka side knows is added here: Metadata lists the brokers' *Kafka* addresses
 (``ClusterView.kafka_brokers``; a broker without a Kafka listener is left out), topic ids
@@ -15,8 +13,8 @@ are the null UUID (tslog names topics only; no version that needs ids is adverti
 DescribeConfigs reports Kafka's config sources and types, and a broker's run-time rates.
 
 Refused, with INVALID_REQUEST and a message, rather than half-done: CreateTopics with
-``validate_only`` or explicit replica ``assignments``, CreatePartitions with
-``assignments``, and InitProducerId for a ``transactional_id`` (tslog has no transactions).
+``validate_only`` or explicit replica ``assignments``, and CreatePartitions with
+``assignments`` (``kafka-topics --alter`` sends none).
 """
 
 from __future__ import annotations
@@ -188,35 +186,6 @@ def delete_topics(services: KafkaServices, body: dict, version: int, info: Kafka
         for r in results]})
 
 
-def delete_records(services: KafkaServices, body: dict, version: int,
-                   info: KafkaRequestInfo):
-    """DeleteRecords (kafka-delete-records, admin clients' delete_records): the native
-    handler (``server/delete_records.py``), one partition entry per one asked."""
-    result = services.native[ApiKey.DELETE_RECORDS]({
-        "topics": [{"topic": topic["name"], "partitions": [
-            {"partition": p["partition_index"], "offset": p["offset"]}
-            for p in topic["partitions"]]} for topic in body["topics"]],
-        "timeout_ms": max(body["timeout_ms"], 0)})
-
-    def finish(native: dict) -> dict:
-        whole = int(native.get("error_code", _INVALID_REQUEST))
-        answers = {(t["topic"], p["partition"]): p for t in native.get("topics", ())
-                   for p in t["partitions"]}
-        return {"throttle_time_ms": 0, "topics": [{"name": topic["name"], "partitions": [
-            _low_watermark(answers.get((topic["name"], p["partition_index"])),
-                           p["partition_index"], whole)
-            for p in topic["partitions"]]} for topic in body["topics"]]}
-
-    return then(result, finish)
-
-
-def _low_watermark(answer: dict | None, partition: int, whole: int) -> dict:
-    if answer is None:
-        return {"partition_index": partition, "low_watermark": -1, "error_code": whole}
-    return {"partition_index": partition, "low_watermark": answer["low_watermark"],
-            "error_code": int(answer["error_code"])}
-
-
 # ------------------------------------------------------------------------------- configs
 
 
@@ -270,27 +239,10 @@ def _dynamic(services: KafkaServices, resource: dict) -> list[ConfigEntry]:
     return [ConfigEntry(e.name, e.value, "dynamic_broker") for e in services.rates.entries()]
 
 
-# -------------------------------------------------------------------------- producer ids
-
-
-def init_producer_id(services: KafkaServices, body: dict, version: int,
-                     info: KafkaRequestInfo):
-    if body["transactional_id"] is not None:
-        return {"throttle_time_ms": 0, "error_code": _INVALID_REQUEST, "producer_id": -1,
-                "producer_epoch": -1}
-    result = services.native[ApiKey.INIT_PRODUCER_ID]({})
-    return then(result, lambda native: {
-        "throttle_time_ms": 0, "error_code": int(native.get("error_code", 0)),
-        "producer_id": native.get("producer_id", -1),
-        "producer_epoch": native.get("producer_epoch", -1)})
-
-
 ADMIN_ADAPTERS = {
     ApiKey.METADATA: metadata,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.DELETE_RECORDS: delete_records,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
-    ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.CREATE_PARTITIONS: create_partitions,  # kafka-topics --alter --partitions
 }

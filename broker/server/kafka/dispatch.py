@@ -24,6 +24,7 @@ from .data_apis import DATA_ADAPTERS
 from .group_admin_apis import GROUP_ADMIN_ADAPTERS
 from .group_apis import GROUP_ADAPTERS
 from .offset_delete_api import OFFSET_DELETE_ADAPTERS
+from .partition_apis import PARTITION_ADAPTERS
 from .config_apis import CONFIG_ADAPTERS
 from .log_dirs_api import LOG_DIRS_ADAPTERS
 from .reassign_apis import REASSIGN_ADAPTERS
@@ -42,7 +43,8 @@ ADAPTER_GROUPS: tuple[dict[int, Adapter], ...] = (LISTENER_ADAPTERS, DATA_ADAPTE
                                                   ADMIN_ADAPTERS, GROUP_ADAPTERS,
                                                   GROUP_ADMIN_ADAPTERS,
                                                   OFFSET_DELETE_ADAPTERS, REASSIGN_ADAPTERS,
-                                                  CONFIG_ADAPTERS, LOG_DIRS_ADAPTERS)
+                                                  CONFIG_ADAPTERS, LOG_DIRS_ADAPTERS,
+                                                  PARTITION_ADAPTERS)
 
 # Fetch stops at 12 and Metadata's topic ids stay null: Fetch 13+ names topics by id, which
 # tslog does not have. ListOffsets stops at 7 (8+ adds tiered-storage timestamps -4/-5).

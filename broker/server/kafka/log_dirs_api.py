@@ -7,49 +7,34 @@ with its size in bytes (its segments' sizes). ``OffsetLag`` is Kafka's lag of a 
 behind the current one while a replica moves between a broker's directories; tslog has one
 directory and no future logs, so it is 0 (the lag of a replica a reassignment adds is in
 ListPartitionReassignments' progress and the metrics). Kafka's rule: Describe on the
-cluster, else CLUSTER_AUTHORIZATION_FAILED and no directories.
+cluster, else CLUSTER_AUTHORIZATION_FAILED and no directories; judged, with the rest of the
+partition admin APIs, by the connection's ``GatedPartitionAdmin`` in front of the service
+(``admin/partitions.py``), which this adapter calls with a typed request.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-
-from tslog.protocol.errors import ErrorCode
-
-from ...security.acl import CLUSTER_NAME
+from ...admin.partition_requests import DescribeLogDirsRequest
+from ...data.requests import RequestDenied
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
 
 
-def _allowed(services: KafkaServices, info: KafkaRequestInfo) -> bool:
-    authorizer = services.authorizer
-    return authorizer is None or authorizer.authorize(info.principal, "Describe", "cluster",
-                                                      CLUSTER_NAME, info.client_host)
-
-
 def describe_log_dirs(services: KafkaServices, body: dict, version: int,
                       info: KafkaRequestInfo) -> dict:
-    if not _allowed(services, info):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                "results": []}
-    wanted = None if body["topics"] is None else {
-        (t["topic"], p) for t in body["topics"] for p in t["partitions"]}
+    named = None if body["topics"] is None else [
+        (t["topic"], p) for t in body["topics"] for p in t["partitions"]]
+    found = services.partition_admin.describe_log_dirs(DescribeLogDirsRequest(named))
+    if type(found) is RequestDenied:
+        return {"throttle_time_ms": 0, "error_code": found.error_code, "results": []}
     grouped: dict[str, list[dict]] = {}
-    for (topic, partition), plog in sorted(services.topics.logs.items()):
-        if wanted is None or (topic, partition) in wanted:
-            grouped.setdefault(topic, []).append({
-                "partition_index": partition, "partition_size": plog.size_bytes,
-                "offset_lag": 0, "is_future_key": False})
-    data_dir = os.path.abspath(services.config.data_dir)
-    try:
-        usage = shutil.disk_usage(data_dir)
-        total, usable = usage.total, usage.free
-    except OSError:  # the directory vanished under the broker: sizes unknown, as Kafka says
-        total = usable = -1
+    for topic, partition, size in found.partitions:
+        grouped.setdefault(topic, []).append({
+            "partition_index": partition, "partition_size": size, "offset_lag": 0,
+            "is_future_key": False})
     return {"throttle_time_ms": 0, "error_code": 0, "results": [{
-        "error_code": 0, "log_dir": data_dir, "total_bytes": total, "usable_bytes": usable,
-        "is_cordoned": False,
+        "error_code": 0, "log_dir": found.log_dir, "total_bytes": found.total_bytes,
+        "usable_bytes": found.usable_bytes, "is_cordoned": False,
         "topics": [{"name": name, "partitions": parts} for name, parts in grouped.items()]}]}
 
 

@@ -3,18 +3,21 @@ what translation reads.
 
 Produce, Fetch, ListOffsets and Metadata call the data service (``broker/data``) with typed
 requests, as tslog's own handlers do; with the authorizer on, through the connection's
-``GatedData`` (``security/request_gate.py``), the same gate the native port uses. The topic
-and config APIs (Create/DeleteTopics, CreatePartitions, Describe/AlterConfigs,
-IncrementalAlterConfigs, Metadata's creation of missing topics) call the topic admin service
-(``broker/admin``) the same way, through ``GatedTopicAdmin``
+``GatedData`` (``security/request_gate.py``), the same gate the native port uses.
+DeleteRecords, InitProducerId, the reassignment APIs, ElectLeaders and DescribeLogDirs call
+the partition admin service (``broker/admin``) likewise, through the connection's
+``GatedPartitionAdmin``; the topic and config APIs (Create/DeleteTopics, CreatePartitions,
+Describe/AlterConfigs, IncrementalAlterConfigs, Metadata's creation of missing topics) call
+the topic admin service (``broker/admin``), through ``GatedTopicAdmin``
 (``security/topic_admin_gate.py``).
 
 The APIs no typed service serves yet go through the native handlers: the issue asks that
 Kafka requests be served by "the same handlers the native protocol uses", so validation,
-durability (acks), idempotence, long polls and ACLs live in one place. ``native`` is the broker's dispatch table
-(``dispatch.bind_handlers``), bound per connection through the ``RequestGate`` when the
-authorizer is on, exactly as a native connection binds it: a Kafka request is authorized for
-the connection's principal by the same rules (Kafka's operation per API).
+durability (acks), idempotence, long polls and ACLs live in one place. ``native`` is the
+broker's dispatch table (``dispatch.bind_handlers``), bound per connection through the
+``RequestGate`` when the authorizer is on, exactly as a native connection binds it: a Kafka
+request is authorized for the connection's principal by the same rules (Kafka's operation
+per API).
 
 The rest is read-only context the translation needs and the native bodies do not carry: the
 topic catalog (each topic's ``message.timestamp.type`` decides how batches and time lookups
@@ -53,7 +56,6 @@ class ProduceOrder:
 class KafkaServices:
     native: dict[int, Callable[[dict], Any]]  # ApiKey -> bound (and gated) native handler
     data: Any  # the data service, or the connection's ``GatedData`` in front of it
-    topic_admin: Any  # the topic admin service, or the connection's ``GatedTopicAdmin``
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig
@@ -64,6 +66,13 @@ class KafkaServices:
     authorizer: Authorizer | None  # the group adapters check ACLs themselves (info.principal)
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
     rates: ReplicationRates | None = None  # the broker's run-time replication throttles
+    # the partition admin service (``broker/admin``), or the connection's
+    # ``GatedPartitionAdmin`` in front of it: DeleteRecords, InitProducerId, reassignments,
+    # elections, DescribeLogDirs
+    partition_admin: Any = None
+    # the topic admin service (``broker/admin``), or the connection's ``GatedTopicAdmin``:
+    # Create/DeleteTopics, CreatePartitions, Describe/Alter/IncrementalAlterConfigs
+    topic_admin: Any = None
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""

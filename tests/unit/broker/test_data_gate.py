@@ -14,7 +14,7 @@ from tests.helpers.handlers import call
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
-from tslog.broker.security.request_gate import GatedData, GatedTopicAdmin
+from tslog.broker.security.request_gate import GatedData
 from tslog.broker.server.kafka.data_apis import DATA_ADAPTERS
 from tslog.broker.server.kafka.dispatch import TABLE
 from tslog.broker.server.kafka.services import KafkaServices
@@ -56,11 +56,9 @@ def native(broker, principal: str = ALICE):
 def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
     return KafkaServices(broker.gate.bind(broker.dispatch, connection),
-                         broker.gate.wrap(GatedData, broker.data, connection),
-                         broker.gate.wrap(GatedTopicAdmin, broker.topic_admin, connection),
-                         broker.topics, broker.cluster, broker.config, broker.groups,
-                         broker.offsets, broker.classic_groups, broker.group_catalog,
-                         broker.gate.authorizer)
+                         broker.gate.wrap(GatedData, broker.data, connection), broker.topics,
+                         broker.cluster, broker.config, broker.groups, broker.offsets,
+                         broker.classic_groups, broker.group_catalog, broker.gate.authorizer)
 
 
 async def settled(result):

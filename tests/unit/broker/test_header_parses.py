@@ -107,9 +107,9 @@ async def test_a_native_produce_parses_its_batch_header_once(broker, parses, cou
 
 
 def _kafka_services(broker) -> KafkaServices:
-    return KafkaServices(broker.dispatch, broker.data, broker.topic_admin, broker.topics,
-                         broker.cluster, broker.config, broker.groups, broker.offsets,
-                         broker.classic_groups, broker.group_catalog, None)
+    return KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster, broker.config,
+                         broker.groups, broker.offsets, broker.classic_groups,
+                         broker.group_catalog, None)
 
 
 @pytest.mark.parametrize("count, idempotent", [(1, False), (1000, False), (1000, True)])

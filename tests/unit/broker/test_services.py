@@ -20,8 +20,7 @@ from tslog.broker.server.topic_service import LocalTopicService
 from tslog.protocol.messages import ApiKey
 
 GROUPS = [
-    (services.DataPath, services.DataPathServices, dispatch.DATA_PATH_HANDLERS),
-    (services.ReplicationApis, services.ReplicationServices, dispatch.REPLICATION_HANDLERS),
+    (services.DataPath, services.DataPathServices, {}),  # the data service's, not a handler's
     (services.AdminApis, services.AdminServices, dispatch.ADMIN_HANDLERS),
     (services.GroupApis, services.GroupServices, dispatch.GROUP_HANDLERS),
     (services.SecurityApis, services.SecurityServices, dispatch.SECURITY_HANDLERS),
@@ -44,6 +43,18 @@ def test_every_handler_is_bound_to_its_groups_services(broker, protocol, holder,
         for name in typing.get_type_hints(protocol):  # the broker's own, shared services
             if name != "lifecycle":
                 assert getattr(bound.__self__, name) is getattr(broker, name)
+
+
+@pytest.mark.parametrize("handlers, service", [
+    (dispatch.DATA_SERVICE_HANDLERS, "data"),
+    (dispatch.PARTITION_ADMIN_HANDLERS, "partition_admin")])
+def test_typed_service_handlers_are_bound_to_the_brokers_service(broker, handlers, service):
+    """The typed services' handlers are bound to the one service both ports call (the
+    request gate rebinds them to the connection's wrapper of it)."""
+    for api_key, handler in handlers.items():
+        bound = broker.dispatch[api_key]
+        assert bound.__func__ is handler
+        assert bound.__self__ is getattr(broker, service)
 
 
 def test_every_api_key_is_dispatched_and_none_gets_the_broker(broker):

@@ -61,11 +61,11 @@ def native(broker, principal: str = ALICE):
 def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
     return KafkaServices(broker.gate.bind(broker.dispatch, connection),
-                         broker.gate.wrap(GatedData, broker.data, connection),
-                         broker.gate.wrap(GatedTopicAdmin, broker.topic_admin, connection),
-                         broker.topics, broker.cluster, broker.config, broker.groups,
-                         broker.offsets, broker.classic_groups, broker.group_catalog,
-                         broker.gate.authorizer, rates=broker.rates)
+                         broker.gate.wrap(GatedData, broker.data, connection), broker.topics,
+                         broker.cluster, broker.config, broker.groups, broker.offsets,
+                         broker.classic_groups, broker.group_catalog, broker.gate.authorizer,
+                         rates=broker.rates, topic_admin=broker.gate.wrap(
+                             GatedTopicAdmin, broker.topic_admin, connection))
 
 
 async def settled(result):

@@ -42,13 +42,18 @@ def calls_for(count: int, **options) -> int:
     return asyncio.run(measure())
 
 
-@pytest.mark.parametrize("options", [{"partition": 0}, {}, {"headers": "each"}],
-                         ids=["one partition", "sticky", "headers"])
+@pytest.mark.parametrize("options", [{"partition": 0}, {}, {"headers": "each"}, {"keys": 1}],
+                         ids=["one partition", "sticky", "headers", "keyed"])
 def test_send_batch_makes_the_same_python_calls_for_10_records_as_for_1000(options):
     if options.get("headers") == "each":
         few = calls_for(10, headers=[[("h", b"x")]] * 10)
         many = calls_for(1000, headers=[[("h", b"x")]] * 1000)
+    elif options.get("keys"):
+        # past the loop's bound (KEY_LOOP_MAX = 32): grouped column-wise, a call per
+        # partition (four here), not per record
+        few = calls_for(100, keys=[b"k%d" % i for i in range(100)])
+        many = calls_for(1000, keys=[b"k%d" % i for i in range(1000)])
     else:
         few, many = calls_for(10, **options), calls_for(1000, **options)
     assert few == many
-    assert many <= 24, many
+    assert many <= (60 if options.get("keys") else 24), many

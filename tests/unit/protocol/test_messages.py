@@ -10,10 +10,12 @@ new API is covered by the round-trip and garbage tests without touching this fil
 from __future__ import annotations
 
 import msgpack
+import numpy
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers.python_calls import calls_by_name
 from tslog.protocol.errors import ErrorCode, LocalProtocolError
 from tslog.protocol.frames import FrameReceiver
 from tslog.protocol.messages import (
@@ -33,6 +35,7 @@ from tslog.protocol.messages import (
     encode_response,
     error_response_body,
 )
+from tslog.protocol.records import build_batch
 from tslog.protocol.schema import (
     Bin, Bool, Choice, Int, ListOf, MapOf, Nullable, Str, Struct,
 )
@@ -314,3 +317,38 @@ def test_error_body_is_accepted_for_a_version_without_schema():
     assert decode_response(frame_body(frame), ApiKey.METADATA, 7)[1]["error_code"] == 35
     with pytest.raises(InvalidResponseError):
         decode_response(frame_body(encode_response(6, {"topics": []})), ApiKey.METADATA, 7)
+
+
+def _offsets_at_times_frame(partitions: int, times: int) -> memoryview:
+    body = {"timestamp_type": "append", "topics": [{"topic": "traffic", "partitions": [
+        {"partition": p, "timestamps": list(range(1_000, 1_000 + times))}
+        for p in range(partitions)]}]}
+    return memoryview(encode_request(RequestHeader(ApiKey.OFFSETS_AT_TIMES, 0, 1, "c"),
+                                     body))[4:]
+
+
+def test_a_large_request_without_records_is_not_walked_item_by_item():
+    """The record-views walk (Python work per msgpack item) is for a Produce's records only:
+    a 1,000-partition chart's OffsetsAtTimes (61,000 times, over the views threshold) is
+    decoded by msgpack's C code, as a small one is, however the connection asks."""
+    frame = _offsets_at_times_frame(1_000, 61)
+    calls, (header, body) = calls_by_name(lambda: decode_request(frame, record_views=True))
+    assert header.api_key == ApiKey.OFFSETS_AT_TIMES
+    assert len(body["topics"][0]["partitions"]) == 1_000
+    assert calls["python"] < 50
+
+
+@pytest.mark.parametrize("received_into", ["bytes", "numpy"])
+def test_a_large_produce_keeps_its_records_in_the_frame(received_into):
+    """Whatever the frame was received into: the broker's large frames are numpy arrays
+    (``frames.unzeroed_buffer``)."""
+    records = build_batch([b"x" * 100] * 1_000)
+    version = SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]
+    frame = encode_request(RequestHeader(ApiKey.PRODUCE, version, 1, "c"), {
+        "acks": 1, "timeout_ms": 1_000,
+        "topics": [{"topic": "t", "partitions": [{"partition": 0, "records": records}]}]})[4:]
+    if received_into == "numpy":
+        frame = numpy.frombuffer(frame, numpy.uint8).copy()
+    _, body = decode_request(frame, record_views=True)
+    viewed = body["topics"][0]["partitions"][0]["records"]
+    assert type(viewed) is memoryview and bytes(viewed) == records

@@ -10,10 +10,18 @@ import asyncio
 import pytest
 
 from tslog.broker.security.acl import AclBinding, Authorizer
+from tslog.broker.admin.partition_requests import (
+    EpochQuery,
+    InitProducerIdRequest,
+    OffsetForLeaderEpochRequest,
+    OffsetsAtTimesRequest,
+    TimesQuery,
+)
 from tslog.broker.security.request_gate import (
     DATA_KEYS,
     RULES,
     TYPED_GATES,
+    GatedPartitionAdmin,
     GatedTopicAdmin,
     RequestGate,
     decide,
@@ -32,20 +40,38 @@ def tp(topic, partition):
     return {"topic": topic, "partitions": [partition]}
 
 
-# api key -> (request body, response the handler gives for that body)
-SAMPLES = {
-    ApiKey.OFFSETS_AT_TIMES: ({"timestamp_type": "append", "topics": [
-        tp("a1", {"partition": 0, "timestamps": [1, 2]}),
-        tp("b1", {"partition": 0, "timestamps": [1]})]},
-        lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0,
-                                                 "offsets": [0, 1], "timestamps": [1, 2]})
-                                 for t in body["topics"]]}),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: ({"replica_id": -1, "topics": [
-        tp("a1", {"partition": 0, "leader_epoch": 0}), tp("b1", {"partition": 0, "leader_epoch": 0})]},
-        lambda body: {"topics": [tp(t["topic"], {"partition": 0, "error_code": 0,
-                                                 "leader_epoch": 0, "end_offset": 1})
-                                 for t in body["topics"]]}),
-}
+class Recorded:
+    """A stand-in for the partition admin service behind ``GatedPartitionAdmin``: it
+    records what the gate let through (the request and the topics it denied)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def method(request, denied=frozenset()):
+            self.calls.append((name, request, denied))
+            return "served"
+        return method
+
+
+class Conn:
+    peer = "127.0.0.1:5555"
+
+    def __init__(self, principal=ALICE):
+        self.principal = principal
+
+
+def gated(authz, principal=ALICE):
+    service = Recorded()
+    return GatedPartitionAdmin(authz, service, Conn(principal)), service
+
+
+def epochs(replica_id):
+    return OffsetForLeaderEpochRequest(replica_id, [EpochQuery("a1", 0, 0),
+                                                    EpochQuery("b1", 0, 0)])
+
+
+TIMES = OffsetsAtTimesRequest("append", [TimesQuery("a1", 0, [1, 2]), TimesQuery("b1", 0, [1])])
 
 
 def run(authz, api, body, handler, principal=ALICE):
@@ -60,42 +86,49 @@ def never(body):
 
 
 def test_every_api_key_is_mapped():
-    """Each api key has a rule, or is one of a typed service's, judged typed by its wrapper
-    (their tests: tests/unit/broker/test_data_gate.py, test_topic_admin_gate.py)."""
-    typed = set(TYPED_GATES)
-    assert sorted(int(k) for k in ApiKey if int(k) not in set(RULES) | typed) == []
-    assert not typed & set(RULES)
+    """Each api key has a rule, or is a typed service's, judged by its wrapper (the data
+    service's tests: tests/unit/broker/test_data_gate.py; the partition admin's:
+    tests/unit/broker/test_partition_admin_gate.py; the topic admin's:
+    tests/unit/broker/test_topic_admin_gate.py)."""
+    assert sorted(int(k) for k in ApiKey if int(k) not in set(RULES) | set(TYPED_GATES)) == []
+    assert not set(TYPED_GATES) & set(RULES)
     assert DATA_KEYS == {0, 1, 2, 3}
+    assert {21, 22, 23, 43, 45, 46, 1000} <= {
+        key for key, wrapper in TYPED_GATES.items() if wrapper is GatedPartitionAdmin}
     assert {key for key, wrapper in TYPED_GATES.items() if wrapper is GatedTopicAdmin} == {
         19, 20, 32, 33, 37}
     # the SCRAM APIs, mapped by number before they exist here
     assert {17, 36, 50, 51} <= set(RULES)
 
 
-@pytest.mark.parametrize("api", sorted(SAMPLES))
-def test_per_partition_apis_serve_the_allowed_topics_and_deny_the_rest(api):
-    body, handler = SAMPLES[api]
-    operation = "Describe"
-    authz = Authorizer(bindings=[allow(operation, "topic", "a", "prefixed")])
-    seen = []
-    response = run(authz, api, body, lambda b: seen.append(b) or handler(b))
-    assert [t["topic"] for t in seen[0]["topics"]] == ["a1"]
-    codes = {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]}
-    assert codes == {"a1": 0, "b1": 29}
-    check_response_body(int(api), 0, response)
-    # nothing allowed: the handler never runs
-    response = run(Authorizer(), api, body, never)
-    assert {t["partitions"][0]["error_code"] for t in response["topics"]} == {29}
-    check_response_body(int(api), 0, response)
+@pytest.mark.parametrize("request_, method", [(epochs(-1), "offset_for_leader_epoch"),
+                                              (TIMES, "offsets_at_times")])
+def test_per_partition_apis_pass_the_denied_topics_to_the_service(request_, method):
+    admin, service = gated(Authorizer(bindings=[allow("Describe", "topic", "a", "prefixed")]))
+    assert getattr(admin, method)(request_) == "served"
+    assert service.calls == [(method, request_, frozenset({"b1"}))]
 
 
-@pytest.mark.parametrize("api", [ApiKey.OFFSET_FOR_LEADER_EPOCH])
-def test_a_followers_request_needs_cluster_action(api):
-    body = {**SAMPLES[api][0], "replica_id": 1}
-    response = run(Authorizer(bindings=[allow("Read", "topic", "*")]), api, body, never)
-    assert response["error_code"] == 31
-    authz = Authorizer(bindings=[allow("ClusterAction", *CLUSTER)])
-    assert run(authz, api, body, lambda b: {"ok": b is body}) == {"ok": True}
+def test_a_followers_request_needs_cluster_action():
+    admin, service = gated(Authorizer(bindings=[allow("Read", "topic", "*")]))
+    refused = admin.offset_for_leader_epoch(epochs(1))
+    assert refused.error_code == 31 and not service.calls
+    admin, service = gated(Authorizer(bindings=[allow("ClusterAction", *CLUSTER)]))
+    assert admin.offset_for_leader_epoch(epochs(1)) == "served"
+    assert service.calls == [("offset_for_leader_epoch", epochs(1), frozenset())]
+
+
+@pytest.mark.parametrize("method,operation", [
+    ("elect_leaders", "Alter"), ("alter_reassignments", "Alter"),
+    ("list_reassignments", "Describe"), ("describe_log_dirs", "Describe")])
+def test_cluster_level_partition_apis_need_their_operation_on_the_cluster(method, operation):
+    admin, service = gated(Authorizer(bindings=[allow("All", "topic", "*")]))
+    refused = getattr(admin, method)("request")
+    assert (refused.error_code, refused.error_message) == (
+        31, f"{ALICE} is not allowed to {operation} the cluster")
+    assert not service.calls
+    admin, service = gated(Authorizer(bindings=[allow(operation, *CLUSTER)]))
+    assert getattr(admin, method)("request") == "served"
 
 
 def test_offset_commit_needs_read_on_the_group_and_the_topic():
@@ -168,13 +201,12 @@ def test_heartbeat_needs_read_on_the_group_and_describe_on_its_topics():
 
 
 def test_init_producer_id_needs_write_on_some_topic_or_cluster_action():
-    denied = run(Authorizer(bindings=[allow("Read", "topic", "a1")]), ApiKey.INIT_PRODUCER_ID,
-                 {}, never)
-    assert denied["error_code"] == 31
-    check_response_body(22, 0, denied)
+    admin, service = gated(Authorizer(bindings=[allow("Read", "topic", "a1")]))
+    assert admin.init_producer_id(InitProducerIdRequest()) == (31, -1, -1)
+    assert not service.calls
     for binding in (allow("Write", "topic", "a", "prefixed"), allow("ClusterAction", *CLUSTER)):
-        assert run(Authorizer(bindings=[binding]), ApiKey.INIT_PRODUCER_ID, {},
-                   lambda b: "ran") == "ran"
+        admin, _ = gated(Authorizer(bindings=[binding]))
+        assert admin.init_producer_id(InitProducerIdRequest()) == "served"
 
 
 @pytest.mark.parametrize("api,operation", [(29, "Describe"), (30, "Alter"), (31, "Alter"),
@@ -192,14 +224,15 @@ def test_handshake_apis_need_nothing(api):
 
 
 def test_super_users_and_deny_wins():
-    body, handler = SAMPLES[ApiKey.OFFSETS_AT_TIMES]
     authz = Authorizer(["User:root"], bindings=[
         allow("Describe", "topic", "*", principal="User:*"),
         AclBinding(ALICE, "topic", "literal", "a1", "Describe", "deny")])
-    response = run(authz, ApiKey.OFFSETS_AT_TIMES, body, handler)
-    assert {t["topic"]: t["partitions"][0]["error_code"] for t in response["topics"]} == {
-        "a1": 29, "b1": 0}
-    assert run(authz, ApiKey.OFFSETS_AT_TIMES, body, handler, "User:root") == handler(body)
+    admin, service = gated(authz)
+    admin.offsets_at_times(TIMES)
+    assert service.calls[-1][2] == frozenset({"a1"})
+    root, service = gated(authz, "User:root")
+    root.offsets_at_times(TIMES)
+    assert service.calls[-1][2] == frozenset()
 
 
 def test_bound_dispatch_reads_the_principal_at_each_request():

@@ -19,35 +19,39 @@ import time
 
 from tslog.protocol.errors import ErrorCode
 
+from ..data.error_codes import TOPIC_DENIED, error_code_for, missing_code
 from ..metrics.observe import observe_lookups
 from ..replication.partition import LEADER
 from ..storage.time_series import TimeSeriesError, offsets_for_times
-from ..data.error_codes import error_code_for, missing_code
-from .services import DataPath
+from .partition_requests import OffsetsAtTimesRequest, TimesFound
 
 _INVALID_REQUEST = ErrorCode.INVALID_REQUEST  # read per partition (see ApiKey's note)
 _NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def handle_offsets_at_times(services: DataPath, body: dict) -> dict:
-    timestamp_type = body["timestamp_type"]
-    topics_out = []
-    for group in body["topics"]:
-        topic = group["topic"]
-        parts_out = [_answer(services, topic, entry["partition"], entry["timestamps"],
-                             timestamp_type) for entry in group["partitions"]]
-        topics_out.append({"topic": topic, "partitions": parts_out})
-    return {"topics": topics_out}
+def offsets_at_times(admin, request: OffsetsAtTimesRequest,
+                     denied: frozenset = frozenset()) -> list[TimesFound]:
+    """Per query, in order: an offset and a time per asked time, or an error code.
+    ``admin``: the ``PartitionAdmin`` (its ``replicas`` and ``topics``). A lookup path, so
+    as the data service's: a loop, and each result a plain tuple of ``TimesFound``'s
+    fields."""
+    timestamp_type = request.timestamp_type
+    results = []
+    for topic, partition, timestamps in request.queries:
+        if topic in denied:
+            results.append((TOPIC_DENIED, [], []))
+        else:
+            results.append(_answer(admin, topic, partition, timestamps, timestamp_type))
+    return results
 
 
-def _answer(services: DataPath, topic: str, partition: int, timestamps: list,
-            timestamp_type: str) -> dict:
-    """One partition's entry: an offset and a time per asked time, or an error code."""
-    part = services.replicas.get(topic, partition)
+def _answer(admin, topic: str, partition: int, timestamps: list,
+            timestamp_type: str) -> TimesFound:
+    part = admin.replicas.get(topic, partition)
     if part is None:
-        return _failed(partition, missing_code(services.topics, topic, partition))
+        return (missing_code(admin.topics, topic, partition), [], [])
     if part.role != LEADER:
-        return _failed(partition, _NOT_LEADER)
+        return (_NOT_LEADER, [], [])
     plog = part.log
     limit = part.high_watermark
     scanned = plog.lookup_bytes_read
@@ -55,9 +59,10 @@ def _answer(services: DataPath, topic: str, partition: int, timestamps: list,
     try:
         found, lookups = offsets_for_times(plog, timestamps, timestamp_type)
     except TimeSeriesError:
-        return _failed(partition, _INVALID_REQUEST)
+        return (_INVALID_REQUEST, [], [])
     except Exception as exc:  # noqa: BLE001 - a closed log, a disk error: a code, logged
-        return _failed(partition, error_code_for(exc, f"offsets at times {topic}-{partition}"))
+        code = error_code_for(exc, f"offsets at times {topic}-{partition}")
+        return (code, [], [])
     if lookups:  # each lookup at the partition's mean, as ListOffsets (O(1) per partition)
         observe_lookups(lookups, time.perf_counter() - started, plog.lookup_bytes_read - scanned)
     offsets, times = [], []
@@ -68,8 +73,4 @@ def _answer(services: DataPath, topic: str, partition: int, timestamps: list,
         else:
             offsets.append(answer.offset)
             times.append(answer.timestamp)
-    return {"partition": partition, "error_code": 0, "offsets": offsets, "timestamps": times}
-
-
-def _failed(partition: int, code: int) -> dict:
-    return {"partition": partition, "error_code": code, "offsets": [], "timestamps": []}
+    return (0, offsets, times)

@@ -1,8 +1,10 @@
-"""``FromHost``: the authorizer as the gate's wrappers see it for one connection.
+"""The authorizer as one connection's requests see it: every check is made for the address
+the connection comes from (ACLs may name a host), read from its ``peer``.
 
-Why its own module: every typed gate (``request_gate.GatedData``,
-``topic_admin_gate.GatedTopicAdmin``) judges its requests for the address the connection
-comes from (ACLs may name a host), and none may import another module's private names.
+Why its own module: each typed gate (``request_gate.GatedData``,
+``partition_admin_gate.GatedPartitionAdmin``, ``topic_admin_gate.GatedTopicAdmin``) judges
+through one of these, and ``request_gate`` imports the gates, so they cannot import it from
+there.
 """
 
 from __future__ import annotations
@@ -10,10 +12,7 @@ from __future__ import annotations
 from .acl import ANY_HOST, Authorizer
 
 
-class FromHost:
-    """Every check made for the connection's ``peer`` host, read at each check (the
-    connection is the one the gate was bound for)."""
-
+class ConnectionAuthorizer:
     __slots__ = ("authz", "connection")
 
     def __init__(self, authz: Authorizer, connection) -> None:
