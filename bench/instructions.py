@@ -247,6 +247,7 @@ def _open_broker(data_dir: str):
         for name in ("read", "write", "write-k")]}))
     # By field name: the fields differ between trees (``--against`` an older one).
     available = {"native": broker.dispatch, "data": getattr(broker, "data", None),
+                 "topic_admin": getattr(broker, "topic_admin", None),
                  "topics": broker.topics, "cluster": broker.cluster,
                  "config": config, "groups": broker.groups, "offsets": broker.offsets,
                  "classic": broker.classic_groups, "authorizer": None,

@@ -212,6 +212,20 @@ def test_the_groups_sit_below_the_server():
     assert not offenders, offenders
 
 
+def test_the_typed_services_sit_below_the_server_and_the_gate():
+    """Issue 41: the data and topic admin services (``broker/data``, ``broker/admin``) are
+    what both ports' adapters and the request gate call; they import nothing of
+    ``broker/server`` or ``broker/security``, so neither front door nor the gate can leak
+    into them."""
+    services = [module for module in import_graph()
+                if module.startswith(("tslog.broker.data", "tslog.broker.admin"))]
+    assert {"tslog.broker.data.service", "tslog.broker.admin.topics"} <= set(services)
+    offenders = [f"{module} imports {target}" for module in services
+                 for target in _broker_imports(module)
+                 if target.startswith(("tslog.broker.server", "tslog.broker.security"))]
+    assert not offenders, offenders
+
+
 def test_no_group_module_outside_the_groups_folder():
     """Issue 41: one place for groups. No module of ``broker/`` outside ``broker/groups``
     is a group store or service (the protocol adapters, ``*group*`` in ``broker/server``

@@ -1,9 +1,10 @@
 """``ConnectionAuthorizer``: the authorizer as the gate sees it for one connection.
 
 Why a module of its own: every typed service's gate (``request_gate.GatedData``,
-``group_gate.GatedGroups``, ``partition_admin_gate.GatedPartitionAdmin``) and the rules of
-the untyped APIs judge a request for the address its connection comes from, read the same
-way; ``request_gate`` imports the gates, so they cannot import it from there.
+``group_gate.GatedGroups``, ``partition_admin_gate.GatedPartitionAdmin``,
+``topic_admin_gate.GatedTopicAdmin``) and the rules of the untyped APIs judge a request for
+the address its connection comes from, read the same way; ``request_gate`` imports the
+gates, so they cannot import it from there.
 """
 
 from __future__ import annotations

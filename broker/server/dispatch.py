@@ -21,6 +21,7 @@ from typing import Any, Callable
 from tslog.protocol.messages import ApiKey
 
 from ..admin.partitions import PartitionAdmin
+from ..admin.topics import TopicAdmin
 from ..data.service import DataService
 from ..groups.api import GroupApi
 from .acl_handlers import handle_create_acls, handle_delete_acls, handle_describe_acls
@@ -83,13 +84,17 @@ PARTITION_ADMIN_HANDLERS = {
     ApiKey.ELECT_LEADERS: handle_elect_leaders,
     ApiKey.OFFSETS_AT_TIMES: handle_offsets_at_times,
 }
-ADMIN_HANDLERS = {
-    ApiKey.API_VERSIONS: handle_api_versions,
+# Bound to the topic admin service (``broker/admin``), which the Kafka port's adapters call
+# too; the request gate binds them to its ``GatedTopicAdmin`` per connection.
+TOPIC_ADMIN_HANDLERS = {
     ApiKey.CREATE_TOPICS: handle_create_topics,
     ApiKey.CREATE_PARTITIONS: handle_create_partitions,
     ApiKey.DELETE_TOPICS: handle_delete_topics,
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.ALTER_CONFIGS: handle_alter_configs,
+}
+ADMIN_HANDLERS = {
+    ApiKey.API_VERSIONS: handle_api_versions,
 }
 # Bound to the group service (``broker/groups/api.py``), which the Kafka port's adapters call
 # too; the request gate binds them to its ``GatedGroups`` per connection.
@@ -116,11 +121,13 @@ SECURITY_HANDLERS = {
 
 
 def bind_handlers(data: DataService, partition_admin: PartitionAdmin, admin: AdminApis,
-                  groups: GroupApi, acls: AclApis, security: SecurityApis) -> Dispatch:
+                  groups: GroupApi, acls: AclApis, security: SecurityApis,
+                  topic_admin: TopicAdmin) -> Dispatch:
     """Api key -> its handler bound to the services of its group."""
     dispatch: Dispatch = {}
     for handlers, services in ((DATA_SERVICE_HANDLERS, data),
                                (PARTITION_ADMIN_HANDLERS, partition_admin),
+                               (TOPIC_ADMIN_HANDLERS, topic_admin),
                                (ADMIN_HANDLERS, admin), (GROUP_SERVICE_HANDLERS, groups),
                                (ACL_HANDLERS, acls), (SECURITY_HANDLERS, security)):
         for api_key, handler in handlers.items():

@@ -2,14 +2,15 @@
 ``handler(services, body) -> body | awaitable``.
 
 The first argument is the narrow set of services the handler's group uses (``services.py``:
-``AdminApis``), bound to it once at start (``dispatch.py``); OffsetCommit's and OffsetFetch's
-is the group service (``groups/api.py``) or, with the authorizer on, the connection's
-``GatedGroups`` in front of it, whose typed requests they translate to and from, as the
-Kafka port's adapters do. Topic changes go
-through the ``TopicService`` the broker picked when it opened (its own disk alone, etcd in a
-cluster): no handler asks which one it is. The data path's handlers are in
-``data_handlers.py`` (Metadata too), the partition admin APIs' (DeleteRecords, the
-replication and reassignment APIs, OffsetsAtTimes) in ``partition_handlers.py``.
+``AdminApis``), bound to it once at start (``dispatch.py``). The topic and config APIs are
+the native adapter of the topic admin service (``broker/admin``): tslog's body in, the typed
+request, the service's results back as tslog's body; the Kafka port's adapters
+(``kafka/admin_apis.py``, ``kafka/config_apis.py``) call the same service. OffsetCommit's
+and OffsetFetch's is the group service (``groups/api.py``) or, with the authorizer on, the
+connection's ``GatedGroups`` in front of it, whose typed requests they translate to and
+from, as the Kafka port's adapters do. The data path's handlers are in ``data_handlers.py``
+(Metadata too), the partition admin APIs' (DeleteRecords, the replication and reassignment
+APIs, OffsetsAtTimes) in ``partition_handlers.py``.
 
 The connection decodes and schema-checks the request (``tslog.protocol.messages``) before a
 handler runs, so handlers only see well-typed bodies and decide semantics: unknown topics,
@@ -22,11 +23,20 @@ from __future__ import annotations
 
 import logging
 
-from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import api_versions_list
 
+from ..admin.requests import (
+    AlterConfigsRequest,
+    ConfigChange,
+    ConfigResource,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    NewPartitions,
+    NewTopic,
+)
 from ..groups.requests import OffsetCommitRequest, OffsetFetchRequest, make
-from ..topics import TopicError
 from .services import AdminApis
 
 log = logging.getLogger("tslog.broker.handlers")
@@ -39,43 +49,46 @@ def handle_api_versions(services: AdminApis, body: dict) -> dict:
     return {"error_code": 0, "api_keys": _API_KEYS}
 
 
-async def handle_create_topics(services: AdminApis, body: dict) -> dict:
-    return {"topics": await services.topic_service.create_topics(body["topics"])}
+# ------------------------------------------------------------------------------ topic admin
+# Bound to the topic admin service (``broker/admin``), or, with the authorizer on, to the
+# connection's ``GatedTopicAdmin`` in front of it, which has the same methods: each handler
+# translates its body into the typed request once and the results back into its answer.
 
 
-async def handle_create_partitions(services: AdminApis, body: dict) -> dict:
-    return {"topics": await services.topic_service.create_partitions(body["topics"],
-                                                                     body["validate_only"])}
+async def handle_create_topics(admin, body: dict) -> dict:
+    results = await admin.create_topics(CreateTopicsRequest(
+        [NewTopic(t["topic"], t["partitions"], t["replication_factor"], t["configs"])
+         for t in body["topics"]], body["timeout_ms"]))
+    return {"topics": [r._asdict() for r in results]}
 
 
-async def handle_delete_topics(services: AdminApis, body: dict) -> dict:
-    return {"topics": await services.topic_service.delete_topics(body["topics"])}
+async def handle_create_partitions(admin, body: dict) -> dict:
+    results = await admin.create_partitions(CreatePartitionsRequest(
+        [NewPartitions(t["topic"], t["count"]) for t in body["topics"]],
+        body["validate_only"]))
+    return {"topics": [r._asdict() for r in results]}
 
 
-def handle_describe_configs(services: AdminApis, body: dict) -> dict:
-    results = []
-    for resource in body["resources"]:
-        kind, name = resource["type"], resource["name"]
-        result = {"type": kind, "name": name, "error_code": 0, "error_message": None,
-                  "configs": []}
-        try:
-            if kind == "broker":
-                if name not in ("", str(services.config.node_id)):
-                    raise TopicError(ErrorCode.INVALID_REQUEST, f"this is broker "
-                                     f"{services.config.node_id}, not {name!r}")
-                entries = services.topics.describe_broker_configs()
-            else:
-                entries = services.topics.describe_topic_configs(name)
-            result["configs"] = [e._asdict() for e in entries]
-        except TopicError as exc:
-            result["error_code"], result["error_message"] = exc.error_code, exc.message
-        results.append(result)
-    return {"resources": results}
+async def handle_delete_topics(admin, body: dict) -> dict:
+    """tslog's DeleteTopics answers a code per topic (its schema has no message)."""
+    results = await admin.delete_topics(DeleteTopicsRequest(list(body["topics"]),
+                                                            body["timeout_ms"]))
+    return {"topics": [{"topic": r.topic, "error_code": r.error_code} for r in results]}
 
 
-async def handle_alter_configs(services: AdminApis, body: dict) -> dict:
-    return {"resources": await services.topic_service.alter_configs(body["resources"],
-                                                                  body["validate_only"])}
+def handle_describe_configs(admin, body: dict) -> dict:
+    results = admin.describe_configs(DescribeConfigsRequest(
+        [ConfigResource(r["type"], r["name"]) for r in body["resources"]]))
+    return {"resources": [{"type": r.type, "name": r.name, "error_code": r.error_code,
+                           "error_message": r.error_message,
+                           "configs": [e._asdict() for e in r.configs]} for r in results]}
+
+
+async def handle_alter_configs(admin, body: dict) -> dict:
+    results = await admin.alter_configs(AlterConfigsRequest(
+        [ConfigChange(r["type"], r["name"], r["configs"]) for r in body["resources"]],
+        body["validate_only"]))
+    return {"resources": [r._asdict() for r in results]}
 
 
 def handle_offset_commit(groups, body: dict):

@@ -17,10 +17,11 @@ The one value that changes while the broker runs, "we are stopping", lives in a 
   such partition"), the clock, the notifier that wakes long polls, group commit (durable
   acks), the request limits, and the broker's ``Lifecycle`` (its ``stopping`` flag ends long
   polls).
-- ``AdminApis`` (CreateTopics, DeleteTopics, Describe/AlterConfigs, ApiVersions): the topic
-  catalog, the topic service (single node or cluster, picked at open), the cluster view and
-  the broker's settings (its node id). The partition admin APIs have their typed service,
-  ``admin/partitions.PartitionAdmin``.
+- ``AdminApis`` (ApiVersions): the topic catalog, the cluster view and the broker's
+  settings. The partition admin APIs have their typed service,
+  ``admin/partitions.PartitionAdmin``, and the topic and config APIs theirs,
+  ``admin/topics.TopicAdmin``, as the data APIs are bound to the data service
+  (``broker/data``).
 - The group APIs are the group service's (``groups/api.py``, ``GroupApi``), as the data
   APIs are the data service's: their handlers are bound to it.
 - ``AclApis`` (Describe/Create/DeleteAcls): the ACL service (its store and authorizer).
@@ -41,7 +42,6 @@ from ..security.scram import Authenticator
 from ..topics import TopicManager
 from .clock import BrokerClock
 from .durability import AppendNotifier, GroupCommitter
-from .topic_service import TopicService
 
 
 class Lifecycle:
@@ -69,7 +69,6 @@ class DataPath(Protocol):
 
 class AdminApis(Protocol):
     topics: TopicManager
-    topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig  # node_id
 
@@ -100,7 +99,6 @@ class DataPathServices:
 @dataclass(frozen=True, slots=True)
 class AdminServices:
     topics: TopicManager
-    topic_service: TopicService
     cluster: ClusterView
     config: BrokerConfig
 

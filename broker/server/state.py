@@ -3,7 +3,8 @@
 It opens the data directory (topics and their logs, committed group offsets), then makes
 every choice that differs between a single broker and a cluster once, here: the cluster view
 (``LocalClusterView`` alone, etcd's in a cluster), the topic service (``LocalTopicService``
-writes to this disk, ``ClusterTopicService`` to etcd), where producer ids come from. After
+writes to this disk, ``ClusterTopicService`` to etcd; the topic admin service, ``broker/admin``,
+changes topics through it), where producer ids come from. After
 that nothing asks again: handlers use the services they name in ``services.py``, and
 replication gets the hosted logs, the view, the clock and the notifier, never the broker.
 
@@ -22,6 +23,7 @@ from typing import Callable
 
 from tslog.protocol.sasl import ScramLogin
 
+from ..admin.topics import TopicAdmin, TopicChanges
 from ..cluster.view import ClusterView, LocalClusterView, kafka_address
 from ..admin.partitions import PartitionAdmin
 from ..admin.reassignments import ReassignmentService
@@ -56,7 +58,8 @@ from .services import (
     Lifecycle,
     SecurityServices,
 )
-from .topic_service import ClusterTopicService, LocalTopicService, TopicService
+from .kafka.replication_rates import ReplicationRates
+from .topic_service import ClusterTopicService, LocalTopicService
 
 __all__ = ["Broker", "BrokerClock"]
 
@@ -104,7 +107,7 @@ class Broker:
                                                                               (host, port))
         self.cluster: ClusterView = cluster or self._local_view
         # Topic changes: etcd's store when clustered (EtcdMetadataStore), this disk alone.
-        self.topic_service: TopicService = (
+        self.topic_service: TopicChanges = (
             ClusterTopicService(topics, topics.store, self.offsets) if config.clustered
             else LocalTopicService(topics, self.notifier.notify, self.offsets))
         # Consumer groups: a single node coordinates them from its data directory; in a
@@ -130,6 +133,11 @@ class Broker:
             throttle_rate_bytes_s=config.leader_replication_throttled_rate)
         # Partition reassignments: etcd's store when clustered (cluster_sync attaches it).
         self.reassignments = ReassignmentService(self.cluster, self.replicas)
+        # The broker's run-time replication rates (the Kafka port's IncrementalAlterConfigs).
+        self.rates = ReplicationRates(self.replicas.throttle,
+                                      config.leader_replication_throttled_rate)
+        # Topic and config changes for both front doors (``broker/admin``).
+        self.topic_admin = TopicAdmin(self.topic_service, topics, config.node_id, self.rates)
         self._open_security(config)
         data_path = DataPathServices(topics, self.replicas, clock, self.notifier,
                                      self.committer, config, self.lifecycle)
@@ -141,8 +149,9 @@ class Broker:
                                               self.reassignments, config.data_dir)
         self.dispatch: Dispatch = bind_handlers(
             self.data, self.partition_admin,
-            AdminServices(topics, self.topic_service, self.cluster, config),
-            self.group_api, AclServices(self.acls), SecurityServices(self.authenticator))
+            AdminServices(topics, self.cluster, config),
+            self.group_api, AclServices(self.acls), SecurityServices(self.authenticator),
+            self.topic_admin)
         self.scrape_sources = ScrapeSources(topics, self.replicas, self.cluster, self.offsets,
                                             self.lifecycle, config.data_dir, self.groups,
                                             clock.now_ms)

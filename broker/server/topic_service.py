@@ -1,11 +1,11 @@
-"""Topic changes (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs): one interface,
-two ways to do it.
+"""Topic changes (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs): one interface
+(``admin.topics.TopicChanges``, on the admin service's typed entries), two ways to do it.
 
 Why an interface: a single broker writes its topic records and logs itself, while a
 clustered broker only validates and writes the change to etcd, where every broker's watch
 (``cluster_sync``) applies it to its local logs. The broker picks ``LocalTopicService`` or
-``ClusterTopicService`` once, when it opens; the handlers call whichever it picked and never
-ask which it is.
+``ClusterTopicService`` once, when it opens; the topic admin service (``broker/admin``) calls
+whichever it picked and never asks which it is.
 
 Both validate with the broker's ``TopicManager`` first, answer per topic (an error code and a
 message: the topic's own error, the local disk failing, or etcd being unreachable) and drop
@@ -26,21 +26,9 @@ from ..metrics.definitions import forget_topic
 from ..topics import TopicError, TopicManager
 from ..groups.committed_offsets import CommittedOffsets
 from ..data.error_codes import error_code_for
+from ..admin.requests import ConfigChange, ConfigsAltered, NewPartitions, NewTopic, TopicResult
 
 log = logging.getLogger("tslog.broker.handlers")
-
-
-class TopicService(Protocol):
-    """Each method takes its request body's list and returns the response body's list."""
-
-    async def create_topics(self, entries: list[dict]) -> list[dict]: ...
-
-    async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
-        ...
-
-    async def delete_topics(self, names: list[str]) -> list[dict]: ...
-
-    async def alter_configs(self, resources: list[dict], validate_only: bool) -> list[dict]: ...
 
 
 class LocalTopicService:
@@ -58,46 +46,47 @@ class LocalTopicService:
         self.offsets = offsets
         self._lock = asyncio.Lock()
 
-    async def create_topics(self, entries: list[dict]) -> list[dict]:
+    async def create_topics(self, entries: list[NewTopic]) -> list[TopicResult]:
         topics = self.topics
 
-        async def create(entry: dict) -> None:
-            topic = topics.validate_new_topic(entry["topic"], entry["partitions"],
-                                              entry["replication_factor"], entry["configs"])
+        async def create(entry: NewTopic) -> None:
+            topic = topics.validate_new_topic(entry.topic, entry.partitions,
+                                              entry.replication_factor, entry.configs)
             written = await asyncio.to_thread(topics.write_new_topic, topic)
             topics.publish_topic(topic, written)
 
         return await self._each_topic(entries, create, "create topic")
 
-    async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
+    async def create_partitions(self, entries: list[NewPartitions],
+                                validate_only: bool) -> list[TopicResult]:
         """Validated on the loop; the record and the new empty logs written in a thread;
         then the new partitions are served. Existing partitions are not touched."""
         topics = self.topics
 
-        async def grow(entry: dict) -> None:
-            grown = topics.grown_topic(entry["topic"], entry["count"])
+        async def grow(entry: NewPartitions) -> None:
+            grown = topics.grown_topic(entry.topic, entry.count)
             if not validate_only:
                 logs = await asyncio.to_thread(topics.write_new_partitions, grown)
                 topics.publish_partitions(grown, logs)
 
         return await self._each_topic(entries, grow, "add partitions to")
 
-    async def _each_topic(self, entries: list[dict], change, what: str) -> list[dict]:
+    async def _each_topic(self, entries: list, change, what: str) -> list[TopicResult]:
         """Run ``change`` on each entry, one at a time under the lock; a TopicError or OSError
         becomes that topic's error code and message, the others go on."""
         results = []
         async with self._lock:
             for entry in entries:
-                result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
                 try:
                     await change(entry)
                 except (TopicError, OSError) as exc:
-                    result["error_code"], result["error_message"] = failure(
-                        exc, f"{what} {entry['topic']}")
-                results.append(result)
+                    results.append(TopicResult(entry.topic,
+                                               *failure(exc, f"{what} {entry.topic}")))
+                else:
+                    results.append(TopicResult(entry.topic, 0, None))
         return results
 
-    async def delete_topics(self, names: list[str]) -> list[dict]:
+    async def delete_topics(self, names: list[str]) -> list[TopicResult]:
         """The record goes first (in a thread; a journal entry that needs no free space),
         then the topic stops being served (on the loop), then its files go (in a thread),
         which on a full disk makes the room to rewrite the record: a failed record write
@@ -121,26 +110,27 @@ class LocalTopicService:
                     except OSError as exc:  # the topic is gone; leftovers go at the next start
                         log.error("deleting the files of topic %s: %r", name, exc)
                     await self.offsets.forget_topic(name)
-                results.append({"topic": name, "error_code": code})
+                results.append(TopicResult(name, code, None))
         return results
 
-    async def alter_configs(self, resources: list[dict], validate_only: bool) -> list[dict]:
+    async def alter_configs(self, resources: list[ConfigChange],
+                            validate_only: bool) -> list[ConfigsAltered]:
         """Validated on the loop, stored durably in a thread, then applied to the live logs."""
         topics = self.topics
         results = []
         async with self._lock:
             for resource in resources:
-                result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
-                          "error_message": None}
+                kind, name = resource.type, resource.name
                 try:
-                    updated = topics.altered_topic(resource["name"], resource["configs"])
+                    updated = topics.altered_topic(name, resource.configs)
                     if not validate_only:
                         await asyncio.to_thread(topics.store.put_topic, updated)
                         topics.apply_topic_configs(updated)
                 except (TopicError, OSError) as exc:
-                    result["error_code"], result["error_message"] = failure(
-                        exc, f"alter configs of {resource['name']}")
-                results.append(result)
+                    results.append(ConfigsAltered(kind, name, *failure(
+                        exc, f"alter configs of {name}")))
+                else:
+                    results.append(ConfigsAltered(kind, name, 0, None))
         return results
 
 
@@ -167,36 +157,37 @@ class ClusterTopicService:
         self.store = store
         self.offsets = offsets
 
-    async def create_topics(self, entries: list[dict]) -> list[dict]:
+    async def create_topics(self, entries: list[NewTopic]) -> list[TopicResult]:
         results = []
         for entry in entries:
-            result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
             try:
                 topic = self.topics.validate_new_topic(
-                    entry["topic"], entry["partitions"], entry["replication_factor"],
-                    entry["configs"], clustered=True)
+                    entry.topic, entry.partitions, entry.replication_factor,
+                    entry.configs, clustered=True)
                 await self.store.create_topic(topic)
             except (TopicError, ClusterError) as exc:
-                result["error_code"], result["error_message"] = failure(exc)
-            results.append(result)
+                results.append(TopicResult(entry.topic, *failure(exc)))
+            else:
+                results.append(TopicResult(entry.topic, 0, None))
         return results
 
-    async def create_partitions(self, entries: list[dict], validate_only: bool) -> list[dict]:
+    async def create_partitions(self, entries: list[NewPartitions],
+                                validate_only: bool) -> list[TopicResult]:
         """The new count and the new partitions' states in etcd; every broker's watch then
         opens the logs of the new replicas it holds."""
         results = []
         for entry in entries:
-            result = {"topic": entry["topic"], "error_code": 0, "error_message": None}
             try:
-                grown = self.topics.grown_topic(entry["topic"], entry["count"])
+                grown = self.topics.grown_topic(entry.topic, entry.count)
                 if not validate_only:
                     await self.store.add_partitions(grown)
             except (TopicError, ClusterError) as exc:
-                result["error_code"], result["error_message"] = failure(exc)
-            results.append(result)
+                results.append(TopicResult(entry.topic, *failure(exc)))
+            else:
+                results.append(TopicResult(entry.topic, 0, None))
         return results
 
-    async def delete_topics(self, names: list[str]) -> list[dict]:
+    async def delete_topics(self, names: list[str]) -> list[TopicResult]:
         """Removed from etcd; the groups' committed offsets of it are deleted in etcd here."""
         results = []
         for name in names:
@@ -207,21 +198,21 @@ class ClusterTopicService:
                 code = failure(exc)[0]
             else:
                 await self.offsets.forget_topic(name)
-            results.append({"topic": name, "error_code": code})
+            results.append(TopicResult(name, code, None))
         return results
 
-    async def alter_configs(self, resources: list[dict], validate_only: bool) -> list[dict]:
+    async def alter_configs(self, resources: list[ConfigChange],
+                            validate_only: bool) -> list[ConfigsAltered]:
         results = []
-        for resource in resources:
-            result = {"type": resource["type"], "name": resource["name"], "error_code": 0,
-                      "error_message": None}
+        for kind, name, configs in resources:
             try:
-                updated = self.topics.altered_topic(resource["name"], resource["configs"])
+                updated = self.topics.altered_topic(name, configs)
                 if not validate_only:
                     await self.store.update_topic(updated)
             except (TopicError, ClusterError) as exc:
-                result["error_code"], result["error_message"] = failure(exc)
-            results.append(result)
+                results.append(ConfigsAltered(kind, name, *failure(exc)))
+            else:
+                results.append(ConfigsAltered(kind, name, 0, None))
         return results
 
 

@@ -1,15 +1,20 @@
-"""Kafka's Metadata, CreateTopics, DeleteTopics and DescribeConfigs, served by tslog's native
-handlers (``handlers.py``); DeleteRecords and InitProducerId are ``partition_apis.py``'s.
+"""Kafka's Metadata, CreateTopics, DeleteTopics, CreatePartitions and DescribeConfigs
+(DeleteRecords and InitProducerId are ``partition_apis.py``'s).
 
-As in ``data_apis.py``: a Kafka body in, the native body to the native (gated) handler, its
-answer back in Kafka's shape. What only the Kafka side knows is added here: Metadata lists
-the brokers' *Kafka* addresses (``ClusterView.kafka_brokers``; a broker without a Kafka
-listener is left out), topic ids are the null UUID (tslog names topics only; no version that
-needs ids is advertised), and DescribeConfigs reports Kafka's config sources and types.
+Metadata is served by the data service (``broker/data``); CreateTopics, DeleteTopics,
+CreatePartitions, DescribeConfigs and Metadata's creation of missing topics
+(``auto_create_topics_enable``) by the topic admin service (``broker/admin``): a Kafka body
+in, translated once into the typed request, the (gated) service's results back in Kafka's
+shape, as in ``data_apis.py``.
+
+What only the Kafka side knows is added here: Metadata lists the brokers' *Kafka* addresses
+(``ClusterView.kafka_brokers``; a broker without a Kafka listener is left out), topic ids
+are the null UUID (tslog names topics only; no version that needs ids is advertised), and
+DescribeConfigs reports Kafka's config sources and types, and a broker's run-time rates.
 
 Refused, with INVALID_REQUEST and a message, rather than half-done: CreateTopics with
-``validate_only`` or explicit replica ``assignments``. CreatePartitions (``kafka-topics --alter``)
-and Metadata's creation of missing topics (``auto_create_topics_enable``) are here too.
+``validate_only`` or explicit replica ``assignments``, and CreatePartitions with
+``assignments`` (``kafka-topics --alter`` sends none).
 """
 
 from __future__ import annotations
@@ -19,6 +24,16 @@ import uuid
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
+from ...admin.requests import (
+    ConfigEntry,
+    ConfigResource,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    NewPartitions,
+    NewTopic,
+)
 from ...storage.config import CHOICES
 from ...topics import TopicError
 from ...data.requests import MetadataRequest
@@ -46,12 +61,10 @@ def metadata(services: KafkaServices, body: dict, version: int, info: KafkaReque
     missing = _to_create(services, body, version, names)
     if not missing:
         return _metadata(services, names, {})
-    created = services.native[ApiKey.CREATE_TOPICS](
-        {"topics": [{"topic": name, "partitions": -1, "replication_factor": -1, "configs": {}}
-                    for name in missing], "timeout_ms": 0})
-    return then(created, lambda native: _metadata(services, names, {
-        r["topic"]: int(r["error_code"]) for r in native.get("topics", ())
-        if int(r["error_code"]) not in (0, _EXISTS)}))
+    created = services.topic_admin.create_topics(CreateTopicsRequest(
+        [NewTopic(name, -1, -1, {}) for name in missing], 0))
+    return then(created, lambda results: _metadata(services, names, {
+        r.topic: r.error_code for r in results if r.error_code not in (0, _EXISTS)}))
 
 
 def _to_create(services: KafkaServices, body: dict, version: int, names) -> list[str]:
@@ -94,44 +107,41 @@ def _metadata(services: KafkaServices, names, refused: dict[str, int]) -> dict:
 
 
 def create_topics(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
-    entries, refused = [], {}
+    """Each topic the typed service may create, in the request's order; ``refused`` holds,
+    per topic of the body, why tslog refuses it without asking the service (or None)."""
+    entries, refused = [], []
     for topic in body["topics"]:
-        name = topic["name"]
         if body.get("validate_only"):
-            refused[name] = "validate_only is not served by tslog's Kafka listener"
+            refused.append("validate_only is not served by tslog's Kafka listener")
         elif topic["assignments"]:
-            refused[name] = "replica assignments are chosen by tslog, not by the client"
+            refused.append("replica assignments are chosen by tslog, not by the client")
         else:
-            entries.append({"topic": name, "partitions": topic["num_partitions"],
-                            "replication_factor": topic["replication_factor"],
-                            "configs": {c["name"]: c["value"] for c in topic["configs"]
-                                        if c["value"] is not None}})
+            refused.append(None)
+            entries.append(NewTopic(topic["name"], topic["num_partitions"],
+                                    topic["replication_factor"],
+                                    {c["name"]: c["value"] for c in topic["configs"]
+                                     if c["value"] is not None}))
     if not entries:
-        return _created(services, body, {}, refused)
-    result = services.native[ApiKey.CREATE_TOPICS]({"topics": entries,
-                                                    "timeout_ms": max(body["timeout_ms"], 0)})
-    return then(result, lambda native: _created(services, body, native, refused))
+        return _created(services, body, [], refused)
+    result = services.topic_admin.create_topics(CreateTopicsRequest(
+        entries, max(body["timeout_ms"], 0)))
+    return then(result, lambda results: _created(services, body, results, refused))
 
 
-def _created(services: KafkaServices, body: dict, native: dict, refused: dict) -> dict:
-    results = {r["topic"]: r for r in native.get("topics", ())}
-    whole = None if "topics" in native or not native else native
+def _created(services: KafkaServices, body: dict, results: list, refused: list) -> dict:
+    served = iter(results)
     out = []
-    for topic in body["topics"]:
+    for topic, why in zip(body["topics"], refused):
         name = topic["name"]
         entry = {"name": name, "topic_id": _NULL_UUID, "num_partitions": -1,
                  "replication_factor": -1, "configs": None}
-        result = results.get(name)
-        if name in refused:
-            entry.update(error_code=_INVALID_REQUEST, error_message=refused[name])
-        elif result is None:
-            entry.update(error_code=int((whole or {}).get("error_code", _INVALID_REQUEST)),
-                         error_message=(whole or {}).get("error_message"))
+        if why is not None:
+            entry.update(error_code=_INVALID_REQUEST, error_message=why)
         else:
-            entry.update(error_code=int(result["error_code"]),
-                         error_message=result.get("error_message"))
+            result = next(served)
+            entry.update(error_code=result.error_code, error_message=result.error_message)
             created = services.topics.topics.get(name)
-            if entry["error_code"] == 0 and created is not None:
+            if result.error_code == 0 and created is not None:
                 entry.update(num_partitions=created.partitions,
                              replication_factor=created.replication_factor,
                              configs=_topic_configs(services, name, None, 5))
@@ -141,46 +151,39 @@ def _created(services: KafkaServices, body: dict, native: dict, refused: dict) -
 
 def create_partitions(services: KafkaServices, body: dict, version: int,
                       info: KafkaRequestInfo):
-    """``kafka-topics --alter --partitions N``: the native handler grows each topic (tslog
+    """``kafka-topics --alter --partitions N``: the typed service grows each topic (tslog
     places the new replicas itself, so explicit ``assignments`` are refused, as in
     CreateTopics)."""
-    entries, refused = [], {}
-    for topic in body["topics"]:
-        if topic["assignments"]:
-            refused[topic["name"]] = "replica assignments are chosen by tslog, not by the client"
-        else:
-            entries.append({"topic": topic["name"], "count": topic["count"]})
+    entries = [NewPartitions(topic["name"], topic["count"]) for topic in body["topics"]
+               if not topic["assignments"]]
 
-    def finish(native: dict) -> dict:
-        results = {r["topic"]: r for r in native.get("topics", ())}
+    def finish(results: list) -> dict:
+        served = iter(results)
         out = []
         for topic in body["topics"]:
-            name = topic["name"]
-            result = results.get(name) or {"error_code": _INVALID_REQUEST,
-                                           "error_message": refused.get(name)}
-            out.append({"name": name, "error_code": int(result["error_code"]),
-                        "error_message": result.get("error_message")})
+            if topic["assignments"]:
+                out.append({"name": topic["name"], "error_code": _INVALID_REQUEST,
+                            "error_message": "replica assignments are chosen by tslog, not "
+                                             "by the client"})
+            else:
+                result = next(served)
+                out.append({"name": topic["name"], "error_code": result.error_code,
+                            "error_message": result.error_message})
         return {"throttle_time_ms": 0, "results": out}
 
     if not entries:
-        return finish({})
-    return then(services.native[ApiKey.CREATE_PARTITIONS](
-        {"topics": entries, "validate_only": bool(body["validate_only"])}), finish)
+        return finish([])
+    return then(services.topic_admin.create_partitions(CreatePartitionsRequest(
+        entries, bool(body["validate_only"]))), finish)
 
 
 def delete_topics(services: KafkaServices, body: dict, version: int, info: KafkaRequestInfo):
-    names = body["topic_names"]
-    result = services.native[ApiKey.DELETE_TOPICS]({"topics": list(names),
-                                                    "timeout_ms": max(body["timeout_ms"], 0)})
-
-    def finish(native: dict) -> dict:
-        results = {r["topic"]: int(r["error_code"]) for r in native.get("topics", ())}
-        whole = int(native.get("error_code", _INVALID_REQUEST))
-        return {"throttle_time_ms": 0, "responses": [
-            {"name": name, "error_code": results.get(name, whole), "error_message": None}
-            for name in names]}
-
-    return then(result, finish)
+    """A code per topic and no message, as tslog's own DeleteTopics answers."""
+    result = services.topic_admin.delete_topics(DeleteTopicsRequest(
+        list(body["topic_names"]), max(body["timeout_ms"], 0)))
+    return then(result, lambda results: {"throttle_time_ms": 0, "responses": [
+        {"name": r.topic, "error_code": r.error_code, "error_message": None}
+        for r in results]})
 
 
 # ------------------------------------------------------------------------------- configs
@@ -205,12 +208,12 @@ def _config_entries(entries, keys, version: int) -> list[dict]:
 
 def describe_configs(services: KafkaServices, body: dict, version: int,
                      info: KafkaRequestInfo):
+    """Topics and brokers, through the typed service (one call for the request); any
+    other resource type is refused here. A broker's answer adds its run-time rates."""
     kinds = {_TOPIC_RESOURCE: "topic", _BROKER_RESOURCE: "broker"}
-    asked = [r for r in body["resources"] if r["resource_type"] in kinds]
-    native = services.native[ApiKey.DESCRIBE_CONFIGS](
-        {"resources": [{"type": kinds[r["resource_type"]], "name": r["resource_name"]}
-                       for r in asked]})
-    answers = iter(native.get("resources", ()))
+    answers = iter(services.topic_admin.describe_configs(DescribeConfigsRequest(
+        [ConfigResource(kinds[r["resource_type"]], r["resource_name"])
+         for r in body["resources"] if r["resource_type"] in kinds])))
     results = []
     for resource in body["resources"]:
         result = {"resource_type": resource["resource_type"],
@@ -219,39 +222,21 @@ def describe_configs(services: KafkaServices, body: dict, version: int,
             result.update(error_code=_INVALID_REQUEST,
                           error_message="tslog describes topics and brokers only")
         else:
-            answer = next(answers, None)
-            if answer is None:
-                result.update(error_code=int(native.get("error_code", _INVALID_REQUEST)),
-                              error_message=native.get("error_message"))
-            else:
-                result.update(error_code=int(answer["error_code"]),
-                              error_message=answer.get("error_message"))
+            answer = next(answers)
+            result.update(error_code=answer.error_code, error_message=answer.error_message)
+            if answer.error_code == 0:
                 result["configs"] = _config_entries(
-                    _Entry.of(answer["configs"] + _dynamic(services, resource)),
+                    answer.configs + _dynamic(services, resource),
                     resource["configuration_keys"], version)
         results.append(result)
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _dynamic(services: KafkaServices, resource: dict) -> list[dict]:
+def _dynamic(services: KafkaServices, resource: dict) -> list[ConfigEntry]:
     """A broker's replication rates set at run time (``replication_rates.py``)."""
     if resource["resource_type"] != _BROKER_RESOURCE or services.rates is None:
         return []
-    return [{"name": e.name, "value": e.value, "source": "dynamic_broker"}
-            for e in services.rates.entries()]
-
-
-class _Entry:
-    """A native DescribeConfigs entry (a dict) read like ``topics.ConfigEntry``."""
-
-    __slots__ = ("name", "value", "source")
-
-    def __init__(self, entry: dict) -> None:
-        self.name, self.value, self.source = entry["name"], entry["value"], entry["source"]
-
-    @classmethod
-    def of(cls, entries: list[dict]) -> list["_Entry"]:
-        return [cls(entry) for entry in entries]
+    return [ConfigEntry(e.name, e.value, "dynamic_broker") for e in services.rates.entries()]
 
 
 ADMIN_ADAPTERS = {

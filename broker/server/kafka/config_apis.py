@@ -1,13 +1,16 @@
 """Kafka's IncrementalAlterConfigs (44): what ``kafka-reassign-partitions --execute
 --throttle`` sets and ``--verify`` clears, and ``kafka-configs --alter`` of topic configs.
 
-Topics: SET and DELETE of tslog's topic configs go to the native AlterConfigs (gated: Alter
-Configs on the topic), one resource at a time as the native handler answers them. Kafka's
-topic-level ``leader.replication.throttled.replicas`` and
+Both kinds go to the topic admin service (``broker/admin``), gated as tslog's own
+AlterConfigs is (``security/topic_admin_gate.py``: AlterConfigs on the topic, or on the
+cluster for a broker; a denial is counted as an alter_configs one).
+
+Topics: SET and DELETE of tslog's topic configs go to the service's AlterConfigs, one
+resource at a time. Kafka's topic-level ``leader.replication.throttled.replicas`` and
 ``follower.replication.throttled.replicas`` name which replicas a throttle covers; tslog
 throttles exactly the replicas a reassignment is adding, by itself, so these are checked
 (Kafka's ``*`` or ``partition:broker`` list) and accepted without being stored. The topic
-still goes through the native handler (as a validate-only change of nothing), so a denied
+still goes through the service (as a validate-only change of nothing), so a denied
 principal or an unknown topic gets the same typed error and nothing changes. APPEND and
 SUBTRACT (list-typed configs) are refused with INVALID_CONFIG: tslog has none.
 
@@ -22,13 +25,11 @@ before anything of it changes, and ``validate_only`` changes nothing.
 
 from __future__ import annotations
 
-import inspect
 import re
 
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.messages import ApiKey
 
-from ...security.acl import CLUSTER_NAME
+from ...admin.requests import AlterConfigsRequest, BrokerConfigsChange, ConfigChange, Refusal
 from .replication_rates import RATES
 from .request_info import KafkaRequestInfo
 from .services import KafkaServices
@@ -66,8 +67,7 @@ async def incremental_alter_configs(services: KafkaServices, body: dict, version
             if resource["resource_type"] == _TOPIC:
                 results.append(await _alter_topic(services, resource, validate_only))
             elif resource["resource_type"] == _BROKER:
-                _alter_broker(services, info, resource, validate_only)
-                results.append(_result(resource))
+                results.append(_alter_broker(services, resource, validate_only))
             else:
                 raise _Refused(ErrorCode.INVALID_REQUEST,
                                "tslog alters the configs of topics and brokers only")
@@ -103,17 +103,10 @@ async def _alter_topic(services: KafkaServices, resource: dict, validate_only: b
             _check_replica_list(entry, operation)
         else:
             changes[entry["name"]] = entry["value"] if operation == _SET else None
-    native = services.native[ApiKey.ALTER_CONFIGS](
-        {"resources": [{"type": "topic", "name": resource["resource_name"],
-                        "configs": changes}],
-         "validate_only": validate_only or not changes})
-    if inspect.isawaitable(native):  # a gate's refusal is a dict at once
-        native = await native
-    answers = native.get("resources")
-    if not answers:  # denied as a whole, or an answer without the resource
-        return _result(resource, int(native.get("error_code", ErrorCode.INVALID_REQUEST)),
-                       native.get("error_message"))
-    return _result(resource, int(answers[0]["error_code"]), answers[0].get("error_message"))
+    altered = await services.topic_admin.alter_configs(AlterConfigsRequest(
+        [ConfigChange("topic", resource["resource_name"], changes)],
+        validate_only or not changes))
+    return _result(resource, altered[0].error_code, altered[0].error_message)
 
 
 def _check_replica_list(entry: dict, operation: int) -> None:
@@ -126,31 +119,29 @@ def _check_replica_list(entry: dict, operation: int) -> None:
 # ---------------------------------------------------------------------------- brokers
 
 
-def _alter_broker(services: KafkaServices, info: KafkaRequestInfo, resource: dict,
-                  validate_only: bool) -> None:
-    """Checks every entry, then applies them all (unless ``validate_only``)."""
+def _alter_broker(services: KafkaServices, resource: dict, validate_only: bool) -> dict:
+    """The entries as typed changes (name, rate; None deletes), given to the typed service,
+    which applies them all unless ``validate_only``. An entry's problem travels as the
+    request's ``refusal``, answered only once the gate allowed the change (as Kafka judges
+    the principal before the entries); nothing of a refused resource changes."""
     node = str(services.config.node_id)
     if resource["resource_name"] != node:
         raise _Refused(ErrorCode.INVALID_REQUEST,
                        f"this is broker {node}: send broker {resource['resource_name']!r}'s "
                        f"configs to that broker (an empty name, the cluster-wide default, "
                        f"is not served)")
-    authorizer = services.authorizer
-    if authorizer is not None and not authorizer.authorize(
-            info.principal, "AlterConfigs", "cluster", CLUSTER_NAME, info.client_host):
-        raise _Refused(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                       f"{info.principal} is not allowed to AlterConfigs the cluster")
-    planned = [(entry["name"], _operation(entry), _rate(entry))
-               for entry in resource["configs"]]
-    if validate_only or services.rates is None:
-        return
-    for name, operation, rate in planned:
-        if name == LOG_DIRS_RATE:
-            continue
-        if operation == _SET:
-            services.rates.set(name, rate)
-        else:
-            services.rates.delete(name)
+    changes, refusal = [], None
+    try:
+        for entry in resource["configs"]:
+            _operation(entry)
+            rate = _rate(entry)
+            if entry["name"] != LOG_DIRS_RATE:  # nothing to clear
+                changes.append((entry["name"], rate))
+    except _Refused as exc:
+        changes, refusal = [], Refusal(exc.code, str(exc))
+    altered = services.topic_admin.alter_broker_configs(BrokerConfigsChange(
+        resource["resource_name"], changes, refusal, validate_only))
+    return _result(resource, altered.error_code, altered.error_message)
 
 
 def _rate(entry: dict) -> int | None:

@@ -1,18 +1,23 @@
 """What a Kafka adapter is given: the data service and the native handlers, gated, plus
 what translation reads.
 
-Produce, Fetch and ListOffsets call the data service (``broker/data``) with typed requests,
-as tslog's own handlers do; with the authorizer on, through the connection's ``GatedData``
-(``security/request_gate.py``), the same gate the native port uses. DeleteRecords,
-InitProducerId, the reassignment APIs, ElectLeaders and DescribeLogDirs call the partition
-admin service (``broker/admin``) likewise, through the connection's ``GatedPartitionAdmin``.
+Produce, Fetch, ListOffsets and Metadata call the data service (``broker/data``) with typed
+requests, as tslog's own handlers do; with the authorizer on, through the connection's
+``GatedData`` (``security/request_gate.py``), the same gate the native port uses.
+DeleteRecords, InitProducerId, the reassignment APIs, ElectLeaders and DescribeLogDirs call
+the partition admin service (``broker/admin``) likewise, through the connection's
+``GatedPartitionAdmin``; the topic and config APIs (Create/DeleteTopics, CreatePartitions,
+Describe/AlterConfigs, IncrementalAlterConfigs, Metadata's creation of missing topics) call
+the topic admin service (``broker/admin``), through ``GatedTopicAdmin``
+(``security/topic_admin_gate.py``).
 
-Why the native handlers and not the services behind them: the issue asks that Kafka requests
-be served by "the same handlers the native protocol uses", so validation, durability (acks),
-idempotence, long polls and ACLs live in one place. ``native`` is the broker's dispatch table
-(``dispatch.bind_handlers``), bound per connection through the ``RequestGate`` when the
-authorizer is on, exactly as a native connection binds it: a Kafka request is authorized for
-the connection's principal by the same rules (Kafka's operation per API).
+The APIs no typed service serves yet go through the native handlers: the issue asks that
+Kafka requests be served by "the same handlers the native protocol uses", so validation,
+durability (acks), idempotence, long polls and ACLs live in one place. ``native`` is the
+broker's dispatch table (``dispatch.bind_handlers``), bound per connection through the
+``RequestGate`` when the authorizer is on, exactly as a native connection binds it: a Kafka
+request is authorized for the connection's principal by the same rules (Kafka's operation
+per API).
 
 The rest is read-only context the translation needs and the native bodies do not carry: the
 topic catalog (each topic's ``message.timestamp.type`` decides how batches and time lookups
@@ -60,6 +65,9 @@ class KafkaServices:
     # ``GatedPartitionAdmin`` in front of it: DeleteRecords, InitProducerId, reassignments,
     # elections, DescribeLogDirs
     partition_admin: Any = None
+    # the topic admin service (``broker/admin``), or the connection's ``GatedTopicAdmin``:
+    # Create/DeleteTopics, CreatePartitions, Describe/Alter/IncrementalAlterConfigs
+    topic_admin: Any = None
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""

@@ -94,3 +94,20 @@ def test_the_group_apis_are_bound_to_the_one_group_service(broker):
     for api_key, handler in dispatch.GROUP_SERVICE_HANDLERS.items():
         assert broker.dispatch[api_key].__func__ is handler
         assert broker.dispatch[api_key].__self__ is broker.group_api
+
+
+@pytest.mark.parametrize("handlers, service", [
+    (dispatch.DATA_SERVICE_HANDLERS, "data"), (dispatch.TOPIC_ADMIN_HANDLERS, "topic_admin")])
+def test_typed_services_handlers_are_bound_to_the_broker_s_service(broker, handlers, service):
+    """The data and topic admin APIs are bound to the one service both ports call (which the
+    request gate rebinds per connection to its wrapper of that service)."""
+    for api_key, handler in handlers.items():
+        bound = broker.dispatch[api_key]
+        assert bound.__func__ is handler
+        assert bound.__self__ is getattr(broker, service)
+
+
+def test_the_topic_admin_service_changes_topics_through_the_topic_service(broker):
+    assert broker.topic_admin.changes is broker.topic_service
+    assert broker.topic_admin.topics is broker.topics
+    assert broker.topic_admin.rates is broker.rates

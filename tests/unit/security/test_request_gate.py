@@ -23,10 +23,11 @@ from tslog.broker.security.request_gate import (
     RULES,
     TYPED_GATES,
     GatedPartitionAdmin,
+    GatedTopicAdmin,
     RequestGate,
     decide,
 )
-from tslog.protocol.messages import ApiKey, check_response_body
+from tslog.protocol.messages import ApiKey
 
 ALICE = "User:alice"
 CLUSTER = ("cluster", "kafka-cluster")
@@ -34,10 +35,6 @@ CLUSTER = ("cluster", "kafka-cluster")
 
 def allow(operation, kind, name, pattern="literal", principal=ALICE):
     return AclBinding(principal, kind, pattern, name, operation, "allow")
-
-
-def tp(topic, partition):
-    return {"topic": topic, "partitions": [partition]}
 
 
 class Recorded:
@@ -87,11 +84,11 @@ def never(body):
 
 def test_every_api_key_is_mapped():
     """Each api key has a rule, or is one of a typed service's, judged typed by its wrapper
-    (tests/unit/broker/test_data_gate.py, test_group_gate.py, test_partition_admin_gate.py),
-    never both."""
+    (tests/unit/broker/test_data_gate.py, test_group_gate.py, test_partition_admin_gate.py,
+    test_topic_admin_gate.py), never both."""
     assert sorted(int(k) for k in ApiKey if int(k) not in set(RULES) | set(TYPED_GATES)) == []
     assert not set(TYPED_GATES) & set(RULES)
-    assert DATA_KEYS <= set(TYPED_GATES)
+    assert DATA_KEYS == {0, 1, 2, 3}
     assert {key for key, wrapper in TYPED_GATES.items() if wrapper is GatedGroups} == {
         ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR, ApiKey.LIST_GROUPS,
         ApiKey.DELETE_GROUPS, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
@@ -99,6 +96,8 @@ def test_every_api_key_is_mapped():
     assert not set(RULES) & {8, 9, 10, 16, 42, 68, 69}
     assert {21, 22, 23, 43, 45, 46, 1000} <= {
         key for key, wrapper in TYPED_GATES.items() if wrapper is GatedPartitionAdmin}
+    assert {key for key, wrapper in TYPED_GATES.items() if wrapper is GatedTopicAdmin} == {
+        19, 20, 32, 33, 37}
     # the SCRAM APIs, mapped by number before they exist here
     assert {17, 36, 50, 51} <= set(RULES)
 
@@ -133,60 +132,6 @@ def test_cluster_level_partition_apis_need_their_operation_on_the_cluster(method
     assert getattr(admin, method)("request") == "served"
 
 
-def test_create_topics_needs_create_on_the_cluster_or_the_topic():
-    body = {"topics": [{"topic": t, "partitions": 1, "replication_factor": 1, "configs": {}}
-                       for t in ("a1", "b1")], "timeout_ms": 1}
-
-    async def handler(b):
-        return {"topics": [{"topic": t["topic"], "error_code": 0, "error_message": None}
-                           for t in b["topics"]]}
-    response = run(Authorizer(bindings=[allow("Create", "topic", "a1")]),
-                   ApiKey.CREATE_TOPICS, body, handler)
-    assert {t["topic"]: t["error_code"] for t in response["topics"]} == {"a1": 0, "b1": 29}
-    check_response_body(19, 0, response)
-    everything = run(Authorizer(bindings=[allow("Create", *CLUSTER)]), ApiKey.CREATE_TOPICS,
-                     body, handler)
-    assert {t["error_code"] for t in everything["topics"]} == {0}
-
-
-@pytest.mark.parametrize("api,operation,body,response_key", [
-    (ApiKey.DELETE_TOPICS, "Delete", {"topics": ["a1", "b1"], "timeout_ms": 1}, "topics"),
-    (ApiKey.CREATE_PARTITIONS, "Alter", {"topics": [{"topic": "a1", "count": 2},
-                                                    {"topic": "b1", "count": 2}],
-                                         "timeout_ms": 1, "validate_only": False}, "topics"),
-])
-def test_topic_admin_apis_deny_per_topic(api, operation, body, response_key):
-    def handler(b):
-        entries = [{"topic": t if isinstance(t, str) else t["topic"], "error_code": 0}
-                   for t in b["topics"]]
-        if api == ApiKey.CREATE_PARTITIONS:
-            entries = [{**e, "error_message": None} for e in entries]
-        return {"topics": entries}
-    response = run(Authorizer(bindings=[allow(operation, "topic", "a1")]), api, body, handler)
-    assert {t["topic"]: t["error_code"] for t in response["topics"]} == {"a1": 0, "b1": 29}
-    check_response_body(int(api), 0, response)
-
-
-@pytest.mark.parametrize("api,operation", [(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs"),
-                                           (ApiKey.ALTER_CONFIGS, "AlterConfigs")])
-def test_configs_need_their_operation_on_the_topic_or_the_cluster(api, operation):
-    if api == ApiKey.DESCRIBE_CONFIGS:
-        body = {"resources": [{"type": "topic", "name": "a1"}, {"type": "topic", "name": "b1"},
-                              {"type": "broker", "name": "0"}]}
-    else:
-        body = {"resources": [{"type": "topic", "name": n, "configs": {}} for n in ("a1", "b1")],
-                "validate_only": False}
-
-    def handler(b):
-        extra = {"configs": []} if api == ApiKey.DESCRIBE_CONFIGS else {}
-        return {"resources": [{"type": r["type"], "name": r["name"], "error_code": 0,
-                               "error_message": None, **extra} for r in b["resources"]]}
-    # AlterConfigs implies DescribeConfigs
-    response = run(Authorizer(bindings=[allow("AlterConfigs", "topic", "a1")]), api, body,
-                   handler)
-    codes = {r["name"]: r["error_code"] for r in response["resources"]}
-    assert codes["a1"] == 0 and codes["b1"] == 29 and codes.get("0", 31) == 31
-    check_response_body(int(api), 0, response)
 
 
 def test_init_producer_id_needs_write_on_some_topic_or_cluster_action():
