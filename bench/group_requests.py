@@ -105,7 +105,8 @@ def kafka_services(broker: Broker, gated: bool) -> KafkaServices:
                  "offsets": broker.offsets, "classic": broker.classic_groups,
                  "catalog": broker.group_catalog, "authorizer": None if gate is None
                  else gate.authorizer, "group_api": getattr(broker, "group_api", None),
-                 **wrap}
+                 "partition_admin": getattr(broker, "partition_admin", None),
+                 "topic_admin": getattr(broker, "topic_admin", None), **wrap}
     return KafkaServices(**{field.name: available[field.name]
                             for field in dataclasses.fields(KafkaServices)
                             if field.name in available})

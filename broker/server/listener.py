@@ -41,15 +41,13 @@ from ..metrics import MetricsServer
 from ..metrics.observe import record_recovery
 from ..metrics.web_config import WebConfig, WebConfigError, load_web_config
 from ..security import tls
-from ..security.group_gate import GatedGroups
-from ..security.request_gate import GatedData, GatedPartitionAdmin, GatedTopicAdmin
 from ..storage import dir_lock
 from ..storage.fanout import map_in_threads
 from .connection import BrokerConnection
 from .native_front import NativeFront
 from .connection_registry import ConnectionRegistry
 from .kafka.front import KafkaFront
-from .kafka.services import KafkaServices
+from .kafka.services import KafkaServices, services_for
 from .state import Broker
 
 log = logging.getLogger("tslog.broker")
@@ -210,21 +208,8 @@ async def _listen_kafka(broker: Broker, config: BrokerConfig, registry: Connecti
         return None
     loop = asyncio.get_running_loop()
     host, port = parse_host_port(config.kafka_listen)
-    dispatch, gate = broker.dispatch, broker.gate
-
     def make_services(connection: BrokerConnection) -> KafkaServices:
-        native = dispatch if gate is None else gate.bind(dispatch, connection)
-        data = broker.data if gate is None else gate.wrap(GatedData, broker.data, connection)
-        partition_admin = broker.partition_admin if gate is None else gate.wrap(
-            GatedPartitionAdmin, broker.partition_admin, connection)
-        topic_admin = broker.topic_admin if gate is None else gate.wrap(
-            GatedTopicAdmin, broker.topic_admin, connection)
-        group_api = (broker.group_api if gate is None
-                     else gate.wrap(GatedGroups, broker.group_api, connection))
-        return KafkaServices(native, data, broker.topics, broker.cluster, config,
-                             None if gate is None else gate.authorizer, group_api,
-                             rates=broker.rates, partition_admin=partition_admin,
-                             topic_admin=topic_admin)
+        return services_for(broker, connection)
 
     front = KafkaFront(make_services)
     try:

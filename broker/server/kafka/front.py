@@ -4,7 +4,7 @@ what a front is), for Kafka clients.
 
 The codec is Kafka's (``protocol/kafka/server_codec.py``, with the versions ``dispatch.py``
 advertises); a request goes to its adapter (``dispatch.TABLE``) with the connection's
-``KafkaServices`` (the native handlers behind the same authorizer gate) and a
+``KafkaServices`` (the typed services behind the same authorizer gate) and a
 ``KafkaRequestInfo``. The login is the native listener's SCRAM session as it is: SaslHandshake
 v1 and SaslAuthenticate carry the same fields in Kafka's protocol as in tslog's; until it
 succeeds only ApiVersions, SaslHandshake and SaslAuthenticate are served, anything else closes
@@ -39,7 +39,7 @@ _SASL_AUTHENTICATE = int(ApiKey.SASL_AUTHENTICATE)
 class KafkaFront:
     """Args:
         make_services: ``make_services(connection)`` -> the ``KafkaServices`` adapters get
-            (their native handlers gated for this connection's principal).
+            (its typed services judged for this connection's principal).
     """
 
     chunked_api = None  # every Kafka answer is encoded in chunks (the codec's own)

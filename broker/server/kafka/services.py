@@ -1,44 +1,38 @@
-"""What a Kafka adapter is given: the data service and the native handlers, gated, plus
-what translation reads.
+"""What a Kafka adapter is given: the typed services, judged for its connection, plus what
+translation reads.
 
-Produce, Fetch, ListOffsets and Metadata call the data service (``broker/data``) with typed
-requests, as tslog's own handlers do; with the authorizer on, through the connection's
-``GatedData`` (``security/request_gate.py``), the same gate the native port uses.
-DeleteRecords, InitProducerId, the reassignment APIs, ElectLeaders and DescribeLogDirs call
-the partition admin service (``broker/admin``) likewise, through the connection's
-``GatedPartitionAdmin``; the topic and config APIs (Create/DeleteTopics, CreatePartitions,
-Describe/AlterConfigs, IncrementalAlterConfigs, Metadata's creation of missing topics) call
-the topic admin service (``broker/admin``), through ``GatedTopicAdmin``
-(``security/topic_admin_gate.py``).
+Every Kafka API is served by the typed service tslog's own port serves it with, each
+adapter translating once, at its edge: Produce, Fetch, ListOffsets and Metadata by the data
+service (``broker/data``); the group APIs by the group service (``broker/groups/api.py``);
+DeleteRecords, InitProducerId, the reassignment APIs, ElectLeaders and DescribeLogDirs by
+the partition admin service (``broker/admin/partitions.py``); the topic and config APIs
+(Create/DeleteTopics, CreatePartitions, Describe/AlterConfigs, IncrementalAlterConfigs,
+Metadata's creation of missing topics) by the topic admin service
+(``broker/admin/topics.py``). With the authorizer on, each is the connection's wrapper of
+the service (``GatedData``, ``GatedGroups``, ``GatedPartitionAdmin``, ``GatedTopicAdmin``):
+the same gate, judging the same typed requests, as tslog's own port passes
+(``services_for``).
 
-The APIs no typed service serves yet go through the native handlers: the issue asks that
-Kafka requests be served by "the same handlers the native protocol uses", so validation,
-durability (acks), idempotence, long polls and ACLs live in one place. ``native`` is the
-broker's dispatch table (``dispatch.bind_handlers``), bound per connection through the
-``RequestGate`` when the authorizer is on, exactly as a native connection binds it: a Kafka
-request is authorized for the connection's principal by the same rules (Kafka's operation
-per API).
-
-The rest is read-only context the translation needs and the native bodies do not carry: the
-topic catalog (each topic's ``message.timestamp.type`` decides how batches and time lookups
-are translated), the cluster view (brokers' Kafka addresses, partition leader epochs) and
-the broker's settings.
-
-The group adapters (``group_apis.py``, ``group_admin_apis.py``, ``offset_delete_api.py``)
-call the group service (``broker/groups/api.py``) with typed requests, as tslog's own
-handlers do; with the authorizer on, through the connection's ``GatedGroups``
-(``security/group_gate.py``), the gate tslog's own group requests pass.
+The rest is read-only context the translation needs and the typed requests do not carry:
+the topic catalog (each topic's ``message.timestamp.type`` decides how batches and time
+lookups are translated), the cluster view (brokers' Kafka addresses, partition leader
+epochs), the broker's settings and its run-time replication throttles.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ...cluster.view import ClusterView
 from ...config import BrokerConfig
 from ...topics import TopicManager
-from ...security.acl import Authorizer
+from ...security.request_gate import (
+    GatedData,
+    GatedGroups,
+    GatedPartitionAdmin,
+    GatedTopicAdmin,
+)
 from .replication_rates import ReplicationRates
 
 
@@ -52,22 +46,15 @@ class ProduceOrder:
 
 @dataclass(frozen=True, slots=True)
 class KafkaServices:
-    native: dict[int, Callable[[dict], Any]]  # ApiKey -> bound (and gated) native handler
     data: Any  # the data service, or the connection's ``GatedData`` in front of it
+    group_api: Any  # the group service, or the connection's ``GatedGroups``
+    partition_admin: Any  # the partition admin service, or ``GatedPartitionAdmin``
+    topic_admin: Any  # the topic admin service, or ``GatedTopicAdmin``
     topics: TopicManager
     cluster: ClusterView
     config: BrokerConfig
-    authorizer: Authorizer | None  # for adapters that check ACLs themselves (info.principal)
-    group_api: Any  # the group service, or the connection's ``GatedGroups`` in front of it
     produce_order: ProduceOrder = field(default_factory=ProduceOrder)  # this connection's
     rates: ReplicationRates | None = None  # the broker's run-time replication throttles
-    # the partition admin service (``broker/admin``), or the connection's
-    # ``GatedPartitionAdmin`` in front of it: DeleteRecords, InitProducerId, reassignments,
-    # elections, DescribeLogDirs
-    partition_admin: Any = None
-    # the topic admin service (``broker/admin``), or the connection's ``GatedTopicAdmin``:
-    # Create/DeleteTopics, CreatePartitions, Describe/Alter/IncrementalAlterConfigs
-    topic_admin: Any = None
 
     def kafka_address(self, node_id: int) -> tuple[str, int] | None:
         """Where broker ``node_id``'s Kafka listener is (None: it has none we know of)."""
@@ -86,3 +73,16 @@ class KafkaServices:
         plog = self.topics.logs.get((topic, partition))
         return None if plog is None else min(plog.config.max_message_bytes,
                                              plog.config.segment_bytes)
+
+
+def services_for(broker, connection) -> KafkaServices:
+    """The services of one Kafka connection: each of ``broker``'s typed services behind the
+    connection's wrapper of it when the authorizer is on (``broker.gate``), else as is."""
+    gate = broker.gate
+
+    def judged(wrapper, service):
+        return service if gate is None else gate.wrap(wrapper, service, connection)
+    return KafkaServices(judged(GatedData, broker.data), judged(GatedGroups, broker.group_api),
+                         judged(GatedPartitionAdmin, broker.partition_admin),
+                         judged(GatedTopicAdmin, broker.topic_admin), broker.topics,
+                         broker.cluster, broker.config, rates=broker.rates)

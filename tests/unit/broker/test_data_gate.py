@@ -14,11 +14,9 @@ from tests.helpers.handlers import call
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
-from tslog.broker.security.group_gate import GatedGroups
-from tslog.broker.security.request_gate import GatedData
 from tslog.broker.server.kafka.data_apis import DATA_ADAPTERS
 from tslog.broker.server.kafka.dispatch import TABLE
-from tslog.broker.server.kafka.services import KafkaServices
+from tslog.broker.server.kafka.services import KafkaServices, services_for
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.kafka import record_batch
 from tslog.protocol.messages import RESPONSE_SCHEMAS, ApiKey
@@ -56,10 +54,7 @@ def native(broker, principal: str = ALICE):
 
 def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
-    return KafkaServices(broker.gate.bind(broker.dispatch, connection),
-                         broker.gate.wrap(GatedData, broker.data, connection), broker.topics,
-                         broker.cluster, broker.config, broker.gate.authorizer,
-                         broker.gate.wrap(GatedGroups, broker.group_api, connection))
+    return services_for(broker, connection)
 
 
 async def settled(result):

@@ -15,10 +15,8 @@ import pytest
 from tests.helpers.handlers import call
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
-from tslog.broker.security.group_gate import GatedGroups
-from tslog.broker.security.request_gate import GatedData
 from tslog.broker.server.kafka.dispatch import TABLE
-from tslog.broker.server.kafka.services import KafkaServices
+from tslog.broker.server.kafka.services import services_for
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.kafka import decode_request, decode_response, encode_request, encode_response
 from tslog.protocol.messages import RESPONSE_SCHEMAS, ApiKey
@@ -75,10 +73,7 @@ async def kafka(broker, api_key: int, version: int, body: dict, principal: str =
     """One request as the Kafka listener runs it: encoded by a client, decoded, handed to the
     adapter with the connection's gated services, its answer encoded and decoded again."""
     connection = Connection(principal)
-    services = KafkaServices(broker.gate.bind(broker.dispatch, connection),
-                             broker.gate.wrap(GatedData, broker.data, connection),
-                             broker.topics, broker.cluster, broker.config, broker.gate.authorizer,
-                             broker.gate.wrap(GatedGroups, broker.group_api, connection))
+    services = services_for(broker, connection)
     request = decode_request(encode_request(api_key, version, 7, "c", body))
     info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=principal)
     answer = await settled(TABLE[api_key](services, request.body, version, info))
@@ -158,8 +153,7 @@ async def test_list_groups_hides_what_may_not_be_described_alike_on_both_ports(g
 async def test_without_the_authorizer_the_ports_agree_and_nothing_is_judged(make_broker):
     broker = make_broker()
     await broker.offsets.commit("g", {("t", 0): (3, "")})
-    services = KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster,
-                             broker.config, None, broker.group_api)
+    services = services_for(broker, None)
     listed = await settled(broker.dispatch[ApiKey.LIST_GROUPS]({"states": ["empty"]}))
     info = SimpleNamespace(client_id="c", client_host="127.0.0.1", principal=ALICE)
     kafka_listed = await settled(TABLE[ApiKey.LIST_GROUPS](

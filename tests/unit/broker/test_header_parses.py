@@ -20,7 +20,7 @@ import pytest
 
 from tests.helpers.handlers import call
 from tslog.broker.server.kafka.dispatch import TABLE
-from tslog.broker.server.kafka.services import KafkaServices
+from tslog.broker.server.kafka.services import KafkaServices, services_for
 from tslog.protocol import batch_header
 from tslog.protocol.kafka import codec, record_batch
 from tslog.protocol.messages import ApiKey
@@ -107,8 +107,7 @@ async def test_a_native_produce_parses_its_batch_header_once(broker, parses, cou
 
 
 def _kafka_services(broker) -> KafkaServices:
-    return KafkaServices(broker.dispatch, broker.data, broker.topics, broker.cluster, broker.config,
-                         None, broker.group_api)
+    return services_for(broker, None)
 
 
 @pytest.mark.parametrize("count, idempotent", [(1, False), (1000, False), (1000, True)])

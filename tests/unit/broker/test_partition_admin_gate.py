@@ -19,10 +19,8 @@ from tests.helpers.python_calls import count_calls
 from tests.helpers.wire import batch
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
-from tslog.broker.security.group_gate import GatedGroups
-from tslog.broker.security.request_gate import GatedData, GatedPartitionAdmin
 from tslog.broker.server.kafka.dispatch import TABLE
-from tslog.broker.server.kafka.services import KafkaServices
+from tslog.broker.server.kafka.services import KafkaServices, services_for
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import RESPONSE_SCHEMAS, ApiKey
 
@@ -71,13 +69,7 @@ def native(broker, principal: str = ALICE):
 
 def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
-    gate = broker.gate
-    return KafkaServices(gate.bind(broker.dispatch, connection),
-                         gate.wrap(GatedData, broker.data, connection), broker.topics,
-                         broker.cluster, broker.config, gate.authorizer,
-                         gate.wrap(GatedGroups, broker.group_api, connection),
-                         partition_admin=gate.wrap(GatedPartitionAdmin, broker.partition_admin,
-                                                   connection))
+    return services_for(broker, connection)
 
 
 async def native_call(broker, api_key, body, principal: str = ALICE) -> dict:

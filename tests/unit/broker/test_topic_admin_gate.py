@@ -15,10 +15,9 @@ import pytest
 from tests.helpers.handlers import call
 from tslog.broker.metrics.definitions import DENIED_REQUESTS
 from tslog.broker.security.acl import AclBinding
-from tslog.broker.security.request_gate import GatedData, GatedTopicAdmin
 from tslog.broker.server.kafka.dispatch import TABLE
 from tslog.broker.server.kafka.replication_rates import LEADER_RATE
-from tslog.broker.server.kafka.services import KafkaServices
+from tslog.broker.server.kafka.services import KafkaServices, services_for
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import RESPONSE_SCHEMAS, ApiKey
 
@@ -60,12 +59,7 @@ def native(broker, principal: str = ALICE):
 
 def kafka(broker, principal: str = ALICE) -> KafkaServices:
     connection = Connection(principal)
-    return KafkaServices(broker.gate.bind(broker.dispatch, connection),
-                         broker.gate.wrap(GatedData, broker.data, connection), broker.topics,
-                         broker.cluster, broker.config, broker.groups, broker.offsets,
-                         broker.classic_groups, broker.group_catalog, broker.gate.authorizer,
-                         rates=broker.rates, topic_admin=broker.gate.wrap(
-                             GatedTopicAdmin, broker.topic_admin, connection))
+    return services_for(broker, connection)
 
 
 async def settled(result):
