@@ -17,6 +17,7 @@ of them in Metadata), so a three-broker test does not pay three interpreter star
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import ssl
@@ -27,17 +28,46 @@ from pathlib import Path
 
 from tslog.client.errors import TslogError
 from tslog.protocol.frames import FrameReceiver
-from tslog.protocol.messages import ApiKey, RequestHeader, decode_response, encode_request
+from tslog.protocol.messages import (
+    ApiKey,
+    InvalidResponseError,
+    RequestHeader,
+    decode_response,
+    encode_request,
+)
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 
 
+# Ports are drawn below the kernel's ephemeral range: a port taken there by binding port 0
+# and released is exactly what the kernel hands the next process that binds port 0 (Spark's
+# local servers, every client's own end of a connection), so a broker started on it a moment
+# later could find it taken, and its readiness probe once talked to a Spark server instead.
+_PORTS = random.Random(os.getpid() ^ time.time_ns())
+_LOWEST_PORT = 10_000
+
+
+def _ephemeral_start() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port() -> int:
-    """A port that was free a moment ago (bind to port 0, read it, release it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port that was free a moment ago, outside the range the kernel gives port-0 binds."""
+    highest = _ephemeral_start() - 1
+    for _ in range(1_000):
+        port = _PORTS.randint(_LOWEST_PORT, highest)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_LOWEST_PORT}-{highest}")
 
 
 def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float,
@@ -58,7 +88,7 @@ def _ask(host: str, port: int, api_key: ApiKey, body: dict, timeout_s: float,
                 frames = decoder.feed(data)
             correlation_id, response = decode_response(frames[0], api_key)
             return response if correlation_id == 1 else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, InvalidResponseError):  # nothing, or not a broker, there
         return None
 
 

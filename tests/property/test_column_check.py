@@ -163,7 +163,8 @@ def _lie_in_headers(draw, section: bytearray, n: int) -> bytearray:
         st.binary(min_size=1, max_size=12),
         st.builds(msgpack.packb, st.lists(st.one_of(st.none(), header_pairs),
                                           min_size=max(1, n - 1), max_size=n + 1)),
-        st.builds(msgpack.packb, st.lists(st.one_of(st.integers(), st.text(max_size=3)),
+        st.builds(msgpack.packb, st.lists(st.one_of(st.integers(-(2**63), 2**64 - 1),
+                                                    st.text(max_size=3)),
                                           min_size=1, max_size=n + 1)),
     ))
     struct.pack_into("<I", section, 8, len(blob))
