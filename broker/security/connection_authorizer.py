@@ -9,6 +9,7 @@ gates, so they cannot import it from there.
 
 from __future__ import annotations
 
+from ..metrics import security_metrics
 from .acl import ANY_HOST, Authorizer
 
 
@@ -32,3 +33,16 @@ class ConnectionAuthorizer:
 
     def authorize_any(self, principal: str, operation: str, resource_type: str) -> bool:
         return self.authz.authorize_any(principal, operation, resource_type, self._host())
+
+    def denied_topics(self, operation: str, entries, api_key: int) -> frozenset:
+        """The topics of ``entries`` (tuples whose first field is a topic) the connection's
+        principal may not ``operation``; a request with any is counted once as denied.
+        The typed services' wrappers hand these to their service, which answers them
+        TOPIC_AUTHORIZATION_FAILED and does nothing else for them."""
+        principal = self.connection.principal
+        authorize = self.authorize
+        denied = frozenset(topic for topic in {entry[0] for entry in entries}
+                           if not authorize(principal, operation, "topic", topic))
+        if denied:
+            security_metrics.denied(principal, api_key)
+        return denied

@@ -45,17 +45,6 @@ class GatedPartitionAdmin:
         self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
-    def _denied_topics(self, operation: str, entries, api_key: int) -> frozenset:
-        """The topics of ``entries`` (tuples whose first field is a topic) the principal may
-        not ``operation``; counted as one denial of the request."""
-        principal = self.connection.principal
-        authorize = self.authz.authorize
-        denied = frozenset(topic for topic in {entry[0] for entry in entries}
-                           if not authorize(principal, operation, "topic", topic))
-        if denied:
-            security_metrics.denied(principal, api_key)
-        return denied
-
     def _cluster_refusal(self, operation: str, api_key: int) -> RequestDenied | None:
         """None when the principal may ``operation`` the cluster; else the refusal,
         counted."""
@@ -67,7 +56,7 @@ class GatedPartitionAdmin:
                              f"{principal} is not allowed to {operation} the cluster")
 
     def delete_records(self, request):
-        return self.admin.delete_records(request, self._denied_topics(
+        return self.admin.delete_records(request, self.authz.denied_topics(
             "Delete", request.partitions, _DELETE_RECORDS))
 
     def init_producer_id(self, request):
@@ -82,11 +71,11 @@ class GatedPartitionAdmin:
         if request.replica_id >= 0:
             return (self._cluster_refusal("ClusterAction", _OFFSET_FOR_LEADER_EPOCH)
                     or self.admin.offset_for_leader_epoch(request))
-        return self.admin.offset_for_leader_epoch(request, self._denied_topics(
+        return self.admin.offset_for_leader_epoch(request, self.authz.denied_topics(
             "Describe", request.queries, _OFFSET_FOR_LEADER_EPOCH))
 
     def offsets_at_times(self, request):
-        return self.admin.offsets_at_times(request, self._denied_topics(
+        return self.admin.offsets_at_times(request, self.authz.denied_topics(
             "Describe", request.queries, _OFFSETS_AT_TIMES))
 
     def alter_reassignments(self, request):

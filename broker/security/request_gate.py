@@ -122,23 +122,14 @@ class GatedData:
         self.authz = ConnectionAuthorizer(authz, connection)
         self.connection = connection
 
-    def _denied(self, operation: str, entries, api_key: int) -> frozenset:
-        """The topics of ``entries`` (each a tuple whose first field is its topic) the
-        principal may not ``operation``; counted as one denial of the request."""
-        principal = self.connection.principal
-        authorize = self.authz.authorize
-        denied = frozenset(topic for topic in {entry[0] for entry in entries}
-                           if not authorize(principal, operation, "topic", topic))
-        if denied:
-            security_metrics.denied(principal, api_key)
-        return denied
-
     def produce(self, request):
-        return self.data.produce(request, self._denied("Write", request.partitions, 0))
+        return self.data.produce(request,
+                                 self.authz.denied_topics("Write", request.partitions, 0))
 
     def fetch(self, request):
         if request.replica_id < 0:
-            return self.data.fetch(request, self._denied("Read", request.partitions, 1))
+            return self.data.fetch(request,
+                                   self.authz.denied_topics("Read", request.partitions, 1))
         principal = self.connection.principal
         if self.authz.authorize(principal, "ClusterAction", "cluster", CLUSTER_NAME):
             return self.data.fetch(request)
@@ -147,7 +138,7 @@ class GatedData:
 
     def list_offsets(self, request):
         return self.data.list_offsets(request,
-                                      self._denied("Describe", request.queries, 2))
+                                      self.authz.denied_topics("Describe", request.queries, 2))
 
     def metadata(self, request):
         """Describe on each topic: a listing of every topic hides the others (not counted
@@ -160,7 +151,7 @@ class GatedData:
             return authorize(principal, "Describe", "topic", name)
         if request.topics is None:
             return self.data.metadata(request, visible=describable)
-        return self.data.metadata(request, self._denied(
+        return self.data.metadata(request, self.authz.denied_topics(
             "Describe", [(name,) for name in request.topics], 3))
 
 
