@@ -61,6 +61,7 @@ PAGE_BYTES = mmap.PAGESIZE
 RESERVE_MAX_BYTES = 1 << 20  # a reservation doubles from one page up to this
 KEY_SAMPLE_EVERY = 16  # count_keys_below's first level: every 16th key in a Python list
 _ZEROS = bytes(1 << 20)
+_bisect_left = bisect.bisect_left
 
 
 def data_extent(fd: int, length: int) -> int:
@@ -377,12 +378,18 @@ class MmapIndex:
             return 0
         column = self._columns.get(slot)
         if column is None:
-            if self._map is None:
-                self._map_sealed()
-            with memoryview(self._map) as raw, raw.cast(self.KEY_FORMAT) as keys:
-                column = self._columns[slot] = keys[slot :: self._key_stride]
+            column = self._column(slot)
         search = bisect.bisect_right if right else bisect.bisect_left
         return search(column, key, 0, self.entries if count is None else count)
+
+    def _column(self, slot: int) -> memoryview:
+        """Cache and return field ``slot`` of every entry (in units of the key's format) as
+        a strided view of the map; ``_unmap`` releases it."""
+        if self._map is None:
+            self._map_sealed()
+        with memoryview(self._map) as raw, raw.cast(self.KEY_FORMAT) as keys:
+            column = self._columns[slot] = keys[slot :: self._key_stride]
+        return column
 
     def to_numpy(self) -> np.ndarray:
         """A copy of the entries as a structured array, for vectorised sanity checks."""
@@ -408,6 +415,14 @@ class OffsetIndex(MmapIndex):
     ENTRY = struct.Struct("<ii")
     KEY_FORMAT = "i"
     DTYPE = np.dtype([("relative_offset", "<i4"), ("position", "<i4")])
+
+    def position(self, i: int) -> int:
+        """Entry ``i``'s file position, from a cached column of the map: no struct call and
+        no tuple, on every Fetch's path (``Segment.position_of``)."""
+        column = self._columns.get(1)
+        if column is None:
+            column = self._column(1)
+        return column[i]
 
     def count_positions_at_or_below(self, position: int) -> int:
         """How many entries point at a file position <= ``position``."""
@@ -440,15 +455,47 @@ class TimestampIndex(MmapIndex):
     KEY_FORMAT = "q"
     DTYPE = np.dtype([("timestamp", "<i8"), ("relative_offset", "<i4"), ("position", "<i4")])
 
+    def search(self, key: int) -> tuple[int, int | None, int | None]:
+        """(i, timestamp of entry i, relative offset of entry i), where i is how many entries
+        have a timestamp < ``key`` (``count_keys_below``); the two fields are None when
+        i == entries.
+
+        Why one call: a lookup by time needs i and, in the common case, entry i's fields.
+        Those are read as two ints from cached columns of the map (a struct call on the map
+        converts every field of the entry, the position too)."""
+        sample = self._key_sample
+        if sample is None:
+            if self.entries == 0:
+                return 0, None, None
+            sample = self._sample_keys()
+        j = _bisect_left(sample, key)  # sample[j - 1] < key <= sample[j]
+        high = j * KEY_SAMPLE_EVERY
+        if high > self.entries:
+            high = self.entries
+        low = high - KEY_SAMPLE_EVERY + 1 if j else 0
+        keys = self._columns[0]
+        i = _bisect_left(keys, key, low if low > 0 else 0, high)
+        if i == self.entries:
+            return i, None, None
+        relatives = self._columns.get("relative")
+        if relatives is None:
+            relatives = self._int32_column("relative", 2)
+        return i, keys[i], relatives[i]
+
+    def _int32_column(self, name: str, slot: int) -> memoryview:
+        """Cache and return the int32 field at ``slot`` (of four per entry) as a column."""
+        if self._map is None:
+            self._map_sealed()
+        with memoryview(self._map) as raw, raw.cast("i") as ints:
+            column = self._columns[name] = ints[slot::4]
+        return column
+
     def position(self, i: int) -> int:
         """Entry ``i``'s file position, read as a plain int from a cached int32 column of the
         map: no struct call and no tuple, twice per time lookup."""
         column = self._columns.get("position")
         if column is None:
-            if self._map is None:
-                self._map_sealed()
-            with memoryview(self._map) as raw, raw.cast("i") as ints:
-                column = self._columns["position"] = ints[3::4]
+            column = self._int32_column("position", 3)
         return column[i]
 
 

@@ -312,15 +312,22 @@ class PartitionLog:
         CreateTime for ``"create"``) is >= it, or None. LATEST (-1): the log end offset.
         EARLIEST (-2): the log start offset. MAX_TIMESTAMP (-3): the first record carrying the
         largest time. Time values in the answers are the record's own time (-1 for -1/-2)."""
-        with self._lock:  # retention in another thread cannot close the segment under us
+        lock = self._lock  # retention in another thread cannot close the segment under us;
+        lock.acquire()  # acquire/release: a ``with`` costs as much again as the two calls
+        try:
             if self._closed:  # ``_check_open``, inline on every lookup's path
                 raise LogClosedError(f"{self.directory.name} is closed")
             lookups = self._lookups
-            found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
+            if timestamp >= 0 and timestamp_type == "append":  # ListOffsets' case, first
+                found = lookups.by_log_append_time(self._segments, timestamp)
+            else:
+                found = lookups.offset_for_time(self._segments, timestamp, timestamp_type)
             self.lookup_bytes_read = lookups.bytes_read
-            if found is None or found.offset >= self._start.offset:  # hence >= log_start_offset
+            if found is None or found[0] >= self._start.offset:  # hence >= log_start_offset
                 return found
             return found._replace(offset=max(found.offset, self.log_start_offset))  # DeleteRecords
+        finally:
+            lock.release()
 
     def read_segment(self, segment: Segment, read: Callable[[Segment], T]) -> T | None:
         """``read(segment)`` under the lock, or None once ``segment`` has left the log: how

@@ -266,12 +266,12 @@ class Segment:
         if offset < self.base_offset or offset >= self.next_offset:
             return None
         index = self.offset_index
-        i = index.count_keys_at_or_below(offset - self.base_offset)
-        start = index.entry(i - 1)[1]
+        i = index.count_keys_below(offset - self.base_offset + 1)  # entries at or below it
+        start = index.position(i - 1)
         if i < index.entries:
             if self._next_is_indexed[i - 1] == _YES:  # the batch of entry i - 1 is the only one
                 return start
-            end = index.entry(i)[1]
+            end = index.position(i)
         elif not self._tail_unindexed:
             return start
         else:
@@ -304,7 +304,7 @@ class Segment:
     def _whole_batches_within(self, position: int, end: int) -> int:
         """Bytes from ``position`` (a batch start) up to the last batch that ends by ``end``."""
         i = self.offset_index.count_positions_at_or_below(end)
-        hop = max(position, self.offset_index.entry(i - 1)[1]) if i else position
+        hop = max(position, self.offset_index.position(i - 1)) if i else position
         window = HeaderWindow(self._log_fd(), end, self.index_interval_bytes)
         while hop + HEADER_SIZE <= end:
             length = window.fields_at(hop)[3]
@@ -338,21 +338,20 @@ class Segment:
 
     def find_by_log_append_time(self, timestamp: int) -> OffsetAndTimestamp | None:
         """(offset, LAT) of the first batch with LogAppendTime >= ``timestamp``, if any. The hot
-        path: an entry known to follow its predecessor's batch (``_YES``) is the answer as is."""
+        path: entry 0, or an entry known to follow its predecessor's batch (``_YES``), is the
+        answer as is."""
         if self.size == 0 or self.max_log_append_time < timestamp:
             return None
         index = self.time_index
-        i = index.count_keys_below(timestamp)
-        if 0 < i < index.entries and self._next_is_indexed[i - 1] == _YES:
+        i, time, relative = index.search(timestamp)
+        if time is not None and (i == 0 or self._next_is_indexed[i - 1] == _YES):
             self.last_scan_bytes = 0
-            time, relative, _ = index.entry(i)
             return _new_tuple(OffsetAndTimestamp, (self.base_offset + relative, time))
         found = self._scan_before(index, i, _LAT_FIELD, timestamp)
         if found is not None:
             fields = found[1]
             return OffsetAndTimestamp(fields[0], fields[_LAT_FIELD])
-        if i < index.entries:
-            time, relative, _ = index.entry(i)
+        if time is not None:
             return OffsetAndTimestamp(self.base_offset + relative, time)
         raise CorruptIndexError(f"LogAppendTime {timestamp} not found though the segment max is later")
 
@@ -366,7 +365,7 @@ class Segment:
         if found is not None:
             return self._first_record_at_or_after(found[0], BatchHeader._make(found[1]), timestamp)
         if i < index.entries:
-            position = index.entry(i)[2]
+            position = index.position(i)
             return self._first_record_at_or_after(position, self.read_header_at(position), timestamp)
         raise CorruptIndexError(f"CreateTime {timestamp} not found though the segment max is later")
 

@@ -9,6 +9,14 @@ from hypothesis import strategies as st
 from tslog.broker.storage.index import OffsetIndex, TimestampIndex
 
 
+def assert_found(index: TimestampIndex, oracle: list[int], probe: int) -> None:
+    """Both searches by time agree with bisect on the sorted list of the appended keys; entry
+    i was appended with relative offset i (as every test here appends)."""
+    i = bisect.bisect_left(oracle, probe)
+    assert index.count_keys_below(probe) == i
+    assert index.search(probe) == ((i, oracle[i], i) if i < len(oracle) else (i, None, None))
+
+
 @given(
     timestamps=st.lists(st.integers(0, 2**40), max_size=300).map(sorted),
     probes=st.lists(st.integers(-1, 2**40 + 1), max_size=50),
@@ -22,20 +30,20 @@ def test_timestamp_search_matches_bisect_on_a_sorted_list(tmp_path_factory, time
         index.append(ts, i, i * 10)
         if i % 7 == 0:  # searched while it grows: the sampled first level follows the appends
             for probe in probes[:5]:
-                assert index.count_keys_below(probe) == bisect.bisect_left(timestamps[: i + 1], probe)
+                assert_found(index, timestamps[: i + 1], probe)
     for probe in probes + timestamps:
-        assert index.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
+        assert_found(index, timestamps, probe)
         assert index.count_keys_at_or_below(probe) == bisect.bisect_right(timestamps, probe)
     index.seal()
     assert os.path.getsize(path) == 16 * len(timestamps)
     for probe in probes:
-        assert index.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
+        assert_found(index, timestamps, probe)
     index.close()
     reopened = TimestampIndex(path)
     assert reopened.entries == len(timestamps)
     assert [reopened.entry(i)[0] for i in range(reopened.entries)] == timestamps
     for probe in probes:
-        assert reopened.count_keys_below(probe) == bisect.bisect_left(timestamps, probe)
+        assert_found(reopened, timestamps, probe)
     reopened.close()
 
 
@@ -54,7 +62,7 @@ def test_timestamp_search_after_truncation_and_more_appends(tmp_path_factory, ti
         index.append(ts, i, i * 10)
     oracle = list(timestamps)
     for probe in probes:
-        assert index.count_keys_below(probe) == bisect.bisect_left(oracle, probe)
+        assert_found(index, oracle, probe)
     index.truncate_entries(keep)
     oracle = oracle[:keep]
     start = oracle[-1] if oracle else 0
@@ -62,7 +70,7 @@ def test_timestamp_search_after_truncation_and_more_appends(tmp_path_factory, ti
         index.append(start + ts, len(oracle), len(oracle) * 10)
         oracle.append(start + ts)
     for probe in probes + oracle:
-        assert index.count_keys_below(probe) == bisect.bisect_left(oracle, probe)
+        assert_found(index, oracle, probe)
     index.close()
 
 
@@ -76,6 +84,9 @@ def test_offset_and_position_searches(tmp_path_factory, offsets):
         index.append(offset, position)
     for probe in offsets + [o + 1 for o in offsets] + [0, 2**31 - 1]:
         assert index.count_keys_at_or_below(probe) == bisect.bisect_right(offsets, probe)
+        # Segment.position_of's form of the same question: the sampled search, key + 1
+        assert index.count_keys_below(probe + 1) == bisect.bisect_right(offsets, probe)
+    assert [index.position(i) for i in range(index.entries)] == positions
     for probe in positions + [p + 1 for p in positions]:
         assert index.count_positions_at_or_below(probe) == bisect.bisect_right(positions, probe)
     index.truncate_entries(len(offsets) // 2)

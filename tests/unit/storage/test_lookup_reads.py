@@ -5,6 +5,7 @@ interval holds several batches, that is one read (about: see below); counted by 
 
 import os
 
+from tests.helpers.python_calls import calls_by_name
 from tests.helpers.storage import START_MS, make_batch, open_log
 from tslog.broker.storage import ManualClock
 
@@ -52,3 +53,27 @@ def test_a_lookup_by_create_time_that_lands_on_a_batchs_first_record_reads_only_
         found = log.offset_for_time(START_MS + 100 * 7 + 25, "create")
         assert tuple(found) == (5 * 7 + 3, START_MS + 100 * 7 + 30)
         assert max(reads) > 1000  # the batch, read to find its fourth record
+
+
+# Python calls of a warm lookup by LogAppendTime in a sealed segment: ``offset_for_time``
+# itself, the bisect over segments (``by_log_append_time``), the LRU touch, the segment's
+# answer, the index's search (seven before the search and the bisect were written out). Each
+# call is several hundred instructions of a lookup's total: a new layer shows here first.
+LOOKUP_PYTHON_CALLS_MAX = 5
+
+
+def test_a_warm_lookup_by_time_makes_five_python_calls_and_no_system_call(tmp_path):
+    clock = ManualClock(START_MS)
+    with open_log(tmp_path / "t-0", clock, index_interval_bytes=0, segment_bytes=4096) as log:
+        appends = []
+        for _ in range(200):  # one index entry a batch, about 13 batches a segment
+            appends.append(log.append(make_batch(3, value_size=100)))
+            clock.advance(1)
+        assert len(log.segments) > 10
+        for a in appends:  # warm: every segment read once
+            log.offset_for_time(a.log_append_time)
+        for a in appends[:-20:3]:  # in sealed segments, their first batches too
+            calls, found = calls_by_name(lambda: log.offset_for_time(a.log_append_time))
+            assert tuple(found) == (a.base_offset, a.log_append_time)
+            assert calls["python"] <= LOOKUP_PYTHON_CALLS_MAX, calls
+            assert not {"pread", "open", "mmap", "read"} & set(calls), calls
