@@ -19,7 +19,7 @@ from ._reassign_admin import ReassignAdmin
 from ._offsets import delete_records, list_offsets
 from ._batch_times import log_append_times
 from ._record_reads import read_records
-from ._offsets_at_times import offsets_at_times
+from ._offsets_at_times import offset_columns, offsets_at_times
 from ._types import (
     AclBinding,
     AclBindingFilter,
@@ -251,6 +251,13 @@ class AsyncAdmin:
         return await offsets_at_times(self._cluster,
                                       {TopicPartition(*tp): list(ts) for tp, ts in times.items()},
                                       timestamp_type)
+
+    async def offset_columns(self, partitions, times: list, timestamp_type: str = "append"
+                             ) -> dict[TopicPartition, list[int]]:
+        """The same times in every partition -> {tp: [offset, ...]} in the order of
+        ``times``: per time, the offset ``offsets_at_times`` finds, or -1 where no record is
+        that late; no object per answer (docs/client.md: charts of records per time)."""
+        return await offset_columns(self._cluster, list(partitions), times, timestamp_type)
 
     async def log_append_times(self, offsets: dict) -> dict[TopicPartition, int | None]:
         """{tp: offset} -> {tp: LogAppendTime of the record there, or None}: read from its
