@@ -92,11 +92,9 @@ async def topic_page(request, console) -> HTMLResponse:
                           bucket_ms, time_type, {r.partition: r.end_offset for r in rows})
 
     def find_at(partition=None):
-        # one urlencode per chart, not per bar: only the time differs between bars, and
-        # quoting every bar's whole query was half of a 1,000-partition page's rendering
+        # one urlencode per chart, not per bar: only the time differs between bars
         extra = {} if partition is None else {"partition": partition}
-        prefix = "/find?" + urlencode({"topic": topic, "time_type": time_type, **extra})
-        return lambda start_ms: f"{prefix}&time={int(start_ms)}"
+        return "/find?" + urlencode({"topic": topic, "time_type": time_type, **extra})
 
     partitions = table(
         ["partition", "leader", "replicas", "ISR", "start offset", "end offset", "records",
@@ -107,7 +105,7 @@ async def topic_page(request, console) -> HTMLResponse:
     per_partition = "".join(
         f"<h3>partition {p}</h3>" + bar_chart(chart.starts_ms, counts, find_at(p),
                                               f"records per bucket, partition {p}")
-        for p, counts in sorted(chart.per_partition.items())[:_PARTITION_CHARTS_MAX])
+        for p, counts in chart.first(_PARTITION_CHARTS_MAX))
     total = sum(r.records for r in rows)
     size = (f"{sum(sizes.values())} bytes" if len(sizes) == len(rows)
             else "bytes: give --metrics NODE=URL per broker")
