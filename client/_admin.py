@@ -239,8 +239,7 @@ class AsyncAdmin:
     async def list_offsets(self, timestamps: dict, timestamp_type: str = "append"
                            ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """{tp: timestamp ms or -1 latest / -2 earliest / -3 max timestamp} -> offsets."""
-        return await list_offsets(self._cluster,
-                                  {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
+        return await list_offsets(self._cluster, _keyed_by_partition(timestamps),
                                   timestamp_type)
 
     async def offsets_at_times(self, times: dict, timestamp_type: str = "append"
@@ -351,3 +350,12 @@ def _failure(code: int, message: str | None, what: str) -> TslogError:
     """A refused admin request's error: the broker's message if it gave one, else the
     code's (``refused``), always after what was asked, so a denial names its object."""
     return error_for(code)(f"{what}: {message}") if message else refused(code, what)
+
+
+def _keyed_by_partition(values: dict) -> dict:
+    """``values`` with TopicPartition keys: as given when they are already (a console page
+    asks about every partition of a topic, three times), else rebuilt from (topic, partition)
+    pairs."""
+    if set(map(type, values)) <= {TopicPartition}:
+        return values
+    return {TopicPartition(*tp): value for tp, value in values.items()}
