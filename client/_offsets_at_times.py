@@ -60,8 +60,8 @@ async def offset_columns(cluster: Cluster, partitions: list, times: list,
 
     Why beside ``offsets_at_times``: a chart asks every partition the same bucket edges and
     needs only offsets; checking the times once and keeping each partition's list as sent
-    does no Python work per (partition, time), where ``offsets_at_times`` makes an answer
-    per time. Raises as ``offsets_at_times`` does."""
+    does no Python work of its own per (partition, time), where ``offsets_at_times`` makes
+    an answer per time. Raises as ``offsets_at_times`` does."""
     if timestamp_type not in TIMESTAMP_TYPES:
         raise ValueError(f"timestamp_type must be 'append' or 'create', not {timestamp_type!r}")
     distinct = _distinct_times(times)

@@ -3,7 +3,7 @@
 How: the offset of the first record at or after a moment is what the time index answers.
 The records appended in [t0, t1) in a partition are then ``offset(t1) - offset(t0)``, where a
 moment after the last record resolves to the log end. A chart of N buckets asks N + 1 edges
-of every partition in one OffsetsAtTimes request per leader (``AsyncAdmin.offset_columns``),
+of every partition in one OffsetsAtTimes request per leader (``edge_offsets``),
 which each leader answers in one pass over each partition's sorted edges, looking up only the
 edges whose answer can differ from the previous edge's. Exact for LogAppendTime (it never
 decreases in a partition); for CreateTime it follows the create-time index, whose entries are
@@ -22,7 +22,6 @@ import numpy as np
 
 from tslog.client.aio import AsyncAdmin, TopicPartition
 
-from .reads import LATEST
 
 BUCKET_MS = {"second": 1000, "minute": 60_000, "hour": 3_600_000}
 BUCKETS_MAX = 1500  # a day by minute is 1,440; the edges stay under the broker's 2,048
@@ -62,25 +61,24 @@ def boundaries(from_ms: int, to_ms: int, bucket_ms: int) -> list:
     return [first + index * bucket_ms for index in range(count + 1)]
 
 
-async def traffic(admin: AsyncAdmin, topic: str, partitions: list, from_ms: int, to_ms: int,
-                  bucket_ms: int, timestamp_type: str = "append",
-                  ends: dict | None = None) -> Traffic:
-    """Records per bucket per partition over [from, to], bucket edges aligned to UTC.
-
-    ``ends``: {partition: log end offset} if the caller has them (the topic page does);
-    else one ListOffsets asks. The edges are one OffsetsAtTimes request per leader, whose
-    answer lists become one matrix: the counts are worked out column-wise, with Python
-    work per partition, not per (partition, edge)."""
-    edges = boundaries(from_ms, to_ms, bucket_ms)
-    partitions = sorted(partitions)
+async def edge_offsets(admin: AsyncAdmin, topic: str, partitions: list, edges: list,
+                       timestamp_type: str = "append") -> dict:
+    """{partition: [offset at each edge, -1 where no record is that late]}: one
+    OffsetsAtTimes request per leader (``AsyncAdmin.offset_columns``)."""
     tps = [TopicPartition(topic, partition) for partition in partitions]
-    if ends is None:
-        latest = await admin.list_offsets({tp: LATEST for tp in tps})
-        ends = {tp.partition: latest[tp].offset if latest[tp] else 0 for tp in tps}
     columns = await admin.offset_columns(tps, edges, timestamp_type)
-    counts = bucket_counts([columns[tp] for tp in tps], [ends[p] for p in partitions],
+    return {tp.partition: columns[tp] for tp in tps}
+
+
+def traffic(edges: list, offsets: dict, ends: dict) -> Traffic:
+    """Records per bucket per partition between ``edges`` (from ``boundaries``), from
+    ``edge_offsets``' answer and each partition's log end ({partition: offset}). The answer
+    lists become one matrix: the counts are worked out column-wise, with Python work per
+    partition, not per (partition, edge)."""
+    partitions = sorted(offsets)
+    counts = bucket_counts([offsets[p] for p in partitions], [ends[p] for p in partitions],
                            len(edges))
-    return Traffic(bucket_ms, edges[:-1], partitions, counts)
+    return Traffic(edges[1] - edges[0], edges[:-1], partitions, counts)
 
 
 def bucket_counts(offsets: list, ends: list, edges: int) -> np.ndarray:

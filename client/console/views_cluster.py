@@ -16,8 +16,8 @@ from starlette.responses import HTMLResponse
 from tslog.client.times import parse_time_ms
 
 from .html import Markup, link, page, table, text, when
-from .reads import cluster_view, topic_configs, topic_partitions
-from .traffic import BUCKET_MS, traffic
+from .reads import cluster_view, partition_rows, topic_configs
+from .traffic import BUCKET_MS, boundaries, edge_offsets, traffic
 from .charts import bar_chart
 from .sizes import topic_sizes
 
@@ -85,11 +85,16 @@ async def topic_page(request, console) -> HTMLResponse:
     time_type = query.get("time_type") or "append"
     from_ms, to_ms = parse_time_ms(start), parse_time_ms(end)
     bucket_ms = pick_bucket(from_ms, to_ms, query.get("bucket"))
-    rows, configs, sizes = await asyncio.gather(
-        topic_partitions(console.admin, topic), topic_configs(console.admin, topic),
-        topic_sizes(console.options.metrics_urls, topic))
-    chart = await traffic(console.admin, topic, [r.partition for r in rows], from_ms, to_ms,
-                          bucket_ms, time_type, {r.partition: r.end_offset for r in rows})
+    edges = boundaries(from_ms, to_ms, bucket_ms)  # a bad window asks the cluster nothing
+    description = await console.admin.describe_topic(topic)
+    # the chart's edges go out with the table's requests: the broker answers one while the
+    # console reads another, and the chart needs the table's log ends only to count
+    rows, offsets, configs, sizes = await asyncio.gather(
+        partition_rows(console.admin, description),
+        edge_offsets(console.admin, topic, [info.partition for info in description.partitions],
+                     edges, time_type),
+        topic_configs(console.admin, topic), topic_sizes(console.options.metrics_urls, topic))
+    chart = traffic(edges, offsets, {r.partition: r.end_offset for r in rows})
 
     def find_at(partition=None):
         # one urlencode per chart, not per bar: only the time differs between bars
