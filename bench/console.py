@@ -13,9 +13,11 @@ run on free loopback ports (``tests/helpers``); each figure is the median (min-m
 requests the page cost the broker (its own ``tslog_requests_total``, per GET): counts are the
 honest measure on a shared machine, where times move with the load.
 
-A second table compares, in the same invocation and alternating, the two ways to ask a
-chart's bucket edges through the client: one ListOffsets per edge (all in flight, as the
-console did before OffsetsAtTimes) and one ``Admin.offsets_at_times`` for every edge.
+A second table compares, in the same invocation and rotating which goes first, three ways
+to ask a chart's bucket edges through the client: one ListOffsets per edge (all in flight, as
+the console did before OffsetsAtTimes), one ``Admin.offsets_at_times`` for every edge (an
+answer object per edge), and one ``Admin.offset_columns`` (the same request, each
+partition's offsets as sent: what the console uses now).
 """
 
 from __future__ import annotations
@@ -116,31 +118,38 @@ def measure(console: ConsoleProcess, runs: int, metrics_url: str) -> list[list[s
     return rows
 
 
-async def _edges_both_ways(bootstrap: str, partitions: int, edges: list, time_type: str,
-                           runs: int) -> tuple[list, list]:
-    """Seconds per chart: one ListOffsets per edge (all in flight) and one offsets_at_times,
-    alternating which goes first; the answers are checked to agree."""
+async def _edges_three_ways(bootstrap: str, partitions: int, edges: list, time_type: str,
+                            runs: int) -> dict:
+    """{way: [seconds per chart]}: one ListOffsets per edge (all in flight), one
+    offsets_at_times, one offset_columns, rotating which goes first; the answers are
+    checked to agree."""
     tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
-    per_edge, at_once = [], []
+    ways = ("edge", "once", "columns")
+    seconds: dict = {way: [] for way in ways}
     async with AsyncAdmin(bootstrap) as admin:
         for run in range(runs + 1):  # run 0 warms up and checks
-            order = ("edge", "once") if run % 2 else ("once", "edge")
             answers = {}
-            for way in order:
+            for way in ways[run % 3:] + ways[:run % 3]:
                 started = time.perf_counter()
-                if way == "edge":
-                    found = await asyncio.gather(*(admin.list_offsets(
-                        {tp: edge for tp in tps}, time_type) for edge in edges))
-                    answers[way] = {tp: [f[tp] for f in found] for tp in tps}
-                else:
-                    answers[way] = await admin.offsets_at_times({tp: edges for tp in tps},
-                                                                time_type)
+                answers[way] = await _edges_one_way(admin, way, tps, edges, time_type)
                 if run:
-                    (per_edge if way == "edge" else at_once).append(
-                        time.perf_counter() - started)
-            if answers["edge"] != answers["once"]:
-                raise RuntimeError("ListOffsets and OffsetsAtTimes disagree")
-    return per_edge, at_once
+                    seconds[way].append(time.perf_counter() - started)
+            if answers["edge"] != answers["once"] or answers["columns"] != {
+                    tp: [a.offset if a is not None else -1 for a in found]
+                    for tp, found in answers["once"].items()}:
+                raise RuntimeError("ListOffsets, OffsetsAtTimes and offset_columns disagree")
+    return seconds
+
+
+async def _edges_one_way(admin: AsyncAdmin, way: str, tps: list, edges: list,
+                         time_type: str) -> dict:
+    if way == "edge":
+        found = await asyncio.gather(*(admin.list_offsets({tp: edge for tp in tps}, time_type)
+                                       for edge in edges))
+        return {tp: [f[tp] for f in found] for tp in tps}
+    if way == "once":
+        return await admin.offsets_at_times({tp: edges for tp in tps}, time_type)
+    return await admin.offset_columns(tps, edges, time_type)
 
 
 def compare_edges(bootstrap: str, partitions: int, runs: int) -> list[list[str]]:
@@ -152,11 +161,12 @@ def compare_edges(bootstrap: str, partitions: int, runs: int) -> list[list[str]]
     for name, bucket_ms, buckets, time_type in charts:
         last = now_ms - now_ms % bucket_ms + bucket_ms
         edges = [last - (buckets - i) * bucket_ms for i in range(buckets + 1)]
-        per_edge, at_once = asyncio.run(_edges_both_ways(bootstrap, partitions, edges,
-                                                         time_type, runs))
+        seconds = asyncio.run(_edges_three_ways(bootstrap, partitions, edges, time_type, runs))
+        per_edge, at_once, columns = seconds["edge"], seconds["once"], seconds["columns"]
         rows.append([name, f"{len(edges)} ListOffsets", spread(per_edge, 1e3, 1),
-                     "1 OffsetsAtTimes", spread(at_once, 1e3, 1),
-                     ratio(median(per_edge), median(at_once))])
+                     spread(at_once, 1e3, 1), spread(columns, 1e3, 1),
+                     ratio(median(per_edge), median(at_once)),
+                     ratio(median(at_once), median(columns))])
     return rows
 
 
@@ -185,8 +195,9 @@ def main(argv=None) -> int:
                            load_note])
         edges = compare_edges(broker.bootstrap, args.partitions, args.runs)
         print_table(f"a chart's bucket edges of {args.partitions:,} partitions through the "
-                    f"client, both ways alternating (ms, median (min-max) of {args.runs})",
-                    ["chart", "before", "ms", "after", "ms", "before / after"], edges,
+                    f"client, three ways in rotation (ms, median (min-max) of {args.runs})",
+                    ["chart", "per edge", "ms", "offsets_at_times ms", "offset_columns ms",
+                     "per edge / at_times", "at_times / columns"], edges,
                     notes=[f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"])
     finally:
         if console is not None:

@@ -19,7 +19,7 @@ from ._reassign_admin import ReassignAdmin
 from ._offsets import delete_records, list_offsets
 from ._batch_times import log_append_times
 from ._record_reads import read_records
-from ._offsets_at_times import offsets_at_times
+from ._offsets_at_times import offset_columns, offsets_at_times
 from ._types import (
     AclBinding,
     AclBindingFilter,
@@ -239,8 +239,7 @@ class AsyncAdmin:
     async def list_offsets(self, timestamps: dict, timestamp_type: str = "append"
                            ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """{tp: timestamp ms or -1 latest / -2 earliest / -3 max timestamp} -> offsets."""
-        return await list_offsets(self._cluster,
-                                  {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
+        return await list_offsets(self._cluster, _keyed_by_partition(timestamps),
                                   timestamp_type)
 
     async def offsets_at_times(self, times: dict, timestamp_type: str = "append"
@@ -251,6 +250,13 @@ class AsyncAdmin:
         return await offsets_at_times(self._cluster,
                                       {TopicPartition(*tp): list(ts) for tp, ts in times.items()},
                                       timestamp_type)
+
+    async def offset_columns(self, partitions, times: list, timestamp_type: str = "append"
+                             ) -> dict[TopicPartition, list[int]]:
+        """The same times in every partition -> {tp: [offset, ...]} in the order of
+        ``times``: per time, the offset ``offsets_at_times`` finds, or -1 where no record is
+        that late; no object per answer (docs/client.md: charts of records per time)."""
+        return await offset_columns(self._cluster, list(partitions), times, timestamp_type)
 
     async def log_append_times(self, offsets: dict) -> dict[TopicPartition, int | None]:
         """{tp: offset} -> {tp: LogAppendTime of the record there, or None}: read from its
@@ -344,3 +350,12 @@ def _failure(code: int, message: str | None, what: str) -> TslogError:
     """A refused admin request's error: the broker's message if it gave one, else the
     code's (``refused``), always after what was asked, so a denial names its object."""
     return error_for(code)(f"{what}: {message}") if message else refused(code, what)
+
+
+def _keyed_by_partition(values: dict) -> dict:
+    """``values`` with TopicPartition keys: as given when they are already (a console page
+    asks about every partition of a topic, three times), else rebuilt from (topic, partition)
+    pairs."""
+    if set(map(type, values)) <= {TopicPartition}:
+        return values
+    return {TopicPartition(*tp): value for tp, value in values.items()}

@@ -210,6 +210,9 @@ class Admin(_Facade):
     def offsets_at_times(self, times, timestamp_type="append"):
         return self._run(self._core.offsets_at_times(times, timestamp_type))
 
+    def offset_columns(self, partitions, times, timestamp_type="append"):
+        return self._run(self._core.offset_columns(partitions, times, timestamp_type))
+
     def log_append_times(self, offsets):
         return self._run(self._core.log_append_times(offsets))
 

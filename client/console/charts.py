@@ -15,22 +15,24 @@ from tslog.client.times import format_time_ms
 WIDTH, HEIGHT, AXIS = 900, 180, 20
 
 
-def bar_chart(starts_ms: list, counts: list, link, label: str) -> str:
-    """An SVG chart of ``counts`` per bucket; ``link(start_ms)`` is a bar's target URL."""
+def bar_chart(starts_ms: list, counts: list, href: str, label: str) -> str:
+    """An SVG chart of ``counts`` per bucket; a bar links to ``href`` + ``&time=`` + its
+    start. What all bars of a window share (position, width, time label) is formatted once
+    per window (``_frame``), and the link once per chart: a topic page draws up to 65 charts
+    of the same buckets, and per bar only the height and the count differ."""
     if not counts:
         return "<p>No buckets in this window.</p>"
     peak = max(counts) or 1
-    step = WIDTH / len(counts)
+    frame, width = _frame(tuple(starts_ms), len(counts))
+    link = escape(href)
+    room = HEIGHT - AXIS
     bars = []
-    for start, count in zip(starts_ms, counts):
-        index = len(bars)
-        height = (HEIGHT - AXIS) * count / peak
-        x, y = index * step, HEIGHT - AXIS - height
-        title = f"{_time_label(start)}: {count} records"
+    for (start, x, title), count in zip(frame, counts):
+        height = room * count / peak
         bars.append(
-            f'<a href="{escape(link(start))}"><rect class="bar" data-start="{start}" '
-            f'data-count="{count}" x="{x:.2f}" y="{y:.2f}" width="{max(step - 1, 0.5):.2f}" '
-            f'height="{max(height, 0):.2f}"><title>{escape(title)}</title></rect></a>')
+            f'<a href="{link}&amp;time={start}"><rect class="bar" data-start="{start}" '
+            f'data-count="{count}" x="{x}" y="{room - height:.2f}" width="{width}" '
+            f'height="{max(height, 0):.2f}"><title>{title}: {count} records</title></rect></a>')
     first, last = _time_label(starts_ms[0]), _time_label(starts_ms[-1])
     return (f'<svg class="chart" role="img" aria-label="{escape(label)}" '
             f'viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" height="{HEIGHT}">'
@@ -41,9 +43,17 @@ def bar_chart(starts_ms: list, counts: list, link, label: str) -> str:
             f'<text x="{WIDTH}" y="12" text-anchor="end" class="axis">max {peak}</text></svg>')
 
 
+@lru_cache(maxsize=16)
+def _frame(starts_ms: tuple, bars: int) -> tuple[tuple, str]:
+    """([(start, x, escaped time label)] per bar, the bars' width), for ``bars`` bars."""
+    step = WIDTH / bars
+    frame = tuple((int(start), f"{index * step:.2f}", escape(_time_label(start)))
+                  for index, start in enumerate(starts_ms[:bars]))
+    return frame, f"{max(step - 1, 0.5):.2f}"
+
+
 @lru_cache(maxsize=4096)
 def _time_label(start_ms: int) -> str:
-    """A bucket's start for people. Cached: a topic page draws the same buckets in the
-    topic's chart and in each partition's (up to 65 charts), and formatting a datetime
-    costs more than the rest of its bar."""
+    """A bucket's start for people, formatted once per bucket (a window's first and last
+    are formatted again for its axis)."""
     return format_time_ms(start_ms)

@@ -8,6 +8,7 @@ package built itself).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from html import escape
 from urllib.parse import urlencode
 
@@ -30,6 +31,10 @@ class Markup(str):
 
 
 def text(value) -> str:
+    """``value`` escaped for HTML; None as "-". An int has nothing to escape, and a table of
+    1,000 partitions has thousands of them: they skip ``escape``'s five replacements."""
+    if type(value) is int:
+        return str(value)
     if isinstance(value, Markup):
         return value
     return escape("-" if value is None else str(value))
@@ -42,7 +47,18 @@ def link(path: str, label, **query) -> Markup:
 
 
 def when(ms: int | None) -> str:
-    return "-" if ms is None else format_time_ms(ms)
+    """``format_time_ms``, with the part up to the second formatted once per second: a page
+    of a 1,000-partition topic prints two times per row, and records close in time share
+    their second (formatting a datetime costs more than the rest of a table cell). Markup:
+    nothing in it needs escaping."""
+    if ms is None or ms < 0:
+        return "-"
+    return Markup(f"{_second(ms // 1000)}.{ms % 1000:03d}Z")  # digits, "-", ":", "T", "Z"
+
+
+@lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return format_time_ms(seconds * 1000)[:-5]  # without ".000Z"
 
 
 def table(headers: list, rows: list, css_id: str | None = None) -> Markup:

@@ -94,13 +94,15 @@ async def bounds(admin: AsyncAdmin, partitions: list) -> dict:
             for tp in partitions}
 
 
-async def topic_partitions(admin: AsyncAdmin, topic: str) -> list:
-    """Per partition: leader, replicas, ISR, offsets, record count, earliest and latest time.
+async def partition_rows(admin: AsyncAdmin, description) -> list:
+    """Per partition of a described topic (``AsyncAdmin.describe_topic``; the topic page
+    asks its chart's edges from the same description meanwhile): leader, replicas, ISR,
+    offsets, record count, earliest and latest time.
 
     The first record (a time lookup at 0 lands on it: LAT never decreases) gives both the log
     start and the earliest time; latest is ListOffsets' MAX_TIMESTAMP. Three ListOffsets in
     all, sent together."""
-    description = await admin.describe_topic(topic)
+    topic = description.name
     partitions = [TopicPartition(topic, info.partition) for info in description.partitions]
     ends, firsts, lasts = await asyncio.gather(
         admin.list_offsets({tp: LATEST for tp in partitions}),

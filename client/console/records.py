@@ -1,12 +1,12 @@
 """Finding the records at a moment (or an offset) in every partition, and previewing them.
 
 A moment becomes one offset per partition through the time index (one ListOffsets for all
-partitions); an offset is taken as given. From those positions the console reads a page: up to
-``limit`` records per partition, through ``Admin.read_records`` (one Fetch per leader for
-every partition, about ``limit`` records' worth of bytes each, nothing read ahead or decoded
-beyond the page). Paging is by positions, so "later" and "earlier" are exact even when many
-records share a millisecond: later starts after the last record shown, earlier ends just
-before the first.
+partitions, sent with the two that find each log's bounds); an offset is taken as given.
+From those positions the console reads a page: up to ``limit`` records per partition,
+through ``Admin.read_records`` (one Fetch per leader for every partition, about ``limit``
+records' worth of bytes each, nothing read ahead or decoded beyond the page). Paging is by
+positions, so "later" and "earlier" are exact even when many records share a millisecond:
+later starts after the last record shown, earlier ends just before the first.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tslog.client.aio import AsyncAdmin, TopicPartition
 
-from .reads import LATEST, bounds
+from .reads import bounds
 
 PREVIEW_BYTES = 300  # of a key or value shown on a page; the rest is elided
 FORMATS = ("text", "hex", "json")
@@ -52,21 +52,30 @@ def format_positions(positions: dict) -> str:
     return ",".join(f"{p}:{o}" for p, o in sorted(positions.items()))
 
 
-async def positions_at(admin: AsyncAdmin, topic: str, partitions: list, moment_ms: int,
-                       timestamp_type: str = "append") -> dict:
-    """{partition: first offset at or after the moment}; the log end where none is."""
-    tps = [TopicPartition(topic, p) for p in partitions]
-    found, ends = await asyncio.gather(
-        admin.list_offsets({tp: moment_ms for tp in tps}, timestamp_type),
-        admin.list_offsets({tp: LATEST for tp in tps}))
-    return {tp.partition: found[tp].offset if found[tp] is not None else
-            (ends[tp].offset if ends[tp] is not None else 0) for tp in tps}
+async def page_at(admin: AsyncAdmin, topic: str, partitions: list, moment_ms: int,
+                  limit: int, timestamp_type: str = "append") -> Page:
+    """Up to ``limit`` records per partition from the first record at or after the moment
+    (from the log end where none is that late). The moment's lookup and the log's bounds
+    are three ListOffsets sent together: the bounds' log end doubles as the answer where
+    the time index finds nothing, so nothing asks for it twice."""
+    tps = {p: TopicPartition(topic, p) for p in partitions}
+    found, limits = await asyncio.gather(
+        admin.list_offsets({tp: moment_ms for tp in tps.values()}, timestamp_type),
+        bounds(admin, list(tps.values())))
+    positions = {p: found[tp].offset if found[tp] is not None else limits[tp][1]
+                 for p, tp in tps.items()}
+    return await _read(admin, topic, tps, positions, limits, limit)
 
 
 async def read_page(admin: AsyncAdmin, topic: str, positions: dict, limit: int) -> Page:
     """Up to ``limit`` records per partition from each position (clamped to the log)."""
     tps = {p: TopicPartition(topic, p) for p in positions}
     limits = await bounds(admin, list(tps.values()))
+    return await _read(admin, topic, tps, positions, limits, limit)
+
+
+async def _read(admin: AsyncAdmin, topic: str, tps: dict, positions: dict, limits: dict,
+                limit: int) -> Page:
     span = {p: limits[tp] for p, tp in tps.items()}
     starts = {p: min(max(positions[p], span[p][0]), span[p][1]) for p in positions}
     reading = {tps[p]: starts[p] for p in positions if starts[p] < span[p][1]}

@@ -3,7 +3,7 @@
 How: the offset of the first record at or after a moment is what the time index answers.
 The records appended in [t0, t1) in a partition are then ``offset(t1) - offset(t0)``, where a
 moment after the last record resolves to the log end. A chart of N buckets asks N + 1 edges
-of every partition in one OffsetsAtTimes request per leader (``AsyncAdmin.offsets_at_times``),
+of every partition in one OffsetsAtTimes request per leader (``edge_offsets``),
 which each leader answers in one pass over each partition's sorted edges, looking up only the
 edges whose answer can differ from the previous edge's. Exact for LogAppendTime (it never
 decreases in a partition); for CreateTime it follows the create-time index, whose entries are
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tslog.client.aio import AsyncAdmin, TopicPartition
 
-from .reads import LATEST
 
 BUCKET_MS = {"second": 1000, "minute": 60_000, "hour": 3_600_000}
 BUCKETS_MAX = 1500  # a day by minute is 1,440; the edges stay under the broker's 2,048
@@ -34,15 +35,16 @@ class WindowError(ValueError):
 class Traffic:
     bucket_ms: int
     starts_ms: list  # start of each bucket (epoch ms), aligned to bucket_ms
-    per_partition: dict  # partition -> [records per bucket]
+    partitions: list  # the partitions, sorted: the rows of ``counts``
+    counts: np.ndarray  # records per (partition, bucket), int64
 
     @property
     def totals(self) -> list:
-        sums = [0] * len(self.starts_ms)
-        for counts in self.per_partition.values():
-            for index, count in enumerate(counts):
-                sums[index] += count
-        return sums
+        return self.counts.sum(axis=0).tolist()
+
+    def first(self, count: int) -> list:
+        """[(partition, [records per bucket])] of the first ``count`` partitions."""
+        return list(zip(self.partitions[:count], self.counts[:count].tolist()))
 
 
 def boundaries(from_ms: int, to_ms: int, bucket_ms: int) -> list:
@@ -59,23 +61,31 @@ def boundaries(from_ms: int, to_ms: int, bucket_ms: int) -> list:
     return [first + index * bucket_ms for index in range(count + 1)]
 
 
-async def traffic(admin: AsyncAdmin, topic: str, partitions: list, from_ms: int, to_ms: int,
-                  bucket_ms: int, timestamp_type: str = "append",
-                  ends: dict | None = None) -> Traffic:
-    """Records per bucket per partition over [from, to], bucket edges aligned to UTC.
-
-    ``ends``: {partition: log end offset} if the caller has them (the topic page does);
-    else one ListOffsets asks. The edges are one OffsetsAtTimes request per leader."""
-    edges = boundaries(from_ms, to_ms, bucket_ms)
+async def edge_offsets(admin: AsyncAdmin, topic: str, partitions: list, edges: list,
+                       timestamp_type: str = "append") -> dict:
+    """{partition: [offset at each edge, -1 where no record is that late]}: one
+    OffsetsAtTimes request per leader (``AsyncAdmin.offset_columns``)."""
     tps = [TopicPartition(topic, partition) for partition in partitions]
-    if ends is None:
-        latest = await admin.list_offsets({tp: LATEST for tp in tps})
-        ends = {tp.partition: latest[tp].offset if latest[tp] else 0 for tp in tps}
-    answers = await admin.offsets_at_times({tp: edges for tp in tps}, timestamp_type)
-    per_partition = {}
-    for tp in tps:
-        end = ends[tp.partition]
-        offsets = [found.offset if found is not None else end for found in answers[tp]]
-        per_partition[tp.partition] = [max(0, later - earlier)
-                                       for earlier, later in zip(offsets, offsets[1:])]
-    return Traffic(bucket_ms, edges[:-1], per_partition)
+    columns = await admin.offset_columns(tps, edges, timestamp_type)
+    return {tp.partition: columns[tp] for tp in tps}
+
+
+def traffic(edges: list, offsets: dict, ends: dict) -> Traffic:
+    """Records per bucket per partition between ``edges`` (from ``boundaries``), from
+    ``edge_offsets``' answer and each partition's log end ({partition: offset}). The answer
+    lists become one matrix: the counts are worked out column-wise, with Python work per
+    partition, not per (partition, edge)."""
+    partitions = sorted(offsets)
+    counts = bucket_counts([offsets[p] for p in partitions], [ends[p] for p in partitions],
+                           len(edges))
+    return Traffic(edges[1] - edges[0], edges[:-1], partitions, counts)
+
+
+def bucket_counts(offsets: list, ends: list, edges: int) -> np.ndarray:
+    """Records per (partition, bucket) from each partition's offsets at the edges (-1: no
+    record that late, read as its log ``end``): ``offset(t1) - offset(t0)``, never below 0
+    (a CreateTime edge may find an earlier offset than the edge before it)."""
+    matrix = np.array(offsets, dtype=np.int64).reshape(len(offsets), edges)
+    last = np.array(ends, dtype=np.int64).reshape(-1, 1)
+    matrix = np.where(matrix < 0, last, matrix)
+    return np.maximum(np.diff(matrix, axis=1), 0)

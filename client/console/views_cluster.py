@@ -16,8 +16,8 @@ from starlette.responses import HTMLResponse
 from tslog.client.times import parse_time_ms
 
 from .html import Markup, link, page, table, text, when
-from .reads import cluster_view, topic_configs, topic_partitions
-from .traffic import BUCKET_MS, traffic
+from .reads import cluster_view, partition_rows, topic_configs
+from .traffic import BUCKET_MS, boundaries, edge_offsets, traffic
 from .charts import bar_chart
 from .sizes import topic_sizes
 
@@ -85,29 +85,32 @@ async def topic_page(request, console) -> HTMLResponse:
     time_type = query.get("time_type") or "append"
     from_ms, to_ms = parse_time_ms(start), parse_time_ms(end)
     bucket_ms = pick_bucket(from_ms, to_ms, query.get("bucket"))
-    rows, configs, sizes = await asyncio.gather(
-        topic_partitions(console.admin, topic), topic_configs(console.admin, topic),
-        topic_sizes(console.options.metrics_urls, topic))
-    chart = await traffic(console.admin, topic, [r.partition for r in rows], from_ms, to_ms,
-                          bucket_ms, time_type, {r.partition: r.end_offset for r in rows})
+    edges = boundaries(from_ms, to_ms, bucket_ms)  # a bad window asks the cluster nothing
+    description = await console.admin.describe_topic(topic)
+    # the chart's edges go out with the table's requests: the broker answers one while the
+    # console reads another, and the chart needs the table's log ends only to count
+    rows, offsets, configs, sizes = await asyncio.gather(
+        partition_rows(console.admin, description),
+        edge_offsets(console.admin, topic, [info.partition for info in description.partitions],
+                     edges, time_type),
+        topic_configs(console.admin, topic), topic_sizes(console.options.metrics_urls, topic))
+    chart = traffic(edges, offsets, {r.partition: r.end_offset for r in rows})
 
     def find_at(partition=None):
-        # one urlencode per chart, not per bar: only the time differs between bars, and
-        # quoting every bar's whole query was half of a 1,000-partition page's rendering
+        # one urlencode per chart, not per bar: only the time differs between bars
         extra = {} if partition is None else {"partition": partition}
-        prefix = "/find?" + urlencode({"topic": topic, "time_type": time_type, **extra})
-        return lambda start_ms: f"{prefix}&time={int(start_ms)}"
+        return "/find?" + urlencode({"topic": topic, "time_type": time_type, **extra})
 
     partitions = table(
         ["partition", "leader", "replicas", "ISR", "start offset", "end offset", "records",
          "bytes", "earliest", "latest"],
-        [(r.partition, r.leader, ",".join(map(str, r.replicas)), ",".join(map(str, r.isr)),
+        [(r.partition, r.leader, _ids(r.replicas), _ids(r.isr),
           r.start_offset, r.end_offset, r.records, sizes.get(r.partition),
           when(r.earliest_ms), when(r.latest_ms)) for r in rows], "partitions")
     per_partition = "".join(
         f"<h3>partition {p}</h3>" + bar_chart(chart.starts_ms, counts, find_at(p),
                                               f"records per bucket, partition {p}")
-        for p, counts in sorted(chart.per_partition.items())[:_PARTITION_CHARTS_MAX])
+        for p, counts in chart.first(_PARTITION_CHARTS_MAX))
     total = sum(r.records for r in rows)
     size = (f"{sum(sizes.values())} bytes" if len(sizes) == len(rows)
             else "bytes: give --metrics NODE=URL per broker")
@@ -121,6 +124,11 @@ async def topic_page(request, console) -> HTMLResponse:
                                                 "records per bucket") + "</div>"),
         Markup(f"<details><summary>per partition</summary>{per_partition}</details>"),
         Markup("<h2>Configs</h2>"), table(["name", "value", "source"], configs, "configs"))
+
+
+def _ids(nodes: list) -> Markup:
+    """Node ids as "0,1,2": ints and commas, nothing to escape (two cells of every row)."""
+    return Markup(",".join(map(str, nodes)))
 
 
 _PARTITION_CHARTS_MAX = 64  # more charts than this make a page nobody scrolls through

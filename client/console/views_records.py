@@ -19,7 +19,7 @@ from .records import (
     FORMATS,
     format_positions,
     parse_positions,
-    positions_at,
+    page_at,
     preview,
     read_page,
 )
@@ -42,9 +42,12 @@ def _form(query) -> Markup:
         f'show as <select name=format>{formats}</select> <button>Find</button></form>')
 
 
-async def _positions(console, query, topic: str) -> dict:
+async def _read(console, query, topic: str):
+    """The page the query asks for: at exact positions (paging), at an offset of one
+    partition, or at a moment in every partition (or one)."""
     if query.get("at"):
-        return parse_positions(query["at"])
+        positions = parse_positions(query["at"])
+        return await read_page(console.admin, topic, positions, _limit(query, len(positions)))
     description = await console.admin.describe_topic(topic)
     partitions = [info.partition for info in description.partitions]
     if query.get("partition"):
@@ -53,10 +56,16 @@ async def _positions(console, query, topic: str) -> dict:
             raise ValueError(f"topic {topic} has no partition {chosen}")
         partitions = [chosen]
         if query.get("offset"):
-            return {chosen: int(query["offset"])}
+            return await read_page(console.admin, topic, {chosen: int(query["offset"])},
+                                   _limit(query, 1))
     moment = parse_time_ms(query.get("time") or "now")
-    return await positions_at(console.admin, topic, partitions, moment,
-                              query.get("time_type") or "append")
+    return await page_at(console.admin, topic, partitions, moment,
+                         _limit(query, len(partitions)), query.get("time_type") or "append")
+
+
+def _limit(query, partitions: int) -> int:
+    asked = query.get("limit") or min(LIMIT_DEFAULT, ROWS_DEFAULT // max(partitions, 1) or 1)
+    return min(max(int(asked), 1), LIMIT_MAX)
 
 
 def _headers(headers, how: str) -> str:
@@ -73,10 +82,8 @@ async def find_page(request, console) -> HTMLResponse:
     how = query.get("format") or "text"
     if how not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}")
-    positions = await _positions(console, query, topic)
-    limit = min(max(int(query.get("limit") or
-                        min(LIMIT_DEFAULT, ROWS_DEFAULT // len(positions) or 1)), 1), LIMIT_MAX)
-    found = await read_page(console.admin, topic, positions, limit)
+    found = await _read(console, query, topic)
+    limit = _limit(query, len(found.positions))
     rows = [(p, r.offset, when(r.log_append_time), when(r.create_time),
              Markup(f"<pre>{text(preview(r.key, how, mark=False))}</pre>"),
              Markup(f"<pre>{text(preview(r.value, how))}</pre>"), _headers(r.headers, how))

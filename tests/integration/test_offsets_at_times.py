@@ -78,6 +78,25 @@ def test_many_times_of_many_partitions_match_a_scan(loaded, data, timestamp_type
             assert answers[tp][:5] == one_by_one
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), timestamp_type=st.sampled_from(["append", "create"]))
+def test_offset_columns_give_the_scans_offsets_in_the_order_asked(loaded, data,
+                                                                  timestamp_type):
+    """Admin.offset_columns: the same times in every partition asked (sorted or not,
+    repeats included), -1 where no record is that late."""
+    broker, records = loaded
+    column = 2 if timestamp_type == "append" else 3
+    near = _near(records, column)
+    times = data.draw(st.lists(st.sampled_from(near) | st.integers(0, near[-1] + 10),
+                               max_size=30), label="times")
+    partitions = sorted(data.draw(st.sets(st.integers(0, PARTITIONS - 1), min_size=1)))
+    with Admin(broker.bootstrap) as admin:
+        columns = admin.offset_columns([TopicPartition(TOPIC, p) for p in partitions], times,
+                                       timestamp_type)
+    assert columns == {TopicPartition(TOPIC, p): [
+        (_oracle(records, p, column, t) or (-1,))[0] for t in times] for p in partitions}
+
+
 def test_bad_times_are_refused_per_partition_and_the_broker_keeps_serving(loaded):
     broker, records = loaded
     host, port = broker.bootstrap.split(":")
@@ -97,6 +116,8 @@ def test_bad_times_are_refused_per_partition_and_the_broker_keeps_serving(loaded
         assert admin.list_offsets({TopicPartition(TOPIC, 0): -1})[TopicPartition(TOPIC, 0)]
         with pytest.raises(ValueError):
             admin.offsets_at_times({TopicPartition(TOPIC, 0): [-5]})
+        with pytest.raises(ValueError):
+            admin.offset_columns([TopicPartition(TOPIC, 0)], [-5])
 
 
 def test_log_append_times_come_from_batch_headers_small_and_large(loaded):

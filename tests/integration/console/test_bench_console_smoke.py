@@ -22,7 +22,7 @@ def test_bench_console_prints_every_figure(tmp_path):
          str(tmp_path)], capture_output=True, text=True, timeout=280)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for figure in ("cluster page", "topics page", "group page", "24-hour chart by hour",
-                   "find by time, every partition", "find by offset"):
+                   "find by time, every partition", "find by offset", "offset_columns ms"):
         assert figure in result.stdout, result.stdout
     assert "one topic of 20 partitions" in result.stdout
     assert list(tmp_path.iterdir()) == []  # the temporary directory was removed

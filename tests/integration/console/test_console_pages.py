@@ -217,3 +217,23 @@ def test_a_chart_costs_one_lookup_request_whatever_its_bucket_count(console, clu
             if after[api] != before.get(api, 0)}
     assert grew.get("offsets_at_times") == 1
     assert grew.get("list_offsets") == 3
+
+
+@pytest.mark.parametrize("topic", ["events", "created"])  # 3 and 2 partitions
+def test_find_by_time_costs_the_same_few_requests_whatever_the_partition_count(
+        console, cluster_data, topic):
+    """The guard of find's cost: one Metadata, three ListOffsets sent together (the moment,
+    the log starts, the log ends: the ends answer where nothing is that late, so the log end
+    is asked once) and one Fetch, for every partition at once; by offset, no moment."""
+    def cost(path):
+        before = _requests_by_api(cluster_data.metrics_url)
+        status, body = console.get(path)
+        after = _requests_by_api(cluster_data.metrics_url)
+        assert status == 200 and 'id="records"' in body
+        return {api: after[api] - before.get(api, 0) for api in after
+                if after[api] != before.get(api, 0)}
+
+    assert cost(f"/find?topic={topic}&time=2020-01-01T00:00:00Z&limit=1") == {
+        "metadata": 1, "list_offsets": 3, "fetch": 1}
+    assert cost(f"/find?topic={topic}&partition=1&offset=0&limit=1") == {
+        "metadata": 1, "list_offsets": 2, "fetch": 1}

@@ -1,19 +1,24 @@
 """The console's parts that need no cluster: the users file and its hashes, the login gate,
-loopback detection (protected mode), bucket edges of the traffic chart, positions in paging
-URLs, value previews, and that every value put on a page is escaped."""
+loopback detection (protected mode), bucket edges and counts of the traffic chart, what a
+page of charts formats, times on pages, positions in paging URLs, value previews, and that
+every value put on a page is escaped."""
 
 from __future__ import annotations
 
 import base64
+from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tslog.client.console.auth import (Authenticator, UsersFileError, hash_password,
                                        is_loopback, load_users, verify)
 from tslog.client.console.command import protected_mode_problem
-from tslog.client.console.html import Markup, table
+from tslog.client.console import charts
+from tslog.client.console.html import Markup, table, when
 from tslog.client.console.records import format_positions, parse_positions, preview
-from tslog.client.console.traffic import BUCKETS_MAX, WindowError, boundaries
+from tslog.client.console.traffic import BUCKETS_MAX, WindowError, boundaries, bucket_counts
 
 
 def _basic(name: str, password: str) -> str:
@@ -99,3 +104,51 @@ def test_sizes_are_read_from_a_metrics_exposition():
             'tslog_log_size_bytes{partition="0",topic="other"} 7\n'
             'tslog_log_segments{partition="0",topic="events"} 1\n')
     assert parse_sizes(text, "events") == {0: 4096, 1: 10}
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@given(st.integers(0, 253_402_300_799_999) | st.none())
+def test_times_on_pages_are_exact_to_the_millisecond(ms):
+    """``when`` formats the second once and appends the milliseconds; the oracle is exact
+    integer arithmetic (``format_time_ms`` divides a float, off by one near year 9999)."""
+    expected = "-" if ms is None else (_EPOCH + timedelta(milliseconds=ms)).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+    assert when(ms) == expected
+
+
+@given(st.integers(1, 40).flatmap(lambda edges: st.tuples(
+    st.just(edges), st.lists(st.tuples(st.lists(st.integers(-1, 50), min_size=edges,
+                                                max_size=edges), st.integers(0, 60)),
+                             max_size=6))))
+def test_bucket_counts_match_a_count_per_edge(case):
+    """The column-wise counts against the definition, one bucket at a time."""
+    edges, partitions = case
+    offsets, ends = [o for o, _ in partitions], [e for _, e in partitions]
+    expected = []
+    for column, end in partitions:
+        at = [end if offset < 0 else offset for offset in column]
+        expected.append([max(0, later - earlier) for earlier, later in zip(at, at[1:])])
+    counts = bucket_counts(offsets, ends, edges)
+    assert counts.shape == (len(partitions), edges - 1)
+    assert counts.tolist() == expected
+
+
+def test_a_page_of_charts_formats_each_bucket_once(monkeypatch):
+    """A topic page draws the topic's chart and up to 64 partitions' over the same buckets:
+    each bucket's time is formatted once per window, not once per chart (counted)."""
+    formatted = []
+    monkeypatch.setattr(charts, "format_time_ms", lambda ms: formatted.append(ms) or str(ms))
+    charts._frame.cache_clear()
+    charts._time_label.cache_clear()
+    starts = [1_764_000_000_000 + i * 60_000 for i in range(60)]
+    html = "".join(charts.bar_chart(starts, [p + i for i in range(60)],
+                                    f"/find?topic=t&partition={p}", f"partition {p}")
+                   for p in range(65))
+    assert sorted(formatted) == starts
+    assert html.count('class="bar"') == 65 * 60
+    assert f'href="/find?topic=t&amp;partition=7&amp;time={starts[3]}"' in html
+    assert f"<title>{starts[3]}: 10 records</title>" in html  # partition 7, bucket 3
+    charts._frame.cache_clear()
+    charts._time_label.cache_clear()

@@ -1,0 +1,134 @@
+"""What a console page costs in Python work as the topic grows: the topic page (its table,
+its chart of every partition, 64 partitions' own charts) and find by time in every partition
+run a bounded number of Python lines per partition, none per (partition, bucket edge).
+
+Method: the console's app in this process, against a real broker holding a topic of 96 and
+one of 288 partitions with a record in each; each page is asked once to warm the client's
+connection and metadata, then once more while a trace function counts the lines of the
+client and the console run (lines, not calls: a loop over every edge of every partition is
+one call; the protocol's codecs are not counted, see ``_lines_run``). The difference
+between the two topics, divided by the 192 partitions between them, is the cost of one more
+partition (the fixed costs cancel out)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import secrets
+import sys
+from pathlib import Path
+
+import pytest
+
+import tslog.client
+from tests.helpers.broker_process import BrokerProcess
+from tslog.client import Admin, Producer
+from tslog.client.aio import AsyncAdmin
+from tslog.client.console.app import Console, Options, build_app
+
+pytestmark = [pytest.mark.console, pytest.mark.timeout(300)]
+
+SIZES = {"narrow": 96, "wide": 288}
+PER_PARTITION = {"topic": 250, "find": 300}  # lines of the client and console
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    broker = BrokerProcess(tmp_path_factory.mktemp("costs") / "broker").start()
+    try:
+        with Admin(broker.bootstrap) as admin:
+            for topic, partitions in SIZES.items():
+                admin.create_topic(topic, partitions=partitions, exist_ok=True)
+        with Producer(broker.bootstrap, linger_ms=5) as producer:
+            futures = [producer.send(topic, b"x", partition=p)
+                       for topic, partitions in SIZES.items() for p in range(partitions)]
+            producer.flush()
+            for future in futures:
+                future.get(60)
+        yield broker
+    finally:
+        broker.stop()
+
+
+async def _get(app, path: str) -> int:
+    raw, _, query = path.partition("?")
+    scope = {"type": "http", "method": "GET", "path": raw, "raw_path": raw.encode(),
+             "query_string": query.encode(), "headers": [], "http_version": "1.1",
+             "scheme": "http", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1),
+             "root_path": "", "app": app}
+    statuses = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    await app(scope, receive, send)
+    return statuses[0]
+
+
+def _calls_per_page(bootstrap: str, pattern: str) -> dict:
+    """{topic: Python calls of the page ``pattern.format(topic)``, asked warm}."""
+    loop = asyncio.new_event_loop()
+    options = Options(bootstrap)
+    app = build_app(options)
+    admin = AsyncAdmin(bootstrap, client_id="costs")
+    app.state.console = Console(options, admin, secrets.token_bytes(32))
+    counted = {}
+    try:
+        for topic in SIZES:
+            path = pattern.format(topic)
+            assert loop.run_until_complete(_get(app, path)) == 200
+            lines, status = _lines_run(lambda: loop.run_until_complete(_get(app, path)))
+            assert status == 200
+            counted[topic] = lines
+    finally:
+        loop.run_until_complete(admin.close())
+        loop.close()
+    return counted
+
+
+_CLIENT = str(Path(tslog.client.__file__).parent)  # the client and its console
+
+
+def _lines_run(run) -> tuple[int, object]:
+    """(Python lines of the client and the console that ``run()`` ran, its result); the
+    collector off, as ``calls_by_name``. Not counted: the protocol's codecs (a response's
+    schema check walks its lists, a few lines per item, wherever it is decoded), the web
+    framework and asyncio."""
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+            return trace
+        return trace if frame.f_code.co_filename.startswith(_CLIENT) else None
+
+    gc.collect()
+    gc.disable()
+    sys.settrace(trace)
+    try:
+        result = run()
+    finally:
+        sys.settrace(None)
+        gc.enable()
+    return count, result
+
+
+def _per_partition(counted: dict) -> float:
+    return (counted["wide"] - counted["narrow"]) / (SIZES["wide"] - SIZES["narrow"])
+
+
+@pytest.mark.parametrize("window", ["bucket=minute&from=-1h", "bucket=second&from=-20m"])
+def test_the_topic_page_costs_calls_per_partition_not_per_bucket(broker, window):
+    """61 and 1,201 bucket edges: the cost of a partition does not grow with them."""
+    counted = _calls_per_page(broker.bootstrap, "/topics/{}?" + window)
+    assert _per_partition(counted) <= PER_PARTITION["topic"], counted
+
+
+def test_find_by_time_costs_calls_per_partition(broker):
+    counted = _calls_per_page(broker.bootstrap, "/find?topic={}&time=-1h")
+    assert _per_partition(counted) <= PER_PARTITION["find"], counted
