@@ -48,6 +48,7 @@ from ._record_check import (
 )
 from ._small_batches import ROWS_MAX_RECORDS, RecordRows, decode_rows
 from .batch_header import (
+    COMPRESSION_MASK,
     HEADER_SIZE,
     BatchFormatError,
     BatchHeader,
@@ -68,6 +69,7 @@ __all__ = [
     "RecordRows",
     "Section",
     "build_batch",
+    "create_time_column",
     "decode_batches",
     "decode_columns",
     "decode_rows",
@@ -151,6 +153,18 @@ def _decode_section(header: BatchHeader, section: memoryview) -> RecordColumns:
         values=section[values_start:values_start + values_bytes],
         headers=None if headers is None else list(headers),
     )
+
+
+def create_time_column(header: BatchHeader) -> tuple[int, int] | None:
+    """(start, length) in the stored batch of its records' CreateTime column, or None when
+    the section is compressed (only a decoded section has the column then).
+
+    Why: a lookup by CreateTime inside a batch needs that column alone; a stored batch was
+    checked when it was appended, so its 8 bytes a record can be read from the file
+    without the rest of the batch (the keys and values are most of it)."""
+    if header.attributes & COMPRESSION_MASK:
+        return None
+    return HEADER_SIZE + SECTION_SIZES.size, 8 * header.record_count
 
 
 def decode_columns(

@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from tests.helpers.storage import START_MS, open_log, read_all
 from tslog.broker.storage import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, ManualClock
+from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
 from tslog.protocol.records import build_batch
 
 RETENTION_MS = 20_000
@@ -58,11 +59,13 @@ class PartitionLogModel(RuleBasedStateMachine):
         count=st.integers(1, 8),
         skews=st.lists(st.integers(-5_000, 5_000), min_size=1, max_size=8),
         value_size=st.sampled_from([0, 10, 40]),
+        compression=st.sampled_from([COMPRESSION_NONE, COMPRESSION_ZSTD]),
     )
-    def append(self, count, skews, value_size):
+    def append(self, count, skews, value_size, compression):
         now = self.clock.now_ms()
         create_times = [now + skews[i % len(skews)] for i in range(count)]
-        batch = build_batch([b"x" * value_size] * count, create_times=create_times)
+        batch = build_batch([b"x" * value_size] * count, create_times=create_times,
+                            compression=compression)
         info = self.log.append(batch)
         assert info.log_append_time == max(self.last_lat, now)
         assert info.base_offset == self.log_end
