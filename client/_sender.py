@@ -43,6 +43,7 @@ from .errors import (
 )
 
 _PRODUCE = ApiKey.PRODUCE  # read per request (see ApiKey)
+_LOOKS_AGAIN_AT_ONCE = float("-inf")  # a next_look no new batch is due before
 
 log = logging.getLogger("tslog.client._producer")
 
@@ -127,6 +128,7 @@ class Sender:
     async def _run_once(self) -> None:
         """One round: resolve deferred records, send what is ready, sleep until needed."""
         self._wakeup.clear()
+        self._accumulator.next_look = None  # until ``ready`` says: a new batch wakes it
         next_deadline = self._expire_batches(time.monotonic())
         if self._cluster.metadata_stale():  # e.g. partitions were added
             self.refresh_metadata()
@@ -219,6 +221,9 @@ class Sender:
             if conn.on_ready is None:
                 conn.on_ready = self.wake
             if conn.has_capacity():
+                # It sends, so it looks again right after this round: a batch started
+                # meanwhile need not wake it (see ``RecordAccumulator.next_look``).
+                self._accumulator.next_look = _LOOKS_AGAIN_AT_ONCE
                 self._send_request(conn, node_id, tps)
                 sent = True
         return sent, next_time
