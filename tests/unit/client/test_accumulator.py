@@ -115,3 +115,25 @@ def test_done_releases_buffered_bytes():
     with acc.lock:
         acc.done(batch)
     assert acc.buffered_bytes == 0 and not acc.incomplete
+
+
+def test_many_open_batches_are_ready_by_their_own_linger_and_wake_the_sender_rarely():
+    """Round-robin over many partitions: each record starts a batch. ``ready`` returns
+    exactly the batches whose linger is up (a brute-force filter over all of them says
+    which), and a new batch asks for a wake-up only when the sender's next look
+    (``next_look``, recorded by ``ready``) would come after the batch is due."""
+    acc = RecordAccumulator(batch_size=1 << 20, linger_ms=5)
+    tps = [TopicPartition("t", p) for p in range(1000)]
+    wakes = [acc.append(tp, b"v", None, 1, None, now=i / 10_000)[1] for i, tp in enumerate(tps)]
+    assert wakes == [True] * 1000  # the sender has not looked yet: each could be the first
+    for now in (0.0049, 0.0051, 0.0300, 0.1049, 0.2000):
+        due = [tp for i, tp in enumerate(tps) if i / 10_000 + 0.005 <= now]
+        lingering = [i / 10_000 + 0.005 for i in range(1000) if i / 10_000 + 0.005 > now]
+        ready, next_time = acc.ready(now)
+        assert ready == due
+        assert next_time == (lingering[0] if lingering else None)
+        assert acc.next_look == next_time
+    acc.ready(0.0)  # the sender looked at 0: its next look is the first batch's linger end
+    assert acc.append(TopicPartition("u", 0), b"v", None, 1, None, now=0.001)[1] is False
+    acc.next_look = None  # a round started: until it looks, a new batch wakes it
+    assert acc.append(TopicPartition("u", 1), b"v", None, 1, None, now=0.001)[1] is True
