@@ -52,6 +52,7 @@ RECORD_OVERHEAD_BYTES = 16  # create time + key length + value length per record
 ENVELOPE_BYTES = 420
 REQUEST_OVERHEAD_BYTES = ENVELOPE_BYTES + 92
 _SEND_ORDER = itertools.count()
+LOOKING_NOW = float("-inf")  # a ``next_look`` before any batch's linger deadline
 
 
 class ProducerBatch:
@@ -149,6 +150,8 @@ class RecordAccumulator:
         # When the sender will look at the queues again at the latest (``ready`` sets it, the
         # sender clears it when a round starts): a new batch due later need not wake it.
         self.next_look: float | None = None
+        self.started = 0  # batches ``append`` has started: did one start since a look?
+        self.started_at_look = 0
 
     def append(self, tp: TopicPartition, value, key, create_time: int, headers,
                now: float | None = None) -> tuple[RecordFuture, bool, ProducerBatch | None]:
@@ -170,8 +173,11 @@ class RecordAccumulator:
                 now = time.monotonic()
             batch = self._open[tp] = ProducerBatch(tp, now, now + self.delivery_timeout_s)
             self._track(batch)
+            self.started += 1
             look = self.next_look
             wake = look is None or look > now + self.linger_s  # it would look too late
+            if wake:  # woken, it looks at once: the batches started until then need no wake
+                self.next_look = LOOKING_NOW
         else:
             wake = False
         values = batch.values
@@ -315,8 +321,19 @@ class RecordAccumulator:
                 if next_time is None or due < next_time:
                     next_time = due
                 break
-        self.next_look = next_time
+        # With batches ready the sender sends now and looks again right after (or, if it
+        # cannot send, records its own next look): it needs no wake-up meanwhile.
+        self.next_look = LOOKING_NOW if ready else next_time
+        self.started_at_look = self.started
         return ready, next_time
+
+    def sleeping(self, next_time: float | None) -> bool:
+        """The sender did not send after ``ready``: record ``next_time`` as its next look;
+        False if a batch started since that look, which it must look at first (that
+        batch's ``send`` saw ``LOOKING_NOW`` and did not wake it)."""
+        with self.lock:
+            self.next_look = next_time
+            return self.started == self.started_at_look
 
     def peek(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch ``pop`` would return next, left in place."""
