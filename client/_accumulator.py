@@ -6,8 +6,11 @@ first, and encodes each batch with one ``build_batch`` call (no per-record encod
 
 Why a lock: the sync ``Producer`` appends from the caller's thread while the sender runs on the
 client's event loop thread. ``append`` holds the lock for a few dict operations and tells the
-caller whether the sender must be woken (a new batch started its linger clock, or a batch
-filled up); the sender is therefore woken once per batch, not once per record.
+caller whether the sender must be woken: a batch filled up, or a new batch started its
+linger clock and the sender would not look again by the time it is due (``next_look``, the
+time of the sender's next look, which ``ready`` records). A producer writing round-robin over
+many partitions starts a batch with nearly every record: waking the loop for each (a write to
+its self-pipe, and a round of the sender) was most of such a send's cost.
 
 Record futures: a ``RecordFuture`` is (batch, index). The batch owns one
 ``concurrent.futures.Future`` resolved with (base_offset, log_append_time); the record's
@@ -30,7 +33,6 @@ runs about once per deadline, not once per round.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import concurrent.futures
 import itertools
@@ -40,6 +42,7 @@ import time
 from tslog.protocol.batch_header import COMPRESSION_NONE
 from tslog.protocol.records import Section, build_batch, seal_section
 
+from ._outcome_futures import RecordFuture
 from ._types import RecordMetadata, TopicPartition
 
 RECORD_OVERHEAD_BYTES = 16  # create time + key length + value length per record
@@ -49,6 +52,7 @@ RECORD_OVERHEAD_BYTES = 16  # create time + key length + value length per record
 ENVELOPE_BYTES = 420
 REQUEST_OVERHEAD_BYTES = ENVELOPE_BYTES + 92
 _SEND_ORDER = itertools.count()
+LOOKING_NOW = float("-inf")  # a ``next_look`` before any batch's linger deadline
 
 
 class ProducerBatch:
@@ -127,155 +131,6 @@ class ProducerBatch:
                               create_time)
 
 
-def _chained(outcome) -> concurrent.futures.Future:
-    """A concurrent future settled with ``outcome.get()`` once ``outcome`` is done."""
-    chained: concurrent.futures.Future = concurrent.futures.Future()
-
-    def settle(_) -> None:
-        error = outcome.exception(0)
-        if error is not None:
-            chained.set_exception(error)
-        else:
-            chained.set_result(outcome.get(0))
-
-    outcome.add_done_callback(settle)
-    return chained
-
-
-class RecordFuture:
-    """The outcome of one ``send``: await it (asyncio) or ``get()`` it (threads)."""
-
-    __slots__ = ("_batch", "_index")
-
-    def __init__(self, batch: ProducerBatch, index: int) -> None:
-        self._batch = batch
-        self._index = index
-
-    def __await__(self):
-        future = self._batch.future
-        if not future.done():
-            yield from asyncio.wrap_future(future).__await__()
-        return self._batch.metadata(self._index)
-
-    def get(self, timeout: float | None = None) -> RecordMetadata:
-        """Block until the record is acknowledged; raise its error if it failed."""
-        self._batch.future.result(timeout)
-        return self._batch.metadata(self._index)
-
-    result = get  # concurrent.futures' name
-
-    def as_concurrent_future(self) -> concurrent.futures.Future:
-        """A ``concurrent.futures.Future`` of the same outcome, for ``concurrent.futures.wait``
-        and ``as_completed``. Made on request only: one per ``send`` would cost every record
-        a lock and a condition variable."""
-        return _chained(self)
-
-    def done(self) -> bool:
-        return self._batch.future.done()
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._batch.future.exception(timeout)
-
-    def add_done_callback(self, callback) -> None:
-        """Call ``callback(self)`` when done (possibly on the client's loop thread)."""
-        self._batch.future.add_done_callback(lambda _: callback(self))
-
-    def batches(self) -> list:
-        """What this outcome waits for: the batch (or a deferred stand-in) in a list."""
-        return [self._batch]
-
-
-class BatchFuture:
-    """The outcome of one ``send_batch``: a list of ``RecordMetadata`` in the input's order.
-
-    ``parts`` is [(source, positions)]: ``source`` is a ProducerBatch (or a deferred stand-in)
-    with ``future`` and ``metadata(index)``; its record ``i`` is input record
-    ``positions[i]``. Metadata objects are made only when the result is asked for.
-    """
-
-    __slots__ = ("_parts", "_count")
-
-    def __init__(self, parts: list, count: int) -> None:
-        self._parts = parts
-        self._count = count
-
-    def _futures(self) -> list:
-        return [source.future for source, _ in self._parts]
-
-    def batches(self) -> list:
-        """What this outcome waits for: its batches (or deferred stand-ins)."""
-        return [source for source, _ in self._parts]
-
-    def _result(self) -> list[RecordMetadata]:
-        out: list = [None] * self._count
-        for source, positions in self._parts:
-            metadata = source.metadata
-            for index, position in enumerate(positions):
-                out[position] = metadata(index)
-        return out
-
-    def __await__(self):
-        for future in self._futures():
-            if not future.done():
-                yield from asyncio.wrap_future(future).__await__()
-        return self._result()
-
-    def as_concurrent_future(self) -> concurrent.futures.Future:
-        """A ``concurrent.futures.Future`` of the same outcome (see RecordFuture's)."""
-        return _chained(self)
-
-    def get(self, timeout: float | None = None) -> list[RecordMetadata]:
-        """Block until every record is acknowledged; raise the first error if one failed."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for future in self._futures():
-            future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return self._result()
-
-    def last(self, timeout: float | None = None) -> RecordMetadata | None:
-        """Block as ``get`` does, but build only the last record's metadata (None when the
-        call had no records): a caller that needs one offset or LogAppendTime per batch
-        (the mirror's target LAT) pays nothing per record."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for future in self._futures():
-            future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        for source, positions in self._parts:
-            if len(positions) and positions[-1] == self._count - 1:
-                return source.metadata(len(positions) - 1)
-        return None
-
-    def done(self) -> bool:
-        return all(future.done() for future in self._futures())
-
-    result = get  # concurrent.futures' name
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for future in self._futures():
-            error = future.exception(
-                None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if error is not None:
-                return error
-        return None
-
-    def add_done_callback(self, callback) -> None:
-        """Call ``callback(self)`` once every part is done (possibly on the loop thread)."""
-        futures = self._futures()
-        remaining = [len(futures)]
-        lock = threading.Lock()
-
-        def one_done(_) -> None:
-            with lock:
-                remaining[0] -= 1
-                last = remaining[0] == 0
-            if last:
-                callback(self)
-
-        if not futures:
-            callback(self)
-        for future in futures:
-            future.add_done_callback(one_done)
-
-
 class RecordAccumulator:
     """Open batches per partition, closed batches waiting to be sent, and byte accounting."""
 
@@ -292,6 +147,11 @@ class RecordAccumulator:
         self._closed: dict[TopicPartition, collections.deque] = {}
         self.incomplete: set[ProducerBatch] = set()
         self._next_deadline: float | None = None  # <= every incomplete batch's deadline
+        # When the sender will look at the queues again at the latest (``ready`` sets it, the
+        # sender clears it when a round starts): a new batch due later need not wake it.
+        self.next_look: float | None = None
+        self.started = 0  # batches ``append`` has started: did one start since a look?
+        self.started_at_look = 0
 
     def append(self, tp: TopicPartition, value, key, create_time: int, headers,
                now: float | None = None) -> tuple[RecordFuture, bool, ProducerBatch | None]:
@@ -313,7 +173,11 @@ class RecordAccumulator:
                 now = time.monotonic()
             batch = self._open[tp] = ProducerBatch(tp, now, now + self.delivery_timeout_s)
             self._track(batch)
-            wake = True
+            self.started += 1
+            look = self.next_look
+            wake = look is None or look > now + self.linger_s  # it would look too late
+            if wake:  # woken, it looks at once: the batches started until then need no wake
+                self.next_look = LOOKING_NOW
         else:
             wake = False
         values = batch.values
@@ -431,24 +295,45 @@ class RecordAccumulator:
         return batch
 
     def ready(self, now: float) -> tuple[list[TopicPartition], float | None]:
-        """Partitions with a batch to send now, and the next time another will be ready."""
+        """Partitions with a batch to send now, and the next time another will be ready.
+
+        ``_open`` is in creation order (a batch is only ever added at its end), and so in
+        order of linger deadline: the walk stops at the first open batch still lingering,
+        so a round costs the batches it sends, not every partition with an open batch
+        (10,000 of them for a producer writing round-robin over 10,000 partitions)."""
         ready, next_time = [], None
-        for tp, queue in self._closed.items():
+        closed = self._closed
+        for tp, queue in closed.items():
             if queue:
                 head = queue[0]
                 if head.retry_at <= now:
                     ready.append(tp)
                 elif next_time is None or head.retry_at < next_time:
                     next_time = head.retry_at
+        linger_s, flushing = self.linger_s, self.flushing
         for tp, batch in self._open.items():
-            if tp in self._closed and self._closed[tp]:
+            if closed.get(tp):  # sent after the closed batches before it
                 continue
-            due = batch.created + self.linger_s
-            if self.flushing or due <= now:
+            due = batch.created + linger_s
+            if flushing or due <= now:
                 ready.append(tp)
-            elif next_time is None or due < next_time:
-                next_time = due
+            else:
+                if next_time is None or due < next_time:
+                    next_time = due
+                break
+        # With batches ready the sender sends now and looks again right after (or, if it
+        # cannot send, records its own next look): it needs no wake-up meanwhile.
+        self.next_look = LOOKING_NOW if ready else next_time
+        self.started_at_look = self.started
         return ready, next_time
+
+    def sleeping(self, next_time: float | None) -> bool:
+        """The sender did not send after ``ready``: record ``next_time`` as its next look;
+        False if a batch started since that look, which it must look at first (that
+        batch's ``send`` saw ``LOOKING_NOW`` and did not wake it)."""
+        with self.lock:
+            self.next_look = next_time
+            return self.started == self.started_at_look
 
     def peek(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch ``pop`` would return next, left in place."""

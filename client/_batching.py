@@ -22,7 +22,8 @@ from crc32c import crc32c
 
 from tslog.protocol.records import Section
 
-from ._accumulator import BatchFuture, RecordAccumulator
+from ._accumulator import RecordAccumulator
+from ._outcome_futures import BatchFuture
 from ._partitioner import StickyPartitioner, key_partition
 from .errors import MessageTooLargeError, UnknownTopicOrPartitionError
 

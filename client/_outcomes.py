@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from concurrent.futures import Future
 
 from .errors import FlushTimeoutError
@@ -11,17 +12,33 @@ from .errors import FlushTimeoutError
 async def wait_for_outcomes(futures: list[Future], timeout_ms: int | None) -> int:
     """Wait until every future is done or ``timeout_ms`` passes; return how many are not.
 
-    A failure stays the record future's to report: each done waiter's exception is read
-    here only so that asyncio does not warn about it when the waiter is collected."""
+    One asyncio future for them all, settled by a callback on each that counts it done:
+    ``asyncio.wrap_future`` on each made an asyncio future per batch and, when the batch
+    completed, a ``call_soon_threadsafe`` (a write to the loop's self-pipe) per batch, which
+    a flush after a round-robin over 10,000 partitions (10,000 batches) paid in full."""
     if not futures:
         return 0
-    waiters = [asyncio.wrap_future(future) for future in futures]
-    _, pending = await asyncio.wait(waiters,
-                                    timeout=None if timeout_ms is None else timeout_ms / 1000)
-    for waiter in waiters:
-        if waiter.done() and not waiter.cancelled():
-            waiter.exception()
-    return len(pending)
+    loop = asyncio.get_running_loop()
+    all_done = loop.create_future()
+    total = len(futures)
+    finished = itertools.count(1)  # ``next`` on it is atomic: callbacks run on any thread
+
+    def one_done(_) -> None:
+        if next(finished) == total:
+            try:
+                loop.call_soon_threadsafe(_settle, all_done)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+    for future in futures:
+        future.add_done_callback(one_done)
+    await asyncio.wait((all_done,), timeout=None if timeout_ms is None else timeout_ms / 1000)
+    return 0 if all_done.done() else sum(not future.done() for future in futures)
+
+
+def _settle(all_done: asyncio.Future) -> None:
+    if not all_done.done():
+        all_done.set_result(None)
 
 
 def check_flushed(pending: int, timeout_ms: int | None) -> None:

@@ -35,17 +35,12 @@ from collections.abc import Callable
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
 from tslog.protocol.records import Section
 
-from ._accumulator import (
-    RECORD_OVERHEAD_BYTES,
-    REQUEST_OVERHEAD_BYTES,
-    BatchFuture,
-    RecordAccumulator,
-    RecordFuture,
-)
+from ._accumulator import RECORD_OVERHEAD_BYTES, REQUEST_OVERHEAD_BYTES, RecordAccumulator
 from ._batching import (BATCH, SECTION, append_batch, append_section, check_batch,
                         serialize_batch)
 from ._cluster import Cluster
 from ._idempotence import Idempotence, require_acks_all
+from ._outcome_futures import BatchFuture, RecordFuture
 from ._partitioner import StickyPartitioner, key_partition
 from ._sender import Sender, SendSettings
 from ._types import RecordMetadata, TopicPartition

@@ -27,7 +27,13 @@ from typing import NamedTuple
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey
 
-from ._accumulator import ENVELOPE_BYTES, REQUEST_OVERHEAD_BYTES, ProducerBatch, RecordAccumulator
+from ._accumulator import (
+    ENVELOPE_BYTES,
+    LOOKING_NOW,
+    REQUEST_OVERHEAD_BYTES,
+    ProducerBatch,
+    RecordAccumulator,
+)
 from ._cluster import Cluster, failed_as_leader
 from ._idempotence import Idempotence
 from ._partitioner import StickyPartitioner
@@ -127,12 +133,15 @@ class Sender:
     async def _run_once(self) -> None:
         """One round: resolve deferred records, send what is ready, sleep until needed."""
         self._wakeup.clear()
+        # This round looks (``ready``) before it sleeps: a batch started meanwhile is seen.
+        self._accumulator.next_look = LOOKING_NOW
         next_deadline = self._expire_batches(time.monotonic())
         if self._cluster.metadata_stale():  # e.g. partitions were added
             self.refresh_metadata()
         next_time = self._resolve_deferred()
         idempotence = self._idempotence
         if idempotence is not None and not idempotence.ready:
+            self._accumulator.next_look = None  # it does not look this round
             self._init_producer_id()  # wakes this loop when done; batches wait meanwhile
             sent, ready_time = False, None
         else:
@@ -221,6 +230,8 @@ class Sender:
             if conn.has_capacity():
                 self._send_request(conn, node_id, tps)
                 sent = True
+        if not sent and not accumulator.sleeping(next_time):
+            self._wakeup.set()  # a batch started since it looked: look again first
         return sent, next_time
 
     def _send_request(self, conn, node_id: int, tps: list[TopicPartition]) -> None:

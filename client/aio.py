@@ -8,7 +8,7 @@ from ._admin import AsyncAdmin
 from ._consumer import AsyncConsumer, NoOffsetForPartitionError
 from ._membership import ConsumerRebalanceListener
 from ._producer import AsyncProducer
-from ._accumulator import RecordFuture
+from ._outcome_futures import RecordFuture
 from ._types import (
     AclBinding,
     AclBindingFilter,

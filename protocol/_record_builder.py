@@ -35,6 +35,10 @@ from .batch_header import (
 
 MAX_BATCH_BYTES = 2**31 - 1  # batch_length is an int32
 ZSTD_LEVEL = 3
+# Up to this many records a column is summed and ranged with the builtins: numpy's fixed
+# cost per call is larger than the work for a few records, and a producer writing
+# round-robin over many partitions builds batches of one or two records.
+SMALL_BATCH_RECORDS = 32
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # zstandard's compressor objects must not be used by two threads at once.
@@ -72,7 +76,8 @@ def pack_column(items, n: int, what: str) -> tuple[bytes, bytes]:
     try:
         if present is items:
             column = struct.pack(f"<{n}i", *lengths)
-            total = np.frombuffer(column, dtype="<i4").sum(dtype=np.int64)
+            total = (sum(lengths) if n <= SMALL_BATCH_RECORDS
+                     else np.frombuffer(column, dtype="<i4").sum(dtype=np.int64))
         else:
             array = np.full(n, -1, dtype="<i4")
             array[np.array(valid, dtype=bool)] = lengths
@@ -110,6 +115,8 @@ def _pack_create_times(create_times, n: int, default) -> tuple[bytes, int, int, 
         for value in create_times:  # error path only: name the culprit
             _check_int64(value, "create time")
         raise TypeError("create times must be ints") from None
+    if n <= SMALL_BATCH_RECORDS:  # struct.pack took them, so they are ints
+        return column, int(create_times[0]), int(min(create_times)), int(max(create_times))
     array = np.frombuffer(column, dtype="<i8")
     return column, int(array[0]), int(array.min()), int(array.max())
 

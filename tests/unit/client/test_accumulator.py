@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from tslog.client._accumulator import RECORD_OVERHEAD_BYTES, RecordAccumulator
+from tslog.client._accumulator import LOOKING_NOW, RECORD_OVERHEAD_BYTES, RecordAccumulator
 from tslog.client._types import RecordMetadata, TopicPartition
 from tslog.protocol.batch_header import COMPRESSION_ZSTD, parse_header
 from tslog.protocol.records import iter_records
@@ -115,3 +115,32 @@ def test_done_releases_buffered_bytes():
     with acc.lock:
         acc.done(batch)
     assert acc.buffered_bytes == 0 and not acc.incomplete
+
+
+def test_many_open_batches_are_ready_by_their_own_linger_and_wake_the_sender_rarely():
+    """Round-robin over many partitions: each record starts a batch. ``ready`` returns
+    exactly the batches whose linger is up (a brute-force filter over all of them says
+    which), and a new batch asks for a wake-up only when the sender's next look
+    (``next_look``, recorded by ``ready``) would come after the batch is due."""
+    acc = RecordAccumulator(batch_size=1 << 20, linger_ms=5)
+    tps = [TopicPartition("t", p) for p in range(1000)]
+    wakes = [acc.append(tp, b"v", None, 1, None, now=i / 10_000)[1] for i, tp in enumerate(tps)]
+    # The sender has not looked yet: the first wakes it, and it looks at once (the next
+    # ones need not: before, each of them woke it too).
+    assert wakes == [True] + [False] * 999
+    for now in (0.0049, 0.0051, 0.0300, 0.1049, 0.2000):
+        due = [tp for i, tp in enumerate(tps) if i / 10_000 + 0.005 <= now]
+        lingering = [i / 10_000 + 0.005 for i in range(1000) if i / 10_000 + 0.005 > now]
+        ready, next_time = acc.ready(now)
+        assert ready == due
+        assert next_time == (lingering[0] if lingering else None)
+        # Batches ready: the sender sends and looks again at once (LOOKING_NOW); none: it
+        # looks when the first lingering batch is due.
+        assert acc.next_look == (LOOKING_NOW if ready else next_time)
+    acc.ready(0.0)  # the sender looked at 0: its next look is the first batch's linger end
+    assert acc.append(TopicPartition("u", 0), b"v", None, 1, None, now=0.001)[1] is False
+    assert acc.sleeping(0.005) is False  # that batch started after the look: look again
+    acc.ready(0.0)
+    assert acc.sleeping(0.005) is True
+    acc.next_look = None  # a round that does not look (no producer id yet): a batch wakes it
+    assert acc.append(TopicPartition("u", 1), b"v", None, 1, None, now=0.001)[1] is True
