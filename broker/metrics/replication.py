@@ -3,9 +3,11 @@
 Why functions and not the metric objects: the replication code should say what happened
 (``isr_shrunk()``), not how it is counted, so names and labels stay in this package. All of
 them are cheap (a lock and an add), safe from any thread, and called on state changes or once
-per follower fetch round, never per record. A single-node broker never calls them: the
-counters stay 0, the gauge of under-replicated partitions 0, and ``tslog_follower_fetch_lag
-_records`` has no series, which is the truth for a broker with no followers.
+per follower fetch round, never per record. A single-node broker calls none of them but
+``forget_follower`` (at start, for each partition it leads: a set lookup, nothing more): the
+counters stay 0, the gauge of under-replicated partitions 0, and
+``tslog_follower_fetch_lag_records`` has no series, which is the truth for a broker with no
+followers.
 
     from tslog.broker.metrics import replication as replication_metrics
     replication_metrics.set_under_replicated(count, reassigning)  # after ISR/assignment changes
@@ -17,6 +19,8 @@ _records`` has no series, which is the truth for a broker with no followers.
 """
 
 from __future__ import annotations
+
+import threading
 
 from prometheus_client import Counter, Gauge
 
@@ -56,6 +60,10 @@ FOLLOWER_FETCH_LAG = Gauge(
     "On a follower: the leader's high watermark minus this replica's log end offset after "
     "the last fetch (0 while in the ISR; positive while catching up).", ["topic", "partition"],
     registry=REGISTRY)
+# The (topic, partition) keys FOLLOWER_FETCH_LAG has a series for, so that forgetting one it
+# never had is a set lookup and not the library's remove (a lock and a KeyError).
+_lag_series: set[tuple[str, int]] = set()
+_lag_guard = threading.Lock()
 
 
 def set_under_replicated(count: int, reassigning: int) -> None:
@@ -84,12 +92,19 @@ def catch_up_throttled() -> None:
 
 
 def set_follower_fetch_lag(topic: str, partition: int, records: int) -> None:
-    FOLLOWER_FETCH_LAG.labels(topic, str(partition)).set(max(0, records))
+    with _lag_guard:
+        FOLLOWER_FETCH_LAG.labels(topic, str(partition)).set(max(0, records))
+        _lag_series.add((topic, partition))
 
 
 def forget_follower(topic: str, partition: int) -> None:
-    """Drop the series of a partition this broker no longer follows (led, moved, deleted)."""
-    try:
-        FOLLOWER_FETCH_LAG.remove(topic, str(partition))
-    except KeyError:
-        pass
+    """Drop the series of a partition this broker no longer follows (led, moved, deleted).
+    A partition that never had one costs a set lookup: a start calls this for every
+    partition it leads, ten thousand on a big broker."""
+    key = (topic, partition)
+    if key not in _lag_series:
+        return
+    with _lag_guard:
+        if key in _lag_series:
+            _lag_series.discard(key)
+            FOLLOWER_FETCH_LAG.remove(topic, str(partition))

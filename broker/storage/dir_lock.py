@@ -15,7 +15,9 @@ is nothing of anyone's to touch).
 Within one process a directory's lock is shared and counted: the broker holds it from start
 to exit, and every ``PartitionLog`` of the directory holds it while it is open, so a log
 opened by a tool or test without a broker is guarded too, and a log the broker opens costs
-no descriptor of its own.
+no descriptor of its own. The shared count is keyed by the directory's absolute path as a
+string: a broker's start takes it once per log from many threads, and a ``Path`` key would
+run Python code (its hash) while holding the guard every one of them waits on.
 """
 
 from __future__ import annotations
@@ -51,15 +53,15 @@ class _Held:
         self.users = 0
 
 
-_held: dict[Path, _Held] = {}
+_held: dict[str, _Held] = {}
 _guard = threading.Lock()
 
 
-def _key(directory: Path | str) -> Path:
-    return Path(os.path.abspath(directory))
+def _key(directory: Path | str) -> str:
+    return os.path.abspath(directory)
 
 
-def acquire(directory: Path | str) -> Path:
+def acquire(directory: Path | str) -> str:
     """Take (or share, within this process) the lock of ``directory``, making the directory
     if it does not exist. Returns the key to pass to ``release``.
 
@@ -69,12 +71,12 @@ def acquire(directory: Path | str) -> Path:
     with _guard:
         held = _held.get(key)
         if held is None:
-            held = _held[key] = _Held(_lock_file(key))
+            held = _held[key] = _Held(_lock_file(Path(key)))
         held.users += 1
     return key
 
 
-def release(key: Path) -> None:
+def release(key: str) -> None:
     """Give back one use of the lock taken by ``acquire``; the last one closes the file,
     which ends the lock."""
     with _guard:

@@ -34,6 +34,7 @@ for tools without a log, writes both at once.
 from __future__ import annotations
 
 import bisect
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -49,14 +50,21 @@ class LeaderEpochCache:
 
     def __init__(self, directory: Path | str,
                  persist: Callable[[bytes, bool], None] | None = None) -> None:
-        """``persist(content, deferrable)`` stores the file's new content (default: at once)."""
-        self.path = Path(directory) / CHECKPOINT_FILE
+        """``persist(content, deferrable)`` stores the file's new content (default: at once).
+        The file is read through a string path (a broker's start reads one per partition);
+        the ``Path`` is made for a write or a message (``path``)."""
+        self._directory = directory
         self._persist = persist or (lambda content, _: files.write_atomically(self.path, content))
         self.entries: list[tuple[int, int]] = self._read()
 
+    @property
+    def path(self) -> Path:
+        return Path(self._directory) / CHECKPOINT_FILE
+
     def _read(self) -> list[tuple[int, int]]:
         try:
-            lines = files.read_small(self.path).decode().split("\n")
+            lines = files.read_small(os.path.join(self._directory, CHECKPOINT_FILE))
+            lines = lines.decode().split("\n")
         except FileNotFoundError:
             return []
         try:

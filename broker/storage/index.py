@@ -290,14 +290,20 @@ class MmapIndex:
         and on a full disk the pages it would have freed might not come back."""
         self._unmap()
         keep = min(count, self.entries)
-        fd = self._open_fd()
+        capacity = self._whole_entries(capacity_bytes, keep)
+        fd = self._open_fd()  # one descriptor for all of it: a crash start does this per log
         try:
             zero_range(fd, keep * self.ENTRY.size, self.entries * self.ENTRY.size)
+            self.entries = keep
+            self._torn = False
+            self._writable = True
+            self._capacity = capacity
+            self._room = min(self._room, capacity)
+            os.ftruncate(fd, capacity * self.ENTRY.size)  # as make_writable, on this descriptor
+            self._file_map = FileMap(fd, capacity * self.ENTRY.size, True)
+            self._map = self._file_map.buffer
         finally:
             os.close(fd)
-        self.entries = keep
-        self._torn = False
-        self.make_writable(capacity_bytes)
 
     def sync(self) -> None:
         """fdatasync the file, map included (recovery and checkpoints make entries durable)."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
@@ -82,7 +83,7 @@ class PartitionLog:
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
         # Before anything is read or recovered: one process per data directory (dir_lock).
-        self._directory_lock: Path | None = dir_lock.acquire(self.directory.parent)
+        self._directory_lock: str | None = dir_lock.acquire(self.directory.parent)
         self._open_segments = OpenSegments(budget)
         self._open_segments.budget.join()
         self._lock = threading.Lock()
@@ -111,7 +112,7 @@ class PartitionLog:
         self._dirty = self._durability.dirty  # the same set: one add per append, no call
         self.roll_reasons: dict[str, int] = {}
         if self.recovery_report.clean_shutdown:  # from here on a crash is not a clean stop
-            recovery.clean_marker(self.directory).unlink()
+            os.unlink(os.path.join(self.directory, files.CLEAN_SHUTDOWN_FILE))
             if not defer_sync:
                 files.fsync_directory(self.directory)
 

@@ -24,6 +24,7 @@ is taken as a new batch, as for any unknown producer.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from pathlib import Path
 from typing import Iterable
@@ -154,7 +155,7 @@ class ProducerStateTable:
         """The snapshot's state, or an empty table (offset 0) when none is usable."""
         table = cls()
         try:
-            data = msgpack.unpackb(files.read_small(Path(directory) / SNAPSHOT_FILE))
+            data = msgpack.unpackb(files.read_small(os.path.join(directory, SNAPSHOT_FILE)))
             offset = int(data["offset"])
             producers = {int(pid): ProducerEntry(int(epoch), [tuple(int(x) for x in b)
                                                               for b in batches])

@@ -60,9 +60,9 @@ class RecoveryReport:
 
 def read_checkpoint(directory: Path) -> tuple[int, int] | None:
     """Return (recovery point, last LAT), or None when missing or unreadable."""
-    path = directory / files.RECOVERY_POINT_FILE
     try:
-        offset_text, time_text = files.read_small(path).split()
+        offset_text, time_text = files.read_small(
+            os.path.join(directory, files.RECOVERY_POINT_FILE)).split()
         return int(offset_text), int(time_text)
     except (OSError, ValueError):
         return None
@@ -114,7 +114,8 @@ def open_segments(directory: Path, index_interval_bytes: int, index_capacity_byt
     ``save_recovery_point``."""
     segments, last_time, report = load_segments(
         directory, index_interval_bytes, index_capacity_bytes,
-        clean_marker(directory).exists(), read_checkpoint(directory), sync=not defer_sync)
+        os.path.exists(os.path.join(directory, files.CLEAN_SHUTDOWN_FILE)),
+        read_checkpoint(directory), sync=not defer_sync)
     if not defer_sync and rewrote_anything(report):
         save_recovery_point(directory, segments[-1].next_offset, last_time)
     return segments, last_time, report

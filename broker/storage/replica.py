@@ -21,6 +21,7 @@ header when there is no snapshot); recovery already validated them.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from . import append_checks, files
@@ -90,7 +91,7 @@ class ReplicaLog:
 
     def _read_high_watermark(self) -> int:
         try:
-            return int(files.read_small(self.directory / HIGH_WATERMARK_FILE))
+            return int(files.read_small(os.path.join(self.directory, HIGH_WATERMARK_FILE)))
         except (OSError, ValueError):
             return 0
 

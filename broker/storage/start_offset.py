@@ -12,6 +12,7 @@ says nothing new, and a missing or unreadable file means no records were deleted
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from . import files
@@ -25,11 +26,18 @@ class StartOffset:
     segments then say where the log starts, as before any DeleteRecords)."""
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / LOG_START_OFFSET_FILE
+        """Reads the file through a string path (a broker's start does this per partition);
+        the ``Path`` is made only for a write (``path``)."""
+        self._directory = directory
         try:
-            self.offset = max(0, int(self.path.read_text().strip() or 0))
+            text = files.read_small(os.path.join(directory, LOG_START_OFFSET_FILE))
+            self.offset = max(0, int(text.strip() or 0))
         except (OSError, ValueError):
             self.offset = 0
+
+    @property
+    def path(self) -> Path:
+        return Path(self._directory) / LOG_START_OFFSET_FILE
 
     def advance(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
         """Start the log at ``offset`` if that is later than it starts now, durably before
