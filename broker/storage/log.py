@@ -231,6 +231,10 @@ class PartitionLog:
         self._last_log_append_time = header.log_append_time
         self._dirty.add(active)
         keys = self._lookups
+        if header.log_append_time > keys.time_maxima[-1]:  # the first batch at the new maximum
+            keys.newest_offset = header.base_offset
+        elif header.log_append_time < keys.time_maxima[-1]:  # never by the broker's clock
+            keys.newest_offset = -1
         keys.time_maxima[-1] = header.log_append_time
         if active.max_create_time > keys.create_time_maxima[-1]:
             keys.create_time_maxima[-1] = active.max_create_time

@@ -39,9 +39,15 @@ class TimeLookups:
     ``base_offsets``, ``time_maxima`` and ``create_time_maxima`` have one entry per segment;
     the log updates the last entries on every append (O(1)), appends one per roll and
     ``rebuild``s them when segments leave (retention, truncation).
+
+    ``newest_offset``: the first offset carrying the log's largest LogAppendTime (ListOffsets'
+    MAX_TIMESTAMP), -1 while unknown. The log sets it when an append raises the largest
+    time; otherwise it is found once by a lookup and kept, so a console asking every
+    partition's latest time does not scan an index interval of headers per partition.
     """
 
-    __slots__ = ("base_offsets", "time_maxima", "create_time_maxima", "handles", "bytes_read")
+    __slots__ = ("base_offsets", "time_maxima", "create_time_maxima", "handles", "bytes_read",
+                 "newest_offset")
 
     def __init__(self, segments: Sequence[Segment], handles) -> None:
         self.handles = handles  # the log's LRU of open sealed segments
@@ -54,6 +60,7 @@ class TimeLookups:
             (s.max_log_append_time for s in segments), max, initial=NO_TIMESTAMP))[1:]
         self.create_time_maxima = list(itertools.accumulate(
             (s.max_create_time for s in segments), max, initial=NO_CREATE_TIME))[1:]
+        self.newest_offset = -1  # found again on the next MAX_TIMESTAMP lookup
 
     def rolled(self, base_offset: int) -> None:
         """A new, empty segment at the end (never found first: it repeats the maxima)."""
@@ -76,7 +83,7 @@ class TimeLookups:
             if timestamp_type == "append":
                 if segments[-1].is_empty and len(segments) == 1:
                     return None
-                return self.by_log_append_time(segments, last_known_log_append_time(segments))
+                return self._newest(segments)
             if self.create_time_maxima[-1] == NO_CREATE_TIME:
                 return None
             return self._by_create_time(segments, self.create_time_maxima[-1])
@@ -85,6 +92,15 @@ class TimeLookups:
         if timestamp_type == "append":
             return self.by_log_append_time(segments, timestamp)
         return self._by_create_time(segments, timestamp)
+
+    def _newest(self, segments: Sequence[Segment]) -> OffsetAndTimestamp | None:
+        """MAX_TIMESTAMP by LogAppendTime: kept, or looked up once and kept."""
+        if self.newest_offset >= 0:
+            return OffsetAndTimestamp(self.newest_offset, self.time_maxima[-1])
+        found = self.by_log_append_time(segments, last_known_log_append_time(segments))
+        if found is not None:
+            self.newest_offset = found.offset
+        return found
 
     def by_log_append_time(self, segments: Sequence[Segment],
                            timestamp: int) -> OffsetAndTimestamp | None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers.python_calls import calls_by_name
 from tests.helpers.storage import START_MS, make_batch, open_log
-from tslog.broker.storage import ManualClock
+from tslog.broker.storage import MAX_TIMESTAMP, ManualClock
 from tslog.protocol.batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD
 from tslog.protocol.records import build_batch
 
@@ -86,3 +86,32 @@ def test_a_warm_lookup_by_time_makes_five_python_calls_and_no_system_call(tmp_pa
             assert tuple(found) == (a.base_offset, a.log_append_time)
             assert calls["python"] <= LOOKUP_PYTHON_CALLS_MAX, calls
             assert not {"pread", "open", "mmap", "read"} & set(calls), calls
+
+
+def test_the_largest_time_is_answered_without_reading_the_log(tmp_path, monkeypatch):
+    """MAX_TIMESTAMP (a console asks it of every partition) lands after the last index entry,
+    where a lookup would read the headers of the whole interval: once the log knows the
+    answer (an append raised the largest time, or one lookup found it) it reads nothing.
+    Batches sharing the largest time keep the first of them as the answer, and a reopened
+    log finds it again by one lookup."""
+    clock = ManualClock(START_MS)
+    with open_log(tmp_path / "t-0", clock, index_interval_bytes=4096) as log:
+        for _ in range(30):
+            log.append(make_batch(5, value_size=20))
+            clock.advance(1)
+        log.append(make_batch(5, value_size=20))  # the same time as the next one
+        log.append(make_batch(5, value_size=20))
+        newest = (150, START_MS + 30)
+        reads = []
+        real_pread = os.pread
+        monkeypatch.setattr(os, "pread", lambda *a: (reads.append(a[1]), real_pread(*a))[1])
+        for _ in range(3):
+            assert tuple(log.offset_for_time(MAX_TIMESTAMP)) == newest
+        assert reads == []
+        monkeypatch.undo()
+    with open_log(tmp_path / "t-0", clock, index_interval_bytes=4096) as log:
+        monkeypatch.setattr(os, "pread", lambda *a: (reads.append(a[1]), real_pread(*a))[1])
+        assert tuple(log.offset_for_time(MAX_TIMESTAMP)) == newest
+        found_by_lookup = len(reads)
+        assert tuple(log.offset_for_time(MAX_TIMESTAMP)) == newest
+        assert found_by_lookup > 0 and len(reads) == found_by_lookup
