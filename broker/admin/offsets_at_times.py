@@ -22,7 +22,7 @@ from tslog.protocol.errors import ErrorCode
 from ..data.error_codes import TOPIC_DENIED, error_code_for, missing_code
 from ..metrics.observe import observe_lookups
 from ..replication.partition import LEADER
-from ..storage.time_series import TimeSeriesError, offsets_for_times
+from ..storage.time_series import TimeSeriesError, answer_runs
 from .partition_requests import OffsetsAtTimesRequest, TimesFound
 
 _INVALID_REQUEST = ErrorCode.INVALID_REQUEST  # read per partition (see ApiKey's note)
@@ -57,7 +57,7 @@ def _answer(admin, topic: str, partition: int, timestamps: list,
     scanned = plog.lookup_bytes_read
     started = time.perf_counter()
     try:
-        found, lookups = offsets_for_times(plog, timestamps, timestamp_type)
+        runs, lookups = answer_runs(plog, timestamps, timestamp_type)
     except TimeSeriesError:
         return (_INVALID_REQUEST, [], [])
     except Exception as exc:  # noqa: BLE001 - a closed log, a disk error: a code, logged
@@ -66,11 +66,11 @@ def _answer(admin, topic: str, partition: int, timestamps: list,
     if lookups:  # each lookup at the partition's mean, as ListOffsets (O(1) per partition)
         observe_lookups(lookups, time.perf_counter() - started, plog.lookup_bytes_read - scanned)
     offsets, times = [], []
-    for answer in found:
+    for covered, answer in runs:  # a run per lookup; the lists grow in C
         if answer is None or answer.offset >= limit:
-            offsets.append(-1)
-            times.append(-1)
+            offsets += [-1] * covered
+            times += [-1] * covered
         else:
-            offsets.append(answer.offset)
-            times.append(answer.timestamp)
+            offsets += [answer.offset] * covered
+            times += [answer.timestamp] * covered
     return (0, offsets, times)
