@@ -98,6 +98,7 @@ def run(args) -> int:
     try:
         import uvicorn
         from .app import Options, build_app
+        from .collector import tune_for_pages
     except ImportError as exc:  # core dependencies; only a broken install lacks them
         raise ConsoleStartError(f"the console needs {exc.name}: pip install starlette uvicorn")
     _check_cluster(args.bootstrap, args.security)
@@ -105,9 +106,11 @@ def run(args) -> int:
                       _metrics_urls(args.metrics),
                       Authenticator(load_users(args.users)) if args.users else None)
     scheme = "https" if args.tls_cert_file else "http"
+    app = build_app(options)
+    tune_for_pages()
     print(f"tslog console: serving {scheme}://{args.listen} for {args.bootstrap} "
           f"({'write actions enabled' if args.allow_writes else 'read-only'})", flush=True)
-    uvicorn.run(build_app(options), host=host, port=port, log_level="warning",
+    uvicorn.run(app, host=host, port=port, log_level="warning",
                 access_log=False, ssl_certfile=args.tls_cert_file,
                 ssl_keyfile=args.tls_key_file, lifespan="on")
     return 0

@@ -25,6 +25,7 @@ from tests.helpers.broker_process import BrokerProcess
 from tslog.client import Admin, Producer
 from tslog.client.aio import AsyncAdmin
 from tslog.client.console.app import Console, Options, build_app
+from tslog.client.console.collector import tune_for_pages
 
 pytestmark = [pytest.mark.console, pytest.mark.timeout(300)]
 
@@ -132,3 +133,43 @@ def test_the_topic_page_costs_calls_per_partition_not_per_bucket(broker, window)
 def test_find_by_time_costs_calls_per_partition(broker):
     counted = _calls_per_page(broker.bootstrap, "/find?topic={}&time=-1h")
     assert _per_partition(counted) <= PER_PARTITION["find"], counted
+
+
+def _collections_per_page(bootstrap: str, path: str) -> dict:
+    """{generation: collections} while the console's app renders ``path`` once, warm."""
+    loop = asyncio.new_event_loop()
+    options = Options(bootstrap)
+    app = build_app(options)
+    admin = AsyncAdmin(bootstrap, client_id="collections")
+    app.state.console = Console(options, admin, secrets.token_bytes(32))
+    counted = {0: 0, 1: 0, 2: 0}
+
+    def count(phase, info):
+        if phase == "start":
+            counted[info["generation"]] += 1
+    try:
+        assert loop.run_until_complete(_get(app, path)) == 200
+        tune_for_pages()
+        gc.callbacks.append(count)
+        try:
+            assert loop.run_until_complete(_get(app, path)) == 200
+        finally:
+            gc.callbacks.remove(count)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*DEFAULT_THRESHOLDS)
+        loop.run_until_complete(admin.close())
+        loop.close()
+    return counted
+
+
+DEFAULT_THRESHOLDS = gc.get_threshold()
+
+
+@pytest.mark.parametrize("path", ["/topics/wide", "/find?topic=wide&time=-1h"])
+def test_a_page_of_hundreds_of_partitions_runs_few_collections(broker, path):
+    """``tslog console`` sets the collector up for pages (``collector.py``): at Python's
+    defaults a page of 288 partitions ran about ten collections, an older generation among
+    them; now at most two young ones, and none that walks what start-up made."""
+    counted = _collections_per_page(broker.bootstrap, path)
+    assert counted[0] + counted[1] <= 2 and counted[2] == 0, counted
