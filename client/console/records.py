@@ -1,7 +1,7 @@
 """Finding the records at a moment (or an offset) in every partition, and previewing them.
 
 A moment becomes one offset per partition through the time index (one ListOffsets for all
-partitions, sent with the two that find each log's bounds); an offset is taken as given.
+partitions; the log end only where no record is that late); an offset is taken as given.
 From those positions the console reads a page: up to ``limit`` records per partition,
 through ``Admin.read_records`` (one Fetch per leader for every partition, about ``limit``
 records' worth of bytes each, nothing read ahead or decoded beyond the page). Paging is by
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tslog.client.aio import AsyncAdmin, TopicPartition
 
-from .reads import bounds
+from .reads import LATEST, bounds
 
 PREVIEW_BYTES = 300  # of a key or value shown on a page; the rest is elided
 FORMATS = ("text", "hex", "json")
@@ -28,7 +28,7 @@ class Page:
     topic: str
     positions: dict  # partition -> the offset the page starts at
     records: dict  # partition -> [ConsumerRecord]
-    bounds: dict  # partition -> (log start, log end)
+    floors: dict  # partition -> the lowest offset "earlier" goes to (its log start, or 0)
 
     def later(self) -> dict:
         """Positions after the last record shown (where none was, the same position)."""
@@ -36,7 +36,7 @@ class Page:
                 for p, offset in self.positions.items()}
 
     def earlier(self, limit: int) -> dict:
-        return {p: max(self.bounds[p][0], offset - limit) for p, offset in self.positions.items()}
+        return {p: max(self.floors[p], offset - limit) for p, offset in self.positions.items()}
 
 
 def parse_positions(text: str) -> dict:
@@ -55,33 +55,34 @@ def format_positions(positions: dict) -> str:
 async def page_at(admin: AsyncAdmin, topic: str, partitions: list, moment_ms: int,
                   limit: int, timestamp_type: str = "append") -> Page:
     """Up to ``limit`` records per partition from the first record at or after the moment
-    (from the log end where none is that late). The moment's lookup and the log's bounds
-    are three ListOffsets sent together: the bounds' log end doubles as the answer where
-    the time index finds nothing, so nothing asks for it twice."""
+    (from the log end where none is that late). One ListOffsets finds the moment in every
+    partition; only the partitions with no record that late ask for their log end (a second
+    ListOffsets, for none of them when the moment is in the past). The log starts are not
+    asked: a page at a moment starts inside the log, and "earlier" positions below the log
+    start are clamped when that page is read (``read_page``)."""
     tps = {p: TopicPartition(topic, p) for p in partitions}
-    found, limits = await asyncio.gather(
-        admin.list_offsets({tp: moment_ms for tp in tps.values()}, timestamp_type),
-        bounds(admin, list(tps.values())))
-    positions = {p: found[tp].offset if found[tp] is not None else limits[tp][1]
-                 for p, tp in tps.items()}
-    return await _read(admin, topic, tps, positions, limits, limit)
+    found = await admin.list_offsets({tp: moment_ms for tp in tps.values()}, timestamp_type)
+    after = [tp for tp in tps.values() if found[tp] is None]
+    ends = await admin.list_offsets({tp: LATEST for tp in after}) if after else {}
+    positions = {p: found[tp].offset if found[tp] is not None
+                 else (ends[tp].offset if ends[tp] is not None else 0) for p, tp in tps.items()}
+    reading = {tps[p]: positions[p] for p in positions if found[tps[p]] is not None}
+    records = await admin.read_records(reading, limit) if reading else {}
+    return Page(topic, positions, {p: records.get(tp, []) for p, tp in tps.items()},
+                dict.fromkeys(positions, 0))
 
 
 async def read_page(admin: AsyncAdmin, topic: str, positions: dict, limit: int) -> Page:
-    """Up to ``limit`` records per partition from each position (clamped to the log)."""
+    """Up to ``limit`` records per partition from each position (clamped to the log; the
+    records end at the log end as it was when the bounds were read)."""
     tps = {p: TopicPartition(topic, p) for p in positions}
     limits = await bounds(admin, list(tps.values()))
-    return await _read(admin, topic, tps, positions, limits, limit)
-
-
-async def _read(admin: AsyncAdmin, topic: str, tps: dict, positions: dict, limits: dict,
-                limit: int) -> Page:
     span = {p: limits[tp] for p, tp in tps.items()}
     starts = {p: min(max(positions[p], span[p][0]), span[p][1]) for p in positions}
     reading = {tps[p]: starts[p] for p in positions if starts[p] < span[p][1]}
     found = await admin.read_records(reading, limit) if reading else {}
     records = {p: found.get(tp, [])[:span[p][1] - starts[p]] for p, tp in tps.items()}
-    return Page(topic, starts, records, span)
+    return Page(topic, starts, records, {p: span[p][0] for p in positions})
 
 
 def preview(data: bytes | None, how: str, mark: bool = True) -> str:
