@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from tslog.protocol.int_columns import ColumnError, unpack_int64
 from tslog.protocol.messages import ApiKey
 
 from ._cluster import Cluster
@@ -67,21 +68,23 @@ async def offset_columns(cluster: Cluster, partitions: list, times: list,
     distinct = _distinct_times(times)
     tps = [TopicPartition(*tp) for tp in partitions]
     answered = await _ask(cluster, dict.fromkeys(tps, distinct) if distinct else {},
-                          timestamp_type, _offsets)
+                          timestamp_type, _packed_offsets, shared=distinct)
     if list(times) == distinct:
         return {tp: answered.get(tp, []) for tp in tps}
     where = [distinct.index(t) for t in times]  # few times: a chart's edges are sorted already
     return {tp: [answered[tp][i] for i in where] for tp in tps}
 
 
-async def _ask(cluster: Cluster, remaining: dict, timestamp_type: str, take) -> dict:
+async def _ask(cluster: Cluster, remaining: dict, timestamp_type: str, take,
+               shared: list | None = None) -> dict:
     """{tp: take(tp, times, answer)} for every partition, asking again those whose leader
-    moved (``cluster.retries`` times, as ``list_offsets`` does)."""
+    moved (``cluster.retries`` times, as ``list_offsets`` does). ``shared``: the times every
+    partition is asked, sent once (version 1, offsets packed in the answer)."""
     answered: dict[TopicPartition, list] = {}
     attempt = 0
     while remaining:
         retry, last_error = await _ask_leaders(cluster, remaining, timestamp_type, answered,
-                                               take)
+                                               take, shared)
         if retry:
             if attempt >= cluster.retries:
                 raise last_error
@@ -103,20 +106,29 @@ def _in_asked_order(times: list, distinct: list, answers: list | None) -> list:
 
 
 async def _ask_leaders(cluster: Cluster, remaining: dict, timestamp_type: str,
-                       answered: dict, take) -> tuple[dict, TslogError | None]:
+                       answered: dict, take, shared: list | None
+                       ) -> tuple[dict, TslogError | None]:
     """One request per leader; fills ``answered`` ({tp: take(tp, times, answer)}); returns the
     partitions to ask again and the last retriable error."""
     for topic in {tp.topic for tp in remaining}:
         if not cluster.topics.get(topic) or cluster.metadata_stale():
             await cluster.ensure_topic(topic)
-    by_node, retry = split_by_leader(cluster, remaining, lambda ts: {"timestamps": ts})
+    by_node, retry = split_by_leader(cluster, remaining, (lambda ts: {"timestamps": ts})
+                                     if shared is None else _as_is)
     last_error: TslogError | None = None
     if retry:
         tp = next(reversed(retry))
         last_error = error_for(5)(f"no leader for {tp.topic}-{tp.partition}")
-    replies = await asyncio.gather(*(cluster.request(node, _OFFSETS_AT_TIMES, {
-        "timestamp_type": timestamp_type, "topics": group_by_topic(parts)})
-        for node, parts in by_node.items()))
+    if shared is None:
+        requests = [cluster.request(node, _OFFSETS_AT_TIMES, {
+            "timestamp_type": timestamp_type, "topics": group_by_topic(parts)})
+            for node, parts in by_node.items()]
+    else:
+        requests = [cluster.request(node, _OFFSETS_AT_TIMES, {
+            "timestamp_type": timestamp_type, "timestamps": shared,
+            "topics": _partition_lists(parts)}, api_version=1)
+            for node, parts in by_node.items()]
+    replies = await asyncio.gather(*requests)
     for body in replies:
         for topic in body["topics"]:
             for part in topic["partitions"]:
@@ -136,10 +148,28 @@ async def _ask_leaders(cluster: Cluster, remaining: dict, timestamp_type: str,
     return retry, last_error
 
 
-def _offsets(tp: TopicPartition, asked: list, part: dict) -> list:
-    """The answer's offsets, as sent (-1: no record that late)."""
-    _check_length(tp, asked, part)
-    return part["offsets"]
+def _as_is(value):
+    return value
+
+
+def _partition_lists(parts: dict) -> list[dict]:
+    """{tp: ...} -> [{"topic": t, "partitions": [p, ...]}] (version 1's shape)."""
+    topics: dict[str, list] = {}
+    for tp in parts:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return [{"topic": topic, "partitions": partitions} for topic, partitions in topics.items()]
+
+
+def _packed_offsets(tp: TopicPartition, asked: list, part: dict) -> list:
+    """Version 1's answer: the offsets, packed as int64 (-1: no record that late)."""
+    try:
+        offsets = unpack_int64(part["offsets"])
+    except ColumnError as exc:
+        raise InvalidResponseError(f"OffsetsAtTimes of {tp.topic}-{tp.partition}: {exc}") from None
+    if len(offsets) != len(asked):
+        raise InvalidResponseError(f"OffsetsAtTimes answered {len(offsets)} offsets for "
+                                   f"{len(asked)} times of {tp.topic}-{tp.partition}")
+    return offsets
 
 
 def _check_length(tp: TopicPartition, asked: list, part: dict) -> None:

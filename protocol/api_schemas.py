@@ -86,6 +86,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: (0, 0) for key in ApiK
 # OffsetCommit v1 names the committing group member (``member_id``, ``member_epoch``), so
 # the coordinator can refuse commits from members it removed or moved past (fencing).
 SUPPORTED_VERSIONS[ApiKey.OFFSET_COMMIT] = (0, 1)
+# OffsetsAtTimes v1 (a chart's edges): the times once for all partitions, each partition's
+# offsets as packed int64 instead of two lists of ints to encode and check one by one.
+SUPPORTED_VERSIONS[ApiKey.OFFSETS_AT_TIMES] = (0, 1)
 
 def _tp_groups(partition: Schema) -> ListOf:
     """``[{"topic": str, "partitions": [partition]}]``, the shape every per-partition API uses."""
@@ -138,6 +141,12 @@ REQUEST_SCHEMAS: dict[tuple[int, int], Struct] = {
     (ApiKey.OFFSETS_AT_TIMES, 0): Struct({
         "timestamp_type": Choice("append", "create"),
         "topics": _tp_groups(Struct({"partition": PARTITION, "timestamps": ListOf(INT64)})),
+    }),
+    # v1: the same times for every partition, said once; offsets only, packed (docs/protocol.md)
+    (ApiKey.OFFSETS_AT_TIMES, 1): Struct({
+        "timestamp_type": Choice("append", "create"),
+        "timestamps": ListOf(INT64),
+        "topics": _tp_groups(PARTITION),
     }),
     (ApiKey.OFFSET_COMMIT, 0): Struct({
         "group_id": STR,
@@ -212,6 +221,10 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Struct] = {
     (ApiKey.OFFSETS_AT_TIMES, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
                                      "offsets": ListOf(INT64), "timestamps": ListOf(INT64)})),
+    }),
+    (ApiKey.OFFSETS_AT_TIMES, 1): Struct({
+        "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE,
+                                     "offsets": BIN})),  # int64 little-endian, one a time
     }),
     (ApiKey.OFFSET_COMMIT, 0): Struct({
         "topics": _tp_groups(Struct({"partition": PARTITION, "error_code": ERROR_CODE})),

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import inspect
 
+from tslog.protocol.int_columns import pack_int64
+
 from ..admin.partition_requests import (
     AlterReassignmentsRequest,
     DeleteRecordsRequest,
@@ -105,7 +107,10 @@ def handle_offset_for_leader_epoch(admin, body: dict) -> dict:
 
 def handle_offsets_at_times(admin, body: dict) -> dict:
     """A lookup path (charts ask it for every bucket edge): loops and plain tuples, as
-    ``handle_offset_for_leader_epoch``."""
+    ``handle_offset_for_leader_epoch``. Version 1 says its times once (``timestamps`` at
+    the top), and only it does."""
+    if "timestamps" in body:
+        return _offsets_at_shared_times(admin, body)
     queries = []
     for group in body["topics"]:
         topic = group["topic"]
@@ -119,6 +124,25 @@ def handle_offsets_at_times(admin, body: dict) -> dict:
         for entry, (code, offsets, timestamps) in zip(group["partitions"], each):
             partitions.append({"partition": entry["partition"], "error_code": code,
                                "offsets": offsets, "timestamps": timestamps})
+        topics.append({"topic": group["topic"], "partitions": partitions})
+    return {"topics": topics}
+
+
+def _offsets_at_shared_times(admin, body: dict) -> dict:
+    """OffsetsAtTimes v1: every partition asked the same times, answered with its offsets
+    packed as int64 (``protocol.int_columns``), no times: neither side encodes or checks an
+    int per (partition, time)."""
+    times = body["timestamps"]
+    queries = [(group["topic"], partition, times)
+               for group in body["topics"] for partition in group["partitions"]]
+    each = iter(admin.offsets_at_times(make(OffsetsAtTimesRequest,
+                                            (body["timestamp_type"], queries))))
+    topics = []
+    for group in body["topics"]:
+        partitions = []
+        for partition, (code, offsets, _) in zip(group["partitions"], each):
+            partitions.append({"partition": partition, "error_code": code,
+                               "offsets": pack_int64(offsets)})
         topics.append({"topic": group["topic"], "partitions": partitions})
     return {"topics": topics}
 

@@ -66,6 +66,11 @@ def test_read_only_on_a_prefix(broker_factory):
             producer.send("a1", value=b"nope").get(timeout=20)
     with Admin(broker.bootstrap) as admin:
         assert admin.list_topics() == ["a1"]  # b1 is hidden
+        # OffsetsAtTimes v1 (a console chart): Describe, which Read implies, and no more
+        assert admin.offset_columns([TopicPartition("a1", 0)], [0]) == {
+            TopicPartition("a1", 0): [0]}
+        with pytest.raises(TopicAuthorizationFailedError):
+            admin.offset_columns([TopicPartition("b1", 0)], [0])
         with pytest.raises(TopicAuthorizationFailedError):
             admin.delete_topic("a1")
         with pytest.raises(ClusterAuthorizationFailedError):

@@ -17,7 +17,8 @@ from tests.helpers.broker_process import BrokerProcess
 from tests.helpers.wire import Wire
 from tslog.client import Admin, Producer, TopicPartition
 from tslog.protocol.errors import ErrorCode
-from tslog.protocol.messages import ApiKey
+from tslog.protocol.int_columns import pack_int64, unpack_int64
+from tslog.protocol.messages import ApiKey, decode_response
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -140,3 +141,36 @@ def test_log_append_times_come_from_batch_headers_small_and_large(loaded):
         for p, offset, lat, _ in records:
             one = admin.log_append_times({TopicPartition(TOPIC, p): offset})
             assert one == {TopicPartition(TOPIC, p): lat}
+
+
+def _version_1(wire: Wire, body: dict) -> dict:
+    wire.send(ApiKey.OFFSETS_AT_TIMES, body, version=1)
+    frame = wire.read_frame()
+    assert frame is not None, "broker closed the connection"
+    return decode_response(frame, ApiKey.OFFSETS_AT_TIMES, 1)[1]
+
+
+def test_version_1_says_the_times_once_and_packs_the_same_offsets(loaded):
+    """The same times for every partition (a chart): the answer's packed int64 offsets are
+    version 0's offsets, byte for byte; bad times and an unknown partition are refused per
+    partition, as in version 0."""
+    broker, records = loaded
+    host, port = broker.bootstrap.split(":")
+    times = [0, *_near(records, 2)[::3], BASE_MS * 2]
+    with Wire(host, int(port)) as wire:
+        old = wire.request(ApiKey.OFFSETS_AT_TIMES, {"timestamp_type": "append", "topics": [
+            {"topic": TOPIC, "partitions": [{"partition": p, "timestamps": times}
+                                            for p in range(PARTITIONS)]}]})
+        new = _version_1(wire, {"timestamp_type": "append", "timestamps": times, "topics": [
+            {"topic": TOPIC, "partitions": [*range(PARTITIONS), 99]}]})
+        unsorted = _version_1(wire, {"timestamp_type": "append", "timestamps": [5, 3],
+                                     "topics": [{"topic": TOPIC, "partitions": [0]}]})
+    expected = [pack_int64(answer["offsets"]) for answer in old["topics"][0]["partitions"]]
+    answers = new["topics"][0]["partitions"]
+    assert [a["offsets"] for a in answers[:PARTITIONS]] == expected
+    assert {a["error_code"] for a in answers[:PARTITIONS]} == {0}
+    assert answers[-1]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert answers[-1]["offsets"] == b""
+    assert -1 in unpack_int64(answers[0]["offsets"])  # the time past every record
+    refused = unsorted["topics"][0]["partitions"][0]
+    assert refused["error_code"] == ErrorCode.INVALID_REQUEST and refused["offsets"] == b""
