@@ -70,13 +70,19 @@ async def _get(app, path: str) -> int:
     return statuses[0]
 
 
-def _calls_per_page(bootstrap: str, pattern: str) -> dict:
-    """{topic: Python calls of the page ``pattern.format(topic)``, asked warm}."""
-    loop = asyncio.new_event_loop()
+def _console_app(bootstrap: str) -> tuple:
+    """(the console's app, its admin), as ``tslog console`` builds them, in this process."""
     options = Options(bootstrap)
     app = build_app(options)
     admin = AsyncAdmin(bootstrap, client_id="costs")
     app.state.console = Console(options, admin, secrets.token_bytes(32))
+    return app, admin
+
+
+def _calls_per_page(bootstrap: str, pattern: str) -> dict:
+    """{topic: Python calls of the page ``pattern.format(topic)``, asked warm}."""
+    loop = asyncio.new_event_loop()
+    app, admin = _console_app(bootstrap)
     counted = {}
     try:
         for topic in SIZES:
@@ -138,10 +144,7 @@ def test_find_by_time_costs_calls_per_partition(broker):
 def _collections_per_page(bootstrap: str, path: str) -> dict:
     """{generation: collections} while the console's app renders ``path`` once, warm."""
     loop = asyncio.new_event_loop()
-    options = Options(bootstrap)
-    app = build_app(options)
-    admin = AsyncAdmin(bootstrap, client_id="collections")
-    app.state.console = Console(options, admin, secrets.token_bytes(32))
+    app, admin = _console_app(bootstrap)
     counted = {0: 0, 1: 0, 2: 0}
 
     def count(phase, info):
