@@ -111,6 +111,9 @@ class PartitionLog:
         self.lookup_bytes_read = 0
         self.roll_reasons: dict[str, int] = {}
         self.dormant = dormant
+        # Its marker's removal is not durable yet: a dormant log's, once it wakes; the first
+        # write makes it so (``_check_writable``), a read never needs it.
+        self._marker_unsynced = dormant
         if dormant:  # what the clean close left stays as it is until the first use
             self.recovery_report = recovery.RecoveryReport(clean_shutdown=True)
             return
@@ -120,10 +123,11 @@ class PartitionLog:
             self._let_go()
             raise
 
-    def _load(self, defer_sync: bool) -> None:
+    def _load(self, defer_sync: bool, sync_marker: bool = True) -> None:
         """Open the segments (recovering them after a crash) and what reads and writes them.
         Sets every name in ``_LOADED`` at once, at the end: another thread waking the log
-        meanwhile finds none of them (and waits for this) rather than some."""
+        meanwhile finds none of them (and waits for this) rather than some. ``sync_marker``
+        False: the marker's removal is left to ``_check_writable`` (a woken log)."""
         files.ensure_directory(self.directory)
         segments, last_time, report = recovery.open_segments(
             self.directory, self.config.index_interval_bytes, self.config.segment_index_bytes,
@@ -136,7 +140,7 @@ class PartitionLog:
                                    self._worker, segments[-1].next_offset)
         if report.clean_shutdown:  # from here on a crash is not a clean stop
             os.unlink(os.path.join(self.directory, files.CLEAN_SHUTDOWN_FILE))
-            if not defer_sync:
+            if sync_marker and not defer_sync:
                 files.fsync_directory(self.directory)
         self.__dict__.update(
             _segments=segments, _last_log_append_time=last_time, recovery_report=report,
@@ -155,15 +159,17 @@ class PartitionLog:
         raise AttributeError(f"'PartitionLog' object has no attribute {name!r}")
 
     def wake(self) -> None:
-        """Open a dormant log now (loads its segments as after a clean stop, then removes
-        its clean-shutdown marker durably, before anything can write). Thread-safe: the
-        first caller opens it, the others wait for that. Raises LogClosedError once closed,
-        OSError if the files cannot be opened (the log stays dormant: a later use retries)."""
+        """Open a dormant log now: load its segments as after a clean stop and remove its
+        clean-shutdown marker, whose removal the first write makes durable before it writes
+        (``_check_writable``: a sweep of lookups over ten thousand logs makes no fsync).
+        Thread-safe: the first caller opens it, the others wait for that. Raises
+        LogClosedError once closed, OSError if the files cannot be opened (the log stays
+        dormant: a later use retries)."""
         with self._wake_lock:
             if not self.dormant:
                 return
             self._check_open()
-            self._load(defer_sync=False)
+            self._load(defer_sync=False, sync_marker=False)
             self._facts = None
             self.dormant = False
 
@@ -248,7 +254,7 @@ class PartitionLog:
         one hold of the lock: each gets the next offset, ``leader_epoch`` and LAT = max(last
         LAT, ``now_ms``), the same LAT for all. Returns the first and last stamped headers
         (the check's, stamped: never parsed again). An I/O error's partial write is cut."""
-        self._check_open()
+        self._check_writable()
         log_append_time = max(self._last_log_append_time, now_ms)
         first = header = start = None
         records = 0
@@ -272,7 +278,7 @@ class PartitionLog:
     def append_as_follower(self, batch: bytes | bytearray) -> BatchHeader:
         """Follower append: the leader's bytes as they are, after checking them and their
         order. Returns the header the check parsed (what a replica learns epochs from)."""
-        self._check_open()
+        self._check_writable()
         header = append_checks.for_follower(self.config, batch)
         if header.base_offset != self.log_end_offset:
             raise NonContiguousOffsetError(f"batch starts at offset {header.base_offset}, "
@@ -303,7 +309,7 @@ class PartitionLog:
 
     def roll(self) -> bool:
         """Start a new segment at the log end unless the active one is empty."""
-        self._check_open()
+        self._check_writable()
         with self._lock:
             if self.active_segment.is_empty:
                 return False
@@ -430,6 +436,8 @@ class PartitionLog:
             limit = self.log_end_offset if keep_from is None else keep_from
             reasons, roll_first = expired_segments(self._segments, self.config, self.clock.now_ms,
                                                    limit, self.log_start_offset)
+            if reasons and self._marker_unsynced:  # a write: see ``_check_writable``
+                self._sync_marker_removal()
             if roll_first:
                 self._roll_locked("retention")
             for reason in reasons:
@@ -465,7 +473,7 @@ class PartitionLog:
         cut) and the removed files' names change now; unlinks and fsyncs go to the I/O worker
         (``durability.RemoveAndCheckpoint`` says what a crash in between leaves).
         """
-        self._check_open()
+        self._check_writable()
         if offset >= self.log_end_offset:
             return 0
         if offset < self.log_start_offset:
@@ -497,7 +505,7 @@ class PartitionLog:
         are set aside now; the I/O worker unlinks them and checkpoints.
         """
         with self._lock:
-            self._check_open()
+            self._check_writable()
             moved: list = []
             for segment in reversed(self._segments):  # the last first: the disk sees prefixes
                 moved += segment.set_aside()
@@ -584,6 +592,22 @@ class PartitionLog:
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(f"{self.directory.name} is closed")
+
+    def _check_writable(self) -> None:
+        """``_check_open`` for the methods that write: a log woken from dormancy (or about
+        to be, here) first makes its marker's removal durable, so no byte it writes can be
+        on disk beside a marker that vouches for the log without it."""
+        if self._closed:
+            raise LogClosedError(f"{self.directory.name} is closed")
+        if self._marker_unsynced:
+            self.wake()
+            self._sync_marker_removal()
+
+    def _sync_marker_removal(self) -> None:
+        with self._wake_lock:
+            if self._marker_unsynced:
+                files.fsync_directory(self.directory)
+                self._marker_unsynced = False
 
     def __enter__(self) -> "PartitionLog":
         return self

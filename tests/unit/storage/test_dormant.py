@@ -125,3 +125,24 @@ def test_retention_opens_a_dormant_log_only_when_something_may_have_expired(tmp_
     assert deleted and expired.log_start_offset == expired.log_end_offset == 18
     for plog in (kept, expired):
         plog.close()
+
+
+def test_reads_of_a_woken_log_make_no_fsync_and_its_first_write_makes_one_first(
+        tmp_path, monkeypatch):
+    """A lookup sweep over ten thousand dormant logs opens them all; it must not wait for
+    ten thousand directory fsyncs. The marker's removal is made durable by the first write,
+    before its bytes are written."""
+    directory = tmp_path / "data" / "t-0"
+    records = written(directory, 3)
+    plog = dormant(directory)
+    synced = []
+    real_sync = files.fsync_directory
+    monkeypatch.setattr(files, "fsync_directory",
+                        lambda path: (synced.append(plog.log_end_offset), real_sync(path))[1])
+    assert read_all(plog) == records
+    assert plog.offset_for_time(START_MS).offset == 0
+    assert not plog.dormant and synced == []
+    plog.append(make_batch(1))
+    plog.append(make_batch(1))
+    assert synced == [9]  # once, before the first write moved the end past 9
+    plog.close_handles()
