@@ -20,6 +20,7 @@ renamed.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import NamedTuple
@@ -34,7 +35,7 @@ from .storage.fanout import map_in_threads
 from .storage.handles import HandleBudget
 from .storage.recovery import save_recovered_point
 from .storage import shutdown
-from .storage.files import (partition_dir_name, partition_directories, remove_retired,
+from .storage.files import (CLEAN_SHUTDOWN_FILE, partition_dir_name, partition_directories, remove_retired,
                             retired_directories, sync_filesystem)
 
 log = logging.getLogger("tslog.broker.topics")
@@ -85,8 +86,12 @@ class TopicManager:
                  hosted: set[tuple[str, int]] | None = None) -> None:
         """Open (and if needed recover) every partition of every known topic. Slow: thread.
 
+        A single node leaves each log that was closed cleanly dormant (``PartitionLog``'s
+        ``dormant``): one ``stat`` of its marker now, the opening at its first use. Only the
+        logs that need recovery are opened here, so a clean start costs a stat a partition.
         A clustered broker passes the cluster's topics (read on the loop beforehand) and the
-        partitions it holds a replica of; it knows every topic but opens only those logs.
+        partitions it holds a replica of; it knows every topic but opens only those logs,
+        all of them now (its followers fetch at once, its leaders track their followers).
         """
         for directory in retired_directories(self.data_dir):  # a deletion a crash cut short
             log.info("removing %s, left by a deletion before a restart", directory.name)
@@ -103,6 +108,13 @@ class TopicManager:
             wanted += [(topic.name, partition, log_config) for partition in range(topic.partitions)
                        if hosted is None or (topic.name, partition) in hosted]
             self.topics[topic.name] = topic
+        clean = [] if hosted is not None else [
+            item for item in wanted if self._closed_cleanly(item[0], item[1])]
+        for name, partition, log_config in clean:
+            self.logs[name, partition] = self._dormant_log(name, partition, log_config)
+        wanted = [item for item in wanted if (item[0], item[1]) not in self.logs]
+        log.info("opening %d log(s) now (recovering those a crash left), %d at their first "
+                 "use (closed cleanly)", len(wanted), len(clean))
         # In threads (``storage.fanout``): opening is mostly waiting for a recovered tail's
         # fsyncs; the clean-shutdown markers' removal is made durable once, after.
         for key, plog in zip(wanted, map_in_threads(self._open_log, wanted, "tslog-open")):
@@ -120,6 +132,16 @@ class TopicManager:
         name, partition, log_config = wanted
         return PartitionLog(self._partition_dir(name, partition), log_config, self.clock,
                             self.io_worker, self.handle_budget, defer_sync=True)
+
+    def _closed_cleanly(self, name: str, partition: int) -> bool:
+        """Whether the partition's directory has its clean-shutdown marker (one ``stat``)."""
+        return os.path.exists(os.path.join(self._partition_dir(name, partition),
+                                           CLEAN_SHUTDOWN_FILE))
+
+    def _dormant_log(self, name: str, partition: int, log_config: LogConfig) -> PartitionLog:
+        """A cleanly closed log, left unopened until its first use (``PartitionLog.wake``)."""
+        return PartitionLog(self._partition_dir(name, partition), log_config, self.clock,
+                            self.io_worker, self.handle_budget, dormant=True)
 
     def close_all(self) -> None:
         """Flush and close every log, leaving clean-shutdown markers, with one file-system

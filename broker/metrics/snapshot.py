@@ -77,14 +77,25 @@ def high_watermark(sources: ScrapeSources, topic: str, partition: int, plog: Par
 
 def partition_row(sources: ScrapeSources, topic: str, partition: int, plog: PartitionLog,
                   snapshot: Snapshot) -> None:
-    """Add one partition's row and its index bytes to ``snapshot``."""
-    segments = plog.segments
-    snapshot.partitions.append(PartitionRow(
-        topic, partition, plog.log_start_offset, plog.log_end_offset,
-        high_watermark(sources, topic, partition, plog),
-        sum(segment.size for segment in segments), len(segments)))
+    """Add one partition's row and its index bytes to ``snapshot``. A dormant log (closed
+    cleanly, unused since the start: a single node's, so its high watermark is its end)
+    answers from its directory's facts, read once, and stays unopened."""
+    facts = plog.facts()
+    if facts is not None:
+        end = facts.log_end_offset
+        snapshot.partitions.append(PartitionRow(
+            topic, partition, facts.log_start_offset, end, end, facts.size_bytes,
+            len(facts.segment_sizes)))
+        index_bytes = facts.index_bytes
+    else:
+        segments = plog.segments
+        snapshot.partitions.append(PartitionRow(
+            topic, partition, plog.log_start_offset, plog.log_end_offset,
+            high_watermark(sources, topic, partition, plog),
+            sum(segment.size for segment in segments), len(segments)))
+        index_bytes = plog.index_bytes()
     totals = snapshot.index_bytes
-    for kind, size in plog.index_bytes().items():
+    for kind, size in index_bytes.items():
         totals[kind] += size
 
 

@@ -31,6 +31,7 @@ from ..cluster.view import ClusterView, PartitionState, StaleStateError
 from ..metrics import replication as metrics
 from ..storage import PartitionLog
 from ..storage.fanout import map_in_threads
+from ..storage.producers import largest_in_snapshot
 from ..storage.replica import ReplicaLog
 from .fetcher import LeaderFetcher
 from .partition import FOLLOWER, LEADER, Partition
@@ -99,7 +100,9 @@ class ReplicaManager:
         A log not seen before was created since ``open_all`` (a new topic or replica; the
         logs opened from disk got theirs in the thread that opened them), so it holds no
         batch and building its ``ReplicaLog`` here scans no header: it reads at most the
-        three small files beside the log, which a new directory does not have."""
+        three small files beside the log, which a new directory does not have. Or it is a
+        dormant log (closed cleanly, unopened since the start): its first use opens it
+        here, and its files beside the log are current (no header scan either)."""
         plog = self.hosted.logs.get((topic, partition))
         part = self.partitions.get((topic, partition))
         if part is not None and part.log is plog:
@@ -110,14 +113,15 @@ class ReplicaManager:
                 self._stop_following(gone)
                 gone.fail_waiters()
             return None
-        if plog.log_end_offset > plog.log_start_offset:
+        woken = plog.dormant
+        if not woken and plog.log_end_offset > plog.log_start_offset:
             log.warning("%s-%d: replication state of a log with batches built on the loop "
                         "(its header scan belongs in the thread that opened it)", topic, partition)
         part = Partition(topic, partition, ReplicaLog(plog), self.node_id)
         self.partitions[topic, partition] = part
         state = self.view.partition_state(topic, partition)
-        if state is not None:
-            self._apply(part, state)
+        if state is not None:  # a woken log leads as the start's logs do: not one line each
+            self._apply(part, state, announce=not woken)
         return part
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
@@ -140,29 +144,39 @@ class ReplicaManager:
     # -- lifecycle -------------------------------------------------------------------------
 
     def open_all(self) -> None:
-        """Open the replication state of every log (reads headers: run it in a thread)."""
+        """Open the replication state of every open log (reads headers: run it in a
+        thread); a dormant log gets its own at its first use (``get``)."""
         for (topic, partition), plog in self.hosted.logs.items():
-            self.partitions[topic, partition] = Partition(topic, partition, ReplicaLog(plog),
-                                                          self.node_id)
+            if not plog.dormant:
+                self.partitions[topic, partition] = Partition(
+                    topic, partition, ReplicaLog(plog), self.node_id)
 
     def largest_producer_id(self) -> int:
-        """The largest producer id the opened logs hold (0 if none): a single node hands
-        out ids above it; a cluster allocates them in its store."""
-        return max((pid for part in self.partitions.values()
-                    for pid in part.replica.producers.producers), default=0)
+        """The largest producer id the logs hold (0 if none): a single node hands out ids
+        above it; a cluster allocates them in its store. A dormant log's are in its producer
+        snapshot, current since its clean close (one small file read, no log opened)."""
+        opened = (pid for part in self.partitions.values()
+                  for pid in part.replica.producers.producers)
+        dormant = (largest_in_snapshot(plog.directory) for plog in self.hosted.logs.values()
+                   if plog.dormant)
+        return max(max(opened, default=0), max(dormant, default=0))
 
     def start(self) -> None:
         """Apply the current states and follow the view's changes (on the event loop)."""
         self._started = True
         self.view.add_listener(self.on_state)
-        for key in list(self.hosted.logs):
+        for key, plog in list(self.hosted.logs.items()):
+            if plog.dormant:  # its first use applies its state (``get``)
+                continue
             part = self.get(*key)
             state = self.view.partition_state(*key)
             if part is not None and state is not None:
                 self._apply(part, state, announce=False)
         leading = sum(part.role == LEADER for part in self.partitions.values())
         log.info("leading %d of the %d partitions hosted here (each from its log end; "
-                 "later changes are logged one by one)", leading, len(self.partitions))
+                 "later changes are logged one by one); %d more, closed cleanly, take their "
+                 "state at their first use", leading, len(self.partitions),
+                 len(self.hosted.logs) - len(self.partitions))
         self._spawn(self._isr_loop(), "tslog-isr-check")
 
     async def stop(self) -> None:
@@ -323,9 +337,9 @@ class ReplicaManager:
     async def _isr_loop(self) -> None:
         while True:
             interval = self.check_isr(self.now_ms())
-            for key in list(self.hosted.logs):  # logs created since: pick them up
-                if key not in self.partitions:
-                    self.get(*key)
+            for key, plog in list(self.hosted.logs.items()):  # logs created since: pick
+                if key not in self.partitions and not plog.dormant:  # them up (not those
+                    self.get(*key)  # unused since the start: their first use does)
             await asyncio.sleep(interval)
 
     def _spawn(self, coroutine, name: str) -> None:

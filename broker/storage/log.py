@@ -23,6 +23,12 @@ time (``lookups.TimeLookups``), flush and checkpoint (``durability.LogDurability
 (``retention.expired_segments``). Other modules use the public methods below (``reset_to``,
 ``headers_from``, ``header_at``, ``sibling_files``); sealed segments stay open within budget.
 
+Dormant: a broker's start makes each cleanly closed log dormant (``dormant=True``): it
+holds its directory's name and config and opens nothing. The first use of its segments, by
+any method, opens it (``__getattr__`` finds them missing and calls ``wake``), so a partition
+nobody uses after a restart costs no descriptor, map or read; what metrics and retention ask
+of it comes from its directory (``dormant.py``), and closing it writes nothing.
+
 Durability: see ``durability.py``. Opening after a crash moves the recovery point to the log
 end once recovery has validated and synced the tail (``recovery.py``). A follower's
 truncation and reset change the log at once and leave unlinks and fsyncs to the I/O worker
@@ -45,6 +51,7 @@ from . import append_checks, dir_lock, files, recovery
 from .background import INLINE
 from .clock import Clock, SystemClock
 from .config import LogConfig
+from .dormant import DormantFacts, may_expire, read_facts
 from .durability import LogDurability, RemoveAndCheckpoint
 from .errors import LogClosedError, NonContiguousOffsetError, OffsetOutOfRangeError
 from .handles import HandleBudget, OpenSegments
@@ -58,6 +65,11 @@ from .types import AppendInfo, DeletedSegment, OffsetAndTimestamp
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
+
+# What a dormant log sets when it is opened (``PartitionLog._load``); touching any of them
+# before then opens it (``PartitionLog.__getattr__``).
+_LOADED = frozenset({"_segments", "_last_log_append_time", "_start", "_roller", "_lookups",
+                     "_durability", "_dirty"})
 
 
 class PartitionLog:
@@ -73,12 +85,14 @@ class PartitionLog:
 
     def __init__(self, directory: Path | str, config: LogConfig | None = None,
                  clock: Clock | None = None, worker=None, budget: HandleBudget | None = None,
-                 defer_sync: bool = False):
+                 defer_sync: bool = False, dormant: bool = False):
         """``worker``: the data directory's ``background.IOWorker`` (seals, the next segment's
         files, the flush policy's fsyncs, a truncation's unlinks and checkpoint); None: that
         work runs at once, on this thread. ``budget``: the broker's ``handles.HandleBudget``
         (None: the process's). ``defer_sync``: the caller makes the marker's removal and what
-        recovery rewrote durable (one ``files.sync_filesystem`` for all logs) before any append."""
+        recovery rewrote durable (one ``files.sync_filesystem`` for all logs) before any append.
+        ``dormant``: the directory holds a cleanly closed log (the caller saw its marker):
+        open nothing now; the first use of its segments opens it (``wake``)."""
         self.directory = Path(directory)
         self.config = config or LogConfig()
         self.clock = clock or SystemClock()
@@ -88,33 +102,84 @@ class PartitionLog:
         self._open_segments.budget.join()
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
+        self._wake_lock = threading.Lock()  # a dormant log opens once, whoever uses it first
         self._closed = False
-        try:
-            files.ensure_directory(self.directory)
-            self._segments, self._last_log_append_time, self.recovery_report = \
-                recovery.open_segments(self.directory, self.config.index_interval_bytes,
-                                       self.config.segment_index_bytes, defer_sync)
-        except BaseException:
-            self._let_go()
-            raise
-        self._start = StartOffset(self.directory)  # where DeleteRecords started the log
         self._worker = worker or INLINE
-        self._roller = SegmentRoller(self.directory, self._worker, self._lock,
-                                     self._checkpoint_lock, self._open_segments)
-        for segment in self._segments[:-1]:
-            segment.track_handles(self._open_segments)
-        self._lookups = TimeLookups(self._segments, self._open_segments)
+        self._facts: DormantFacts | None = None  # a dormant log's, read on demand (dormant.py)
         # Log bytes read by time lookups since open (a metric of how well indexes serve).
         # Read-only for others; a plain attribute, as ListOffsets reads it twice a lookup.
         self.lookup_bytes_read = 0
-        self._durability = LogDurability(self, self._lock, self._checkpoint_lock, self._roller,
-                                         self._worker, self.log_end_offset)
-        self._dirty = self._durability.dirty  # the same set: one add per append, no call
         self.roll_reasons: dict[str, int] = {}
-        if self.recovery_report.clean_shutdown:  # from here on a crash is not a clean stop
+        self.dormant = dormant
+        # Its marker's removal is not durable yet: a dormant log's, once it wakes; the first
+        # write makes it so (``_check_writable``), a read never needs it.
+        self._marker_unsynced = dormant
+        if dormant:  # what the clean close left stays as it is until the first use
+            self.recovery_report = recovery.RecoveryReport(clean_shutdown=True)
+            return
+        try:
+            self._load(defer_sync)
+        except BaseException:
+            self._let_go()
+            raise
+
+    def _load(self, defer_sync: bool, sync_marker: bool = True) -> None:
+        """Open the segments (recovering them after a crash) and what reads and writes them.
+        Sets every name in ``_LOADED`` at once, at the end: another thread waking the log
+        meanwhile finds none of them (and waits for this) rather than some. ``sync_marker``
+        False: the marker's removal is left to ``_check_writable`` (a woken log)."""
+        files.ensure_directory(self.directory)
+        segments, last_time, report = recovery.open_segments(
+            self.directory, self.config.index_interval_bytes, self.config.segment_index_bytes,
+            defer_sync)
+        roller = SegmentRoller(self.directory, self._worker, self._lock, self._checkpoint_lock,
+                               self._open_segments)
+        for segment in segments[:-1]:
+            segment.track_handles(self._open_segments)
+        durability = LogDurability(self, self._lock, self._checkpoint_lock, roller,
+                                   self._worker, segments[-1].next_offset)
+        if report.clean_shutdown:  # from here on a crash is not a clean stop
             os.unlink(os.path.join(self.directory, files.CLEAN_SHUTDOWN_FILE))
-            if not defer_sync:
+            if sync_marker and not defer_sync:
                 files.fsync_directory(self.directory)
+        self.__dict__.update(
+            _segments=segments, _last_log_append_time=last_time, recovery_report=report,
+            _start=StartOffset(self.directory),  # where DeleteRecords started the log
+            _roller=roller, _lookups=TimeLookups(segments, self._open_segments),
+            _durability=durability,
+            _dirty=durability.dirty)  # the same set: one add per append, no call
+
+    def __getattr__(self, name: str):
+        """Called only for a name not set: a dormant log's segments and what goes with them
+        (``_LOADED``). Their first use opens the log, so every method works on a dormant log
+        as on an open one, and an open log pays nothing for it."""
+        if name in _LOADED and self.__dict__.get("dormant"):
+            self.wake()
+            return getattr(self, name)
+        raise AttributeError(f"'PartitionLog' object has no attribute {name!r}")
+
+    def wake(self) -> None:
+        """Open a dormant log now: load its segments as after a clean stop and remove its
+        clean-shutdown marker, whose removal the first write makes durable before it writes
+        (``_check_writable``: a sweep of lookups over ten thousand logs makes no fsync).
+        Thread-safe: the first caller opens it, the others wait for that. Raises
+        LogClosedError once closed, OSError if the files cannot be opened (the log stays
+        dormant: a later use retries)."""
+        with self._wake_lock:
+            if not self.dormant:
+                return
+            self._check_open()
+            self._load(defer_sync=False, sync_marker=False)
+            self._facts = None
+            self.dormant = False
+
+    def facts(self) -> DormantFacts | None:
+        """A dormant log's start and end offsets, sizes and oldest LAT, read from its
+        directory once (``dormant.py``); None for an open log, or if they cannot be read."""
+        facts = self._facts
+        if facts is None and self.dormant:
+            facts = self._facts = read_facts(str(self.directory))
+        return facts
 
     # -- state -----------------------------------------------------------------------------
 
@@ -159,10 +224,17 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
+        """The segments' bytes (a dormant log's from its directory, if it can tell)."""
+        facts = self.facts()
+        if facts is not None:
+            return facts.size_bytes
         return sum(segment.size for segment in self._segments)
 
     def index_bytes(self) -> dict[str, int]:
         """Bytes of index entries per kind: offset, time and create-time."""
+        facts = self.facts()
+        if facts is not None:
+            return dict(facts.index_bytes)
         sizes = [[index.size_bytes for index in segment.indexes] for segment in self._segments]
         return dict(zip(("offset", "time", "create_time"), map(sum, zip(*sizes))))
 
@@ -182,7 +254,7 @@ class PartitionLog:
         one hold of the lock: each gets the next offset, ``leader_epoch`` and LAT = max(last
         LAT, ``now_ms``), the same LAT for all. Returns the first and last stamped headers
         (the check's, stamped: never parsed again). An I/O error's partial write is cut."""
-        self._check_open()
+        self._check_writable()
         log_append_time = max(self._last_log_append_time, now_ms)
         first = header = start = None
         records = 0
@@ -206,7 +278,7 @@ class PartitionLog:
     def append_as_follower(self, batch: bytes | bytearray) -> BatchHeader:
         """Follower append: the leader's bytes as they are, after checking them and their
         order. Returns the header the check parsed (what a replica learns epochs from)."""
-        self._check_open()
+        self._check_writable()
         header = append_checks.for_follower(self.config, batch)
         if header.base_offset != self.log_end_offset:
             raise NonContiguousOffsetError(f"batch starts at offset {header.base_offset}, "
@@ -241,7 +313,7 @@ class PartitionLog:
 
     def roll(self) -> bool:
         """Start a new segment at the log end unless the active one is empty."""
-        self._check_open()
+        self._check_writable()
         with self._lock:
             if self.active_segment.is_empty:
                 return False
@@ -267,8 +339,9 @@ class PartitionLog:
 
     def checkpoint(self) -> None:
         """Flush, then persist the recovery point and the last LAT; safe from any thread,
-        a no-op once closed (``durability.py``)."""
-        self._durability.checkpoint()
+        a no-op once closed or while dormant (nothing changed since its clean close)."""
+        if not self.dormant:
+            self._durability.checkpoint()
 
     @contextlib.contextmanager
     def sibling_files(self) -> Iterator[bool]:
@@ -357,12 +430,18 @@ class PartitionLog:
         self._check_open()
         deleted: list[DeletedSegment] = []
         retired: list[Segment] = []
+        if self.dormant:  # opened only when something may have expired
+            if not may_expire(self.facts(), self.config, self.clock.now_ms()):
+                return deleted
+            self.wake()
         with self._lock:
             if self._closed:
                 return deleted
             limit = self.log_end_offset if keep_from is None else keep_from
             reasons, roll_first = expired_segments(self._segments, self.config, self.clock.now_ms,
                                                    limit, self.log_start_offset)
+            if reasons and self._marker_unsynced:  # a write: see ``_check_writable``
+                self._sync_marker_removal()
             if roll_first:
                 self._roll_locked("retention")
             for reason in reasons:
@@ -398,7 +477,7 @@ class PartitionLog:
         cut) and the removed files' names change now; unlinks and fsyncs go to the I/O worker
         (``durability.RemoveAndCheckpoint`` says what a crash in between leaves).
         """
-        self._check_open()
+        self._check_writable()
         if offset >= self.log_end_offset:
             return 0
         if offset < self.log_start_offset:
@@ -430,7 +509,7 @@ class PartitionLog:
         are set aside now; the I/O worker unlinks them and checkpoints.
         """
         with self._lock:
-            self._check_open()
+            self._check_writable()
             moved: list = []
             for segment in reversed(self._segments):  # the last first: the disk sees prefixes
                 moved += segment.set_aside()
@@ -449,6 +528,12 @@ class PartitionLog:
         logs durable at once, then calls ``mark_clean`` (``shutdown.close_all``)."""
         if self._closed:
             return
+        with self._wake_lock:
+            if self.dormant:  # its files are as its clean close left them, marker included
+                self._closed = True
+                if not defer_sync:
+                    self._let_go()
+                return
         sync = not defer_sync
         if sync:
             self.flush()
@@ -466,16 +551,23 @@ class PartitionLog:
             self.mark_clean()
 
     def mark_clean(self, sync: bool = True) -> None:
-        """Leave the clean-shutdown marker (what it vouches for is durable) and let go."""
-        recovery.clean_marker(self.directory).touch()
-        if sync:
-            files.fsync_directory(self.directory)
+        """Leave the clean-shutdown marker (what it vouches for is durable) and let go. A
+        log closed dormant still has the marker of its last clean close."""
+        if not self.dormant:
+            recovery.clean_marker(self.directory).touch()
+            if sync:
+                files.fsync_directory(self.directory)
         self._let_go()
 
     def close_handles(self) -> None:
         """Release every descriptor and map without flushing, trimming, checkpointing or the
         clean marker: the state a killed process leaves. For a log directory whose disk failed
-        (nothing more can be written there) and for crash tests."""
+        (nothing more can be written there) and for crash tests. A dormant log holds none."""
+        with self._wake_lock:
+            if self.dormant:
+                self._closed = True
+                self._let_go()
+                return
         with self._lock:
             self._closed = True
             self._roller.close(finish=False)
@@ -505,6 +597,22 @@ class PartitionLog:
         if self._closed:
             raise LogClosedError(f"{self.directory.name} is closed")
 
+    def _check_writable(self) -> None:
+        """``_check_open`` for the methods that write: a log woken from dormancy (or about
+        to be, here) first makes its marker's removal durable, so no byte it writes can be
+        on disk beside a marker that vouches for the log without it."""
+        if self._closed:
+            raise LogClosedError(f"{self.directory.name} is closed")
+        if self._marker_unsynced:
+            self.wake()
+            self._sync_marker_removal()
+
+    def _sync_marker_removal(self) -> None:
+        with self._wake_lock:
+            if self._marker_unsynced:
+                files.fsync_directory(self.directory)
+                self._marker_unsynced = False
+
     def __enter__(self) -> "PartitionLog":
         return self
 
@@ -512,5 +620,7 @@ class PartitionLog:
         self.close()
 
     def __repr__(self) -> str:
+        if self.dormant:
+            return f"PartitionLog({self.directory.name}, dormant)"
         return (f"PartitionLog({self.directory.name}, start={self.log_start_offset}, "
                 f"end={self.log_end_offset}, segments={len(self._segments)})")

@@ -164,3 +164,9 @@ class ProducerStateTable:
             return table
         table.producers, table.covered_offset = producers, offset
         return table
+
+
+def largest_in_snapshot(directory: Path) -> int:
+    """The largest producer id in ``directory``'s snapshot, 0 if none (or no usable file):
+    what a broker's start needs of a log it leaves unopened (``ReplicaManager``)."""
+    return max(ProducerStateTable.read_snapshot(directory).producers, default=0)
