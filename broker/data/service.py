@@ -347,10 +347,9 @@ def _list_special(part: Partition, timestamp: int, limit: int) -> tuple[int, int
     return ErrorCode.INVALID_REQUEST, -1, -1
 
 
-def _hosted(path: DataPath, queries: list, denied: frozenset) -> list[Partition | None]:
+def _hosted_but_denied(path: DataPath, queries: list, denied: frozenset
+                       ) -> list[Partition | None]:
     """Each query's partition here (None: not here); a denied topic's are not looked up."""
-    if not denied:
-        return path.replicas.get_all(queries)
     get = path.replicas.get
     return [None if query[0] in denied else get(query[0], query[1]) for query in queries]
 
@@ -371,7 +370,12 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
     count = scanned = 0
     started = time.perf_counter()
     results = []
-    for (topic, partition, timestamp), part in zip(queries, _hosted(path, queries, denied)):
+    if len(queries) == 1 and not denied:  # the usual lookup: no list of one to build
+        hosted = (path.replicas.get(queries[0][0], queries[0][1]),)
+    else:
+        hosted = (_hosted_but_denied(path, queries, denied) if denied
+                  else path.replicas.get_all(queries))
+    for (topic, partition, timestamp), part in zip(queries, hosted):
         if part is None:
             results.append(_DENIED_OFFSET if topic in denied else (
                 missing_code(path.topics, topic, partition), -1, -1, -1))

@@ -125,13 +125,13 @@ class ReplicaManager:
         call: a request over many partitions pays a Python call per partition only for one
         whose state is not current (``get`` builds or drops it); the usual one is two
         dict lookups and an identity check here."""
-        logs, parts, get = self.hosted.logs.get, self.partitions.get, self.get
+        logs, parts = self.hosted.logs.get, self.partitions.get
         found = []
         for key in keys:
             key = key[0], key[1]
             part = parts(key)
             if part is None or part.log is not logs(key):
-                part = get(*key)
+                part = self.get(*key)
             found.append(part)
         return found
 
