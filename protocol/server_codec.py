@@ -26,6 +26,7 @@ from __future__ import annotations
 from .chunked import encode_response_chunks
 from .errors import ErrorCode
 from .messages import RequestError, decode_request, encode_response
+from .packed import PackedAnswer, response_frame
 
 _SERVER_ERROR = {"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR)}
 
@@ -39,6 +40,8 @@ class NativeCodec:
 
     @staticmethod
     def encode(header, body: dict, chunked: bool) -> list:
+        if type(body) is PackedAnswer:  # packed ahead (``packed.py``): sent as it is
+            return response_frame(header.correlation_id, body)
         if chunked:  # a Fetch's records go out from their own buffers (``chunked.py``)
             return encode_response_chunks(header.correlation_id, body)
         return [encode_response(header.correlation_id, body)]

@@ -39,7 +39,8 @@ from .etcd import Etcd, WatchEvent, follow_prefix
 from .etcd_tls import etcd_tls
 from .session import DeadPeers, LeaseClock
 from .records import Changes, ClusterCache, ClusterKeys, TopicRecord, encode, encode_state
-from .view import NO_LEADER, kafka_address, PartitionState, StaleStateError, StateListener
+from .view import (NO_LEADER, Leaders, PartitionState, StaleStateError, StateListener,
+                   kafka_address, leaders_of)
 
 log = logging.getLogger("tslog.broker.cluster")
 
@@ -164,6 +165,9 @@ class EtcdClusterView:
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         return self.cache.partitions.get((topic, partition))
+
+    def partition_leaders(self, topic: str, count: int) -> list[Leaders | None]:
+        return leaders_of(self.cache.partitions, topic, count)
 
     def add_listener(self, listener: StateListener) -> None:
         self._state_listeners.append(listener)

@@ -40,6 +40,20 @@ class PartitionState:
 StateListener = Callable[[PartitionState], None]
 
 
+Leaders = tuple  # (leader, leader_epoch, replicas, isr) of one partition
+
+
+def leaders_of(states: dict, topic: str, count: int) -> list[Leaders | None]:
+    """``ClusterView.partition_leaders`` from a dict of states by (topic, partition)."""
+    get = states.get
+    out = []
+    for partition in range(count):
+        state = get((topic, partition))
+        out.append(None if state is None else (state.leader, state.leader_epoch, state.replicas,
+                                               state.isr))
+    return out
+
+
 class ClusterView(Protocol):
     node_id: int
 
@@ -54,6 +68,10 @@ class ClusterView(Protocol):
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """The latest known state, or None for an unknown partition."""
+
+    def partition_leaders(self, topic: str, count: int) -> list[Leaders | None]:
+        """``Leaders`` of ``topic``'s partitions 0 to ``count`` - 1 (None where a partition
+        has no state yet): what a Metadata answer lists, for a whole topic in one call."""
 
     def add_listener(self, listener: StateListener) -> None:
         """Call ``listener`` with every new or changed partition state from now on."""
@@ -96,6 +114,11 @@ class LocalClusterView:
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         me = (self.node_id,)
         return PartitionState(topic, partition, self.node_id, 0, me, me, 0)
+
+    def partition_leaders(self, topic: str, count: int) -> list[Leaders]:
+        """The same entry for every partition (one shared tuple), no state built for each."""
+        me = (self.node_id,)
+        return [(self.node_id, 0, me, me)] * count
 
     def add_listener(self, listener: StateListener) -> None:
         """States never change when alone, so there is nothing to report."""

@@ -22,6 +22,7 @@ from tslog.protocol.errors import ErrorCode
 
 from ..cluster.view import NO_LEADER, ClusterView, PartitionState
 from ..metadata import TopicMetadata
+from .requests import make
 
 _LEADER_NOT_AVAILABLE = int(ErrorCode.LEADER_NOT_AVAILABLE)
 
@@ -37,14 +38,28 @@ class PartitionLeader(NamedTuple):
     isr: list[int]
 
 
-def partition_leader(cluster: ClusterView, topic: str, partition: int) -> PartitionLeader:
-    state = cluster.partition_state(topic, partition)
-    if state is None:  # the topic's record arrived before this partition's state
-        return PartitionLeader(partition, _LEADER_NOT_AVAILABLE, NO_LEADER, -1, [], [])
-    return PartitionLeader(partition,
-                           _LEADER_NOT_AVAILABLE if state.leader == NO_LEADER else 0,
-                           state.leader, state.leader_epoch, list(state.replicas),
-                           list(state.isr))
+def partition_leaders(cluster: ClusterView, topic: str, count: int) -> list[PartitionLeader]:
+    """The entries of ``topic``'s ``count`` partitions, from the cluster's latest states.
+
+    One call to the view for the whole topic (``ClusterView.partition_leaders``), entries
+    made without their Python-level constructor (``make``), and one ``replicas``/``isr``
+    list per distinct tuple of node ids, shared by the entries that have it (answers are
+    never changed, see above): building a topic's list is what the first Metadata after a
+    start, a new topic or a leader change pays per partition."""
+    lists: dict[tuple, list[int]] = {}
+    entries = []
+    for partition, leaders in enumerate(cluster.partition_leaders(topic, count)):
+        if leaders is None:  # the topic's record arrived before this partition's state
+            entries.append(make(PartitionLeader, (partition, _LEADER_NOT_AVAILABLE,
+                                                  NO_LEADER, -1, [], [])))
+            continue
+        leader, epoch, replicas, isr = leaders
+        replicas = lists.get(replicas) or lists.setdefault(replicas, list(replicas))
+        isr = lists.get(isr) or lists.setdefault(isr, list(isr))
+        entries.append(make(PartitionLeader, (
+            partition, _LEADER_NOT_AVAILABLE if leader == NO_LEADER else 0, leader, epoch,
+            replicas, isr)))
+    return entries
 
 
 class KeptPartitions:
@@ -84,8 +99,7 @@ class PartitionLists:
         if kept is not None and kept[0] is topic:
             return kept[1]
         cluster, name = self._cluster, topic.name
-        built = KeptPartitions([partition_leader(cluster, name, p)
-                                for p in range(topic.partitions)])
+        built = KeptPartitions(partition_leaders(cluster, name, topic.partitions))
         self._lists[name] = (topic, built)
         self.builds += 1
         return built

@@ -347,22 +347,35 @@ def _list_special(part: Partition, timestamp: int, limit: int) -> tuple[int, int
     return ErrorCode.INVALID_REQUEST, -1, -1
 
 
+def _hosted_but_denied(path: DataPath, queries: list, denied: frozenset
+                       ) -> list[Partition | None]:
+    """Each query's partition here (None: not here); a denied topic's are not looked up."""
+    get = path.replicas.get
+    return [None if query[0] in denied else get(query[0], query[1]) for query in queries]
+
+
 def list_offsets(service: DataService, request: ListOffsetsRequest,
                  denied: frozenset = NOTHING_DENIED) -> list[FoundOffset]:
     """Each query's answer. Consumers see only what is below the high watermark (an
     uncommitted match answers "none", as Kafka does); replicas see the log end.
 
-    The per-partition work is the log's own lookup and a few attribute reads; the lookups
-    are timed and counted for the metrics once for the request, not once each."""
+    The per-partition work is the log's own lookup and a few attribute reads: the
+    partitions are found in one call (``ReplicaManager.get_all``), a leader alone in its
+    ISR reads its high watermark as the log end (``Partition.high_watermark``, inline), and
+    the lookups are timed and counted for the metrics once for the request, not once each."""
     path = service.path
-    get = path.replicas.get
+    queries = request.queries
     replica = request.replica_id >= 0
     index = request.timestamp_type
     count = scanned = 0
     started = time.perf_counter()
     results = []
-    for topic, partition, timestamp in request.queries:
-        part = None if topic in denied else get(topic, partition)
+    if len(queries) == 1 and not denied:  # the usual lookup: no list of one to build
+        hosted = (path.replicas.get(queries[0][0], queries[0][1]),)
+    else:
+        hosted = (_hosted_but_denied(path, queries, denied) if denied
+                  else path.replicas.get_all(queries))
+    for (topic, partition, timestamp), part in zip(queries, hosted):
         if part is None:
             results.append(_DENIED_OFFSET if topic in denied else (
                 missing_code(path.topics, topic, partition), -1, -1, -1))
@@ -373,7 +386,8 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
         plog = part.log
         code = offset = found_time = -1
         try:
-            limit = plog.log_end_offset if replica else part.high_watermark
+            limit = (plog.log_end_offset if replica or part.alone
+                     else part.replica.high_watermark)
             if timestamp >= 0 or timestamp == MAX_TIMESTAMP:
                 before = plog.lookup_bytes_read
                 found = plog.offset_for_time(
@@ -381,7 +395,7 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
                 count += 1
                 scanned += plog.lookup_bytes_read - before
                 code = 0
-                if found is not None and found.offset < limit:
+                if found is not None and found[0] < limit:
                     offset, found_time = found
             else:
                 code, offset, found_time = _list_special(part, timestamp, limit)

@@ -124,6 +124,21 @@ class ReplicaManager:
             self._apply(part, state, announce=not woken)
         return part
 
+    def get_all(self, keys) -> list[Partition | None]:
+        """``get(topic, partition)`` of each ``(topic, partition, ...)`` in ``keys``, in one
+        call: a request over many partitions pays a Python call per partition only for one
+        whose state is not current (``get`` builds or drops it); the usual one is two
+        dict lookups and an identity check here."""
+        logs, parts = self.hosted.logs.get, self.partitions.get
+        found = []
+        for key in keys:
+            key = key[0], key[1]
+            part = parts(key)
+            if part is None or part.log is not logs(key):
+                part = self.get(*key)
+            found.append(part)
+        return found
+
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         """Every partition's high watermark (retention keeps what lies at or past it)."""
         logs = self.hosted.logs

@@ -53,6 +53,7 @@ from tslog.protocol.connection import Connection as WireConnection
 from tslog.protocol.errors import LocalProtocolError, RemoteProtocolError
 from tslog.protocol.frames import FrameTooLargeError, unzeroed_buffer
 from tslog.protocol.messages import ForeignProtocolError, MalformedRequestError
+from tslog.protocol.packed import PackedAnswer
 
 from ..config import BrokerConfig
 from ..metrics.definitions import REFUSED
@@ -317,7 +318,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._finish(self._metrics(header, body), None, started)
             return
         chunked = header.api_key is self._chunked_api
-        if type(result) is dict:
+        if type(result) is dict or type(result) is PackedAnswer:
             self._answer(event.sequence, result, chunked)
             self._finish(self._metrics(header, body), result, started)
         else:

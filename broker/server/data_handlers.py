@@ -11,6 +11,9 @@ service, so the two front doors differ only in their translation.
 
 from __future__ import annotations
 
+from tslog.protocol.packed import PackedAnswer, packed_array, spliced
+from tslog.protocol.packing import pack
+
 from ..data.requests import (
     FetchRequest,
     ListOffsetsRequest,
@@ -133,20 +136,36 @@ def handle_list_offsets(data, body: dict) -> dict:
 # ----------------------------------------------------------------------------------- metadata
 
 
-def _partitions(entries) -> list[dict]:
-    """A kept partition list in tslog's shape: made once per list (``KeptPartitions``)."""
-    return [{"partition": partition, "error_code": code, "leader": leader,
-             "leader_epoch": epoch, "replicas": replicas, "isr": isr}
-            for partition, code, leader, epoch, replicas, isr in entries]
+def _partitions(entries) -> tuple[list[dict], bytes]:
+    """A kept partition list in tslog's shape and its msgpack bytes: made once per list
+    (``KeptPartitions``), then spliced into every answer that carries it."""
+    partitions = [{"partition": partition, "error_code": code, "leader": leader,
+                   "leader_epoch": epoch, "replicas": replicas, "isr": isr}
+                  for partition, code, leader, epoch, replicas, isr in entries]
+    return partitions, pack(partitions)
 
 
-def handle_metadata(data, body: dict) -> dict:
+def handle_metadata(data, body: dict) -> PackedAnswer:
     """Every topic asked for (all of them for ``topics: None``) with its partitions' leaders
-    and ISR, and the brokers' addresses on this port."""
+    and ISR, and the brokers' addresses on this port.
+
+    The answer comes packed (``protocol/packed.py``): each topic's kept partition list is
+    spliced in as the bytes packed when the list was built, so a request packs a few small
+    maps per topic and none per partition."""
     found = data.metadata(MetadataRequest(body["topics"]))
     brokers = [{"node_id": node, "host": host, "port": port}
                for node, (host, port) in sorted(found.cluster.brokers().items())]
-    return {"brokers": brokers, "controller_id": found.controller_id, "topics": [
-        {"topic": topic, "error_code": code,
-         "partitions": [] if kept is None else kept.encoded(_partitions)}
-        for topic, code, kept in found.topics]}
+    topics, packed = [], []
+    for topic, code, kept in found.topics:
+        entry = {"topic": topic, "error_code": code, "partitions": []}
+        if kept is None:
+            packed.append(pack(entry))
+        else:
+            partitions, partitions_packed = kept.encoded(_partitions)
+            packed.append(spliced(entry, "partitions", partitions_packed))
+            entry["partitions"] = partitions
+        topics.append(entry)
+    answer = {"brokers": brokers, "controller_id": found.controller_id, "topics": []}
+    answer_packed = spliced(answer, "topics", packed_array(packed))
+    answer["topics"] = topics
+    return PackedAnswer(answer, answer_packed)

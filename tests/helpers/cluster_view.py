@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from tslog.broker.cluster.view import PartitionState, StaleStateError
+from tslog.broker.cluster.view import PartitionState, StaleStateError, leaders_of
 
 
 class MemoryClusterView:
@@ -34,6 +34,9 @@ class MemoryClusterView:
 
     def partition_state(self, topic, partition):
         return self.states.get((topic, partition))
+
+    def partition_leaders(self, topic, count):
+        return leaders_of(self.states, topic, count)
 
     def add_listener(self, listener) -> None:
         self.listeners.append(listener)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 from tslog.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS, ApiKey
+from tslog.protocol.packed import PackedAnswer
 
 
 async def call(broker, api_key: ApiKey, body: dict):
@@ -14,6 +15,7 @@ async def call(broker, api_key: ApiKey, body: dict):
     result = broker.dispatch[api_key](body)
     if inspect.isawaitable(result):
         result = await result
-    if result is not None:
-        RESPONSE_SCHEMAS[api_key, 0].check(result)
+    if result is not None:  # a PackedAnswer (Metadata's) is checked as the dict it is
+        RESPONSE_SCHEMAS[api_key, 0].check(dict(result) if type(result) is PackedAnswer
+                                           else result)
     return result

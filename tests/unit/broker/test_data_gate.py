@@ -73,7 +73,7 @@ def log_end(broker, topic: str) -> int:
 async def native_call(dispatch, api_key, body):
     answer = await settled(dispatch[api_key](body))
     if "topics" in answer:  # not a whole-request refusal, which any response may be
-        RESPONSE_SCHEMAS[api_key, 0].check(answer)
+        RESPONSE_SCHEMAS[api_key, 0].check(dict(answer))  # Metadata's is a PackedAnswer
     return answer
 
 
