@@ -249,6 +249,8 @@ def records_of_rows(tp: TopicPartition, rows: RecordRows, position: int,
     start = max(0, position - base)
     if start >= n:
         return []
+    if n == 1:  # a linger-0 producer's batch: one record, made directly
+        return [_one_record(tp, rows, deserialize)]
     count = n - start
     key_of, value_of = deserialize
     keys, values = rows.keys[start:], rows.values[start:]
@@ -262,6 +264,20 @@ def records_of_rows(tp: TopicPartition, rows: RecordRows, position: int,
                  range(base + start, base + n), keys, values, rows.create_times[start:],
                  repeat(rows.log_append_time, count), headers)
     return list(map(tuple.__new__, repeat(ConsumerRecord, count), fields))
+
+
+def _one_record(tp: TopicPartition, rows: RecordRows, deserialize) -> ConsumerRecord:
+    """``records_of_rows`` for a batch of one record: the same record without the
+    iterators that pay off from a few records on."""
+    key_of, value_of = deserialize
+    key, value = rows.keys[0], rows.values[0]
+    if key_of is not None and key is not None:
+        key = key_of(key)
+    if value_of is not None and value is not None:
+        value = value_of(value)
+    headers = () if rows.headers is None else (rows.headers[0] or ())
+    return tuple.__new__(ConsumerRecord, (tp.topic, tp.partition, rows.base_offset, key, value,
+                                          rows.create_times[0], rows.log_append_time, headers))
 
 
 class Fetcher:
