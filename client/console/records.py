@@ -19,6 +19,9 @@ from tslog.client.aio import AsyncAdmin, TopicPartition
 
 from .reads import LATEST, bounds
 
+# Partitions asked per ListOffsets and Fetch of a find at a moment: several shares in flight
+# let the console decode one answer while the broker works on the next.
+SHARE_PARTITIONS = 100
 PREVIEW_BYTES = 300  # of a key or value shown on a page; the rest is elided
 FORMATS = ("text", "hex", "json")
 
@@ -55,11 +58,28 @@ def format_positions(positions: dict) -> str:
 async def page_at(admin: AsyncAdmin, topic: str, partitions: list, moment_ms: int,
                   limit: int, timestamp_type: str = "append") -> Page:
     """Up to ``limit`` records per partition from the first record at or after the moment
-    (from the log end where none is that late). One ListOffsets finds the moment in every
-    partition; only the partitions with no record that late ask for their log end (a second
-    ListOffsets, for none of them when the moment is in the past). The log starts are not
+    (from the log end where none is that late). Per share of ``SHARE_PARTITIONS``
+    partitions, one ListOffsets finds the moment, then one Fetch reads from there; the shares
+    go out together, so the broker answers one share while the console decodes another
+    (a topic of up to that many partitions is one ListOffsets and one Fetch). Only the
+    partitions with no record that late ask for their log end (a second ListOffsets, for
+    none of them when the moment is in the past), and are not read. The log starts are not
     asked: a page at a moment starts inside the log, and "earlier" positions below the log
     start are clamped when that page is read (``read_page``)."""
+    shares = [partitions[i:i + SHARE_PARTITIONS]
+              for i in range(0, len(partitions), SHARE_PARTITIONS)]
+    found = await asyncio.gather(*(_share_at(admin, topic, share, moment_ms, limit,
+                                             timestamp_type) for share in shares))
+    positions, records = {}, {}
+    for share_positions, share_records in found:
+        positions.update(share_positions)
+        records.update(share_records)
+    return Page(topic, positions, records, dict.fromkeys(positions, 0))
+
+
+async def _share_at(admin: AsyncAdmin, topic: str, partitions: list, moment_ms: int,
+                    limit: int, timestamp_type: str) -> tuple[dict, dict]:
+    """({partition: position}, {partition: [records]}) of ``page_at`` for some partitions."""
     tps = {p: TopicPartition(topic, p) for p in partitions}
     found = await admin.list_offsets({tp: moment_ms for tp in tps.values()}, timestamp_type)
     after = [tp for tp in tps.values() if found[tp] is None]
@@ -68,8 +88,7 @@ async def page_at(admin: AsyncAdmin, topic: str, partitions: list, moment_ms: in
                  else (ends[tp].offset if ends[tp] is not None else 0) for p, tp in tps.items()}
     reading = {tps[p]: positions[p] for p in positions if found[tps[p]] is not None}
     records = await admin.read_records(reading, limit) if reading else {}
-    return Page(topic, positions, {p: records.get(tp, []) for p, tp in tps.items()},
-                dict.fromkeys(positions, 0))
+    return positions, {p: records.get(tp, []) for p, tp in tps.items()}
 
 
 async def read_page(admin: AsyncAdmin, topic: str, positions: dict, limit: int) -> Page:

@@ -176,3 +176,22 @@ def test_a_page_of_hundreds_of_partitions_runs_few_collections(broker, path):
     them; now at most two young ones, and none that walks what start-up made."""
     counted = _collections_per_page(broker.bootstrap, path)
     assert counted[0] + counted[1] <= 2 and counted[2] == 0, counted
+
+
+def test_a_find_in_shares_shows_what_one_request_each_would(broker, monkeypatch):
+    """Find at a moment asks ``SHARE_PARTITIONS`` partitions per ListOffsets and Fetch, the
+    shares in flight together: the page of 288 partitions (three shares) holds exactly what
+    one share of all of them gives, a record from every partition."""
+    from tslog.client.console import records
+
+    async def page(share: int):
+        monkeypatch.setattr(records, "SHARE_PARTITIONS", share)
+        async with AsyncAdmin(broker.bootstrap) as admin:
+            return await records.page_at(admin, "wide", list(range(SIZES["wide"])),
+                                         0, 1)
+
+    shared, whole = asyncio.run(page(100)), asyncio.run(page(1000))
+    assert shared == whole
+    assert sorted(shared.records) == list(range(SIZES["wide"]))
+    assert all(len(found) == 1 and found[0].partition == p
+               for p, found in shared.records.items())
