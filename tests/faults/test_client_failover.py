@@ -123,9 +123,12 @@ def test_metadata_from_a_stale_broker_never_replaces_a_newer_leader_epoch(cluste
         learned, kept, leader, asked_stale = asyncio.run(run(after.leader, before.leader))
     finally:
         cluster.net.heal()
-    assert (learned.leader, learned.leader_epoch) == (after.leader, after.leader_epoch)
-    assert (kept.leader, kept.leader_epoch) == (after.leader, after.leader_epoch)
-    assert leader == after.leader
+    # A second election may follow the awaited one before the client asks (on a loaded
+    # machine a broker can miss its session): what must hold is that the stale broker's
+    # older epoch never replaces the newest one the client has seen.
+    assert learned.leader_epoch >= after.leader_epoch > stale["leader_epoch"]
+    assert kept.leader_epoch >= learned.leader_epoch
+    assert leader == kept.leader
     assert asked_stale  # its answer was read, found older and the broker made suspect
 
 
