@@ -57,11 +57,11 @@ async def offsets_at_times(cluster: Cluster, times: dict[TopicPartition, list],
 async def offset_columns(cluster: Cluster, partitions: list, times: list,
                          timestamp_type: str = "append") -> dict[TopicPartition, list[int]]:
     """The same times in every partition -> {tp: [the first offset whose time is >= t, or
-    -1], in the order of ``times``}: the leaders' answer lists as they arrive.
+    -1], in the order of ``times``}: each leader's packed answer, unpacked in one call.
 
     Why beside ``offsets_at_times``: a chart asks every partition the same bucket edges and
-    needs only offsets; checking the times once and keeping each partition's list as sent
-    does no Python work of its own per (partition, time), where ``offsets_at_times`` makes
+    needs only offsets; version 1 sends the times once and answers offsets packed, so
+    neither side does Python work per (partition, time), where ``offsets_at_times`` makes
     an answer per time. Raises as ``offsets_at_times`` does."""
     if timestamp_type not in TIMESTAMP_TYPES:
         raise ValueError(f"timestamp_type must be 'append' or 'create', not {timestamp_type!r}")
