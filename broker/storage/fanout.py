@@ -1,11 +1,12 @@
 """Running one disk call per partition for thousands of partitions, in threads.
 
-Why: opening, closing and checkpointing a log each wait on a few fsyncs (a file replaced
-atomically, a directory, a trimmed index). One after another, ten thousand partitions wait
-for ten thousand times that; issued from a handful of threads at once, the file system commits
-them together (ext4's journal takes every fsync waiting into one commit), and the Python work
-between them runs while another thread waits. The GIL keeps the Python part serial, so a few
-threads are enough.
+Why: closing, checkpointing and saving a recovered log's recovery point each wait on the
+file system (a file replaced atomically, a directory, a trimmed index). One after another, ten
+thousand partitions wait for ten thousand times that; issued from a handful of threads at
+once, the file system commits them together (ext4's journal takes every fsync waiting into one
+commit), and the Python work between them runs while another thread waits. The GIL keeps the
+Python part serial, so a few threads are enough. Work that waits on nothing (opening logs
+without their fsyncs) runs faster on one thread: threads then only contend for the GIL.
 """
 
 from __future__ import annotations

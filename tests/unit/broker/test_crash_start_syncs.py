@@ -5,6 +5,7 @@ and still moves each recovered log's recovery point to its end. Counted, not tim
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -81,4 +82,27 @@ async def test_a_start_after_a_crash_syncs_once_for_all_logs(tmp_path, syncs):
             assert [value for _, value in split_values(records)] == values
     finally:
         await broker.replicas.stop()
+        broker.close()
+
+
+async def test_a_start_after_a_crash_opens_the_logs_on_one_thread(tmp_path, monkeypatch):
+    """Opening a crashed log waits on no fsync (the one sync above comes after), so threads
+    would only contend for the GIL at every system call: ten thousand logs took about twice
+    as long in sixteen threads as on one."""
+    config = BrokerConfig(data_dir=str(tmp_path / "data"))
+    await crashed_broker(config)
+    threads = []
+    real_log = topics_module.PartitionLog
+
+    def recording_log(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real_log(*args, **kwargs)
+
+    monkeypatch.setattr(topics_module, "PartitionLog", recording_log)
+    broker = Broker.open(config)
+    try:
+        assert len(threads) == LOGS and set(threads) == {threading.get_ident()}
+        assert all(not plog.recovery_report.clean_shutdown
+                   for plog in broker.topics.logs.values())
+    finally:
         broker.close()
