@@ -1,5 +1,6 @@
 """``bench/storage.py --quick`` still runs end to end (so the benchmark cannot rot), and its
-lookup table says where this machine's timing floor is beside the lookups' p99.
+lookup table says where this machine's timing floor is beside the lookups' p99, and how many
+evicted file pages the kernel read again while they ran.
 
 It checks only that the bench exits 0 and prints its tables and notes, never a timing.
 """
@@ -28,4 +29,5 @@ def test_bench_storage_quick_prints_its_tables_and_the_timing_floor(tmp_path):
     assert re.search(r"timing floor, same loop: a pure-Python call of p50 [\d.]+ us .* has "
                      r"p99 [\d.]+ us \([\d.]+-[\d.]+\); the largest lookup p99 above is "
                      r"[\d.]+x that", result.stdout), result.stdout
+    assert "file pages re-read after eviction, machine-wide" in result.stdout
     assert list(tmp_path.iterdir()) == []  # the temporary logs were removed
