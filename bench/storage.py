@@ -153,8 +153,8 @@ def _floor_call(keys: list[int], target: int) -> tuple[int, int]:
 
 def timing_floor(runs: int, calls: int) -> tuple[float, float, float, float]:
     """(median p50, median p99, min p99, max p99) in us of ``_floor_call``, timed as the
-    lookups are. A virtual machine interrupts any call now and then (here a 1 us call of
-    pure Python lands near 5-6 us at p99), so a lookup p99 at this floor is the machine's."""
+    lookups are. A virtual machine interrupts any call now and then, so a lookup p99 at
+    this floor is the machine's, not the lookup's."""
     keys = list(range(0, 10**7, 97))
     rng = random.Random(7)
     p50s, p99s = [], []

@@ -118,7 +118,7 @@ class TopicManager:
         # On this one thread: opening with ``defer_sync`` waits on no fsync (what recovery
         # rewrote and the markers' removal are made durable once, after), so it is Python
         # work and page-cache reads, which threads only slow down: they contend for the GIL
-        # at every system call (10,000 logs: about twice the time in 16 threads).
+        # at every system call.
         for name, partition, log_config in wanted:
             self.logs[name, partition] = self._open_log(name, partition, log_config)
         if wanted:  # the logs' clean-shutdown markers are gone and what recovery rewrote

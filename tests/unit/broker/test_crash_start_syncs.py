@@ -87,8 +87,7 @@ async def test_a_start_after_a_crash_syncs_once_for_all_logs(tmp_path, syncs):
 
 async def test_a_start_after_a_crash_opens_the_logs_on_one_thread(tmp_path, monkeypatch):
     """Opening a crashed log waits on no fsync (the one sync above comes after), so threads
-    would only contend for the GIL at every system call: ten thousand logs took about twice
-    as long in sixteen threads as on one."""
+    would only contend for the GIL at every system call and slow the start down."""
     config = BrokerConfig(data_dir=str(tmp_path / "data"))
     await crashed_broker(config)
     threads = []
