@@ -73,6 +73,7 @@ class TopicManager:
         self.broker_log_config = config.log_config
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self.logs_added = 0  # one more per log put in ``logs`` (replication picks them up)
         # The data directory's disk work the loop must not wait for: seals of rolled
         # segments, the next segment's files, flush-policy fsyncs (``storage.background``).
         self.io_worker = IOWorker("tslog-io")
@@ -112,6 +113,7 @@ class TopicManager:
             item for item in wanted if self._closed_cleanly(item[0], item[1])]
         for name, partition, log_config in clean:
             self.logs[name, partition] = self._dormant_log(name, partition, log_config)
+            self.logs_added += 1
         wanted = [item for item in wanted if (item[0], item[1]) not in self.logs]
         log.info("opening %d log(s) now (recovering those a crash left), %d at their first "
                  "use (closed cleanly)", len(wanted), len(clean))
@@ -121,6 +123,7 @@ class TopicManager:
         # at every system call.
         for name, partition, log_config in wanted:
             self.logs[name, partition] = self._open_log(name, partition, log_config)
+            self.logs_added += 1
         if wanted:  # the logs' clean-shutdown markers are gone and what recovery rewrote
             sync_filesystem(self.data_dir)  # is on disk, durably, before any append
             recovered = [plog for plog in self.logs.values()
@@ -217,6 +220,7 @@ class TopicManager:
     def publish_topic(self, topic: TopicMetadata, logs: list[PartitionLog]) -> None:
         for partition, plog in enumerate(logs):
             self.logs[topic.name, partition] = plog
+            self.logs_added += 1
         self.topics[topic.name] = topic
         log.info("created topic %s with %d partition(s), configs %s", topic.name,
                  topic.partitions, topic.configs)
@@ -224,6 +228,7 @@ class TopicManager:
     def open_new_partition(self, topic: TopicMetadata, partition: int) -> PartitionLog:
         """Create the empty log of a partition that is new to this broker."""
         plog = self.logs[topic.name, partition] = self._create_log(topic, partition)
+        self.logs_added += 1
         return plog
 
     def _create_log(self, topic: TopicMetadata, partition: int) -> PartitionLog:
@@ -290,6 +295,7 @@ class TopicManager:
         first = self.topics[grown.name].partitions
         for partition, plog in enumerate(logs, start=first):
             self.logs[grown.name, partition] = plog
+            self.logs_added += 1
         self.topics[grown.name] = grown
         log.info("topic %s now has %d partition(s) (was %d)", grown.name, grown.partitions,
                  first)

@@ -55,6 +55,7 @@ class HostedLogs(Protocol):
     them while the broker runs, so the manager reads the mapping each time it needs it."""
 
     logs: dict[tuple[str, int], PartitionLog]
+    logs_added: int  # grows by one per log added to ``logs``, so a change is seen without a scan
 
 
 class ReplicaManager:
@@ -350,12 +351,21 @@ class ReplicaManager:
         return max(interval, 0.02)
 
     async def _isr_loop(self) -> None:
+        seen = None  # ``hosted.logs_added`` at the last pick-up
         while True:
             interval = self.check_isr(self.now_ms())
-            for key, plog in list(self.hosted.logs.items()):  # logs created since: pick
-                if key not in self.partitions and not plog.dormant:  # them up (not those
-                    self.get(*key)  # unused since the start: their first use does)
+            if self.hosted.logs_added != seen:  # a scan of every log only when one was added:
+                seen = self.hosted.logs_added   # ten thousand cost the loop milliseconds a second
+                self._pick_up_new_logs()
             await asyncio.sleep(interval)
+
+    def _pick_up_new_logs(self) -> None:
+        """Give the logs created since (a new topic, partition or replica) their state now, so
+        a new follower fetches at once; not those unused since the start (dormant): their
+        first use does."""
+        for key, plog in list(self.hosted.logs.items()):
+            if key not in self.partitions and not plog.dormant:
+                self.get(*key)
 
     def _spawn(self, coroutine, name: str) -> None:
         task = asyncio.get_running_loop().create_task(coroutine, name=name)

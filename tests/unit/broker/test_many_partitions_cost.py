@@ -6,6 +6,7 @@ a topic's partition list once, until its partitions or their states change."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import msgpack
@@ -17,6 +18,7 @@ from tests.helpers.python_calls import count_calls
 from tests.helpers.wire import batch
 from tslog.broker.cluster.view import NO_LEADER
 from tslog.broker.metrics.definitions import TIME_LOOKUP_DURATION, TIME_LOOKUP_SCANNED_BYTES
+from tslog.broker.replication.manager import ReplicaManager
 from tslog.protocol.errors import ErrorCode
 from tslog.protocol.messages import ApiKey, RequestHeader, encode_response, split_response
 from tslog.protocol.server_codec import NATIVE_CODEC
@@ -194,3 +196,28 @@ async def test_building_a_topics_partition_list_costs_few_calls_per_partition(br
     many, _ = await counted_calls(broker, ApiKey.METADATA, {"topics": ["two"]})
     per_partition = (many - few) / PARTITIONS
     assert per_partition <= 0.5, per_partition  # 4 before: partition_leader, partition_state and two constructors
+
+
+async def test_the_replication_loop_scans_the_logs_only_after_one_was_added(broker, monkeypatch):
+    """Each turn of the replication loop gave logs created since their state by scanning every
+    log: with ten thousand partitions that held the event loop for milliseconds every second,
+    and a request arriving then waited. It scans only when a log was added since."""
+    await topic_with_one_batch_each(broker, "before", 4)
+    scans = []
+    real_pick_up = ReplicaManager._pick_up_new_logs
+    monkeypatch.setattr(ReplicaManager, "_pick_up_new_logs",
+                        lambda self: (scans.append(len(self.hosted.logs)), real_pick_up(self))[1])
+    monkeypatch.setattr(ReplicaManager, "check_isr", lambda self, now_ms: 0.01)  # turns, fast
+    broker.replicas.start()
+    try:
+        await asyncio.sleep(0.3)  # some thirty turns of the loop
+        assert scans == [4]
+        created = await call(broker, ApiKey.CREATE_TOPICS, {"topics": [{
+            "topic": "after", "partitions": 2, "replication_factor": 1, "configs": {}}],
+            "timeout_ms": 1000})
+        assert created["topics"][0]["error_code"] == 0
+        await asyncio.sleep(0.3)
+        assert scans == [4, 6]
+        assert all(("after", p) in broker.replicas.partitions for p in range(2))
+    finally:
+        await broker.replicas.stop()
