@@ -22,9 +22,11 @@ def test_bench_partitions_quick_prints_every_figure(tmp_path):
          "--dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for figure in ("start after clean shutdown (s)", "start after SIGKILL (s)", "RSS idle (MiB)",
-                   "descriptors at rest per partition", "one Metadata for every partition (ms)",
-                   "one ListOffsets by time for every partition (ms)",
+                   "descriptors at rest per partition",
+                   "one Metadata for every partition (ms, to its last byte)",
+                   "one ListOffsets by time for every partition (ms, to its last byte)",
                    "round-robin / one partition"):
         assert figure in result.stdout, result.stdout
+    assert result.stdout.count("the same with this client's msgpack decode of it (ms)") == 2
     assert "2 topics x 50 partitions = 100" in result.stdout
     assert list(tmp_path.iterdir()) == []  # the temporary data directory was removed
