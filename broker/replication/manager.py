@@ -354,8 +354,8 @@ class ReplicaManager:
         seen = None  # ``hosted.logs_added`` at the last pick-up
         while True:
             interval = self.check_isr(self.now_ms())
-            if self.hosted.logs_added != seen:  # a scan of every log only when one was added:
-                seen = self.hosted.logs_added   # ten thousand cost the loop milliseconds a second
+            if self.hosted.logs_added != seen:  # scans every log, held up the loop: only
+                seen = self.hosted.logs_added   # when a log was added since the last one
                 self._pick_up_new_logs()
             await asyncio.sleep(interval)
 
