@@ -112,8 +112,7 @@ class TopicManager:
         clean = [] if hosted is not None else [
             item for item in wanted if self._closed_cleanly(item[0], item[1])]
         for name, partition, log_config in clean:
-            self.logs[name, partition] = self._dormant_log(name, partition, log_config)
-            self.logs_added += 1
+            self._put_log(name, partition, self._dormant_log(name, partition, log_config))
         wanted = [item for item in wanted if (item[0], item[1]) not in self.logs]
         log.info("opening %d log(s) now (recovering those a crash left), %d at their first "
                  "use (closed cleanly)", len(wanted), len(clean))
@@ -122,8 +121,7 @@ class TopicManager:
         # work and page-cache reads, which threads only slow down: they contend for the GIL
         # at every system call.
         for name, partition, log_config in wanted:
-            self.logs[name, partition] = self._open_log(name, partition, log_config)
-            self.logs_added += 1
+            self._put_log(name, partition, self._open_log(name, partition, log_config))
         if wanted:  # the logs' clean-shutdown markers are gone and what recovery rewrote
             sync_filesystem(self.data_dir)  # is on disk, durably, before any append
             recovered = [plog for plog in self.logs.values()
@@ -135,6 +133,11 @@ class TopicManager:
         (what it scanned, and any cut); a second line here would double ten thousand lines."""
         return PartitionLog(self._partition_dir(name, partition), log_config, self.clock,
                             self.io_worker, self.handle_budget, defer_sync=True)
+
+    def _put_log(self, name: str, partition: int, plog: PartitionLog) -> None:
+        """Serve ``plog`` as the partition's log; ``logs_added`` tells replication to look."""
+        self.logs[name, partition] = plog
+        self.logs_added += 1
 
     def _closed_cleanly(self, name: str, partition: int) -> bool:
         """Whether the partition's directory has its clean-shutdown marker (one ``stat``)."""
@@ -219,16 +222,15 @@ class TopicManager:
 
     def publish_topic(self, topic: TopicMetadata, logs: list[PartitionLog]) -> None:
         for partition, plog in enumerate(logs):
-            self.logs[topic.name, partition] = plog
-            self.logs_added += 1
+            self._put_log(topic.name, partition, plog)
         self.topics[topic.name] = topic
         log.info("created topic %s with %d partition(s), configs %s", topic.name,
                  topic.partitions, topic.configs)
 
     def open_new_partition(self, topic: TopicMetadata, partition: int) -> PartitionLog:
         """Create the empty log of a partition that is new to this broker."""
-        plog = self.logs[topic.name, partition] = self._create_log(topic, partition)
-        self.logs_added += 1
+        plog = self._create_log(topic, partition)
+        self._put_log(topic.name, partition, plog)
         return plog
 
     def _create_log(self, topic: TopicMetadata, partition: int) -> PartitionLog:
@@ -294,8 +296,7 @@ class TopicManager:
         """Serve the logs ``write_new_partitions`` made; the existing partitions are untouched."""
         first = self.topics[grown.name].partitions
         for partition, plog in enumerate(logs, start=first):
-            self.logs[grown.name, partition] = plog
-            self.logs_added += 1
+            self._put_log(grown.name, partition, plog)
         self.topics[grown.name] = grown
         log.info("topic %s now has %d partition(s) (was %d)", grown.name, grown.partitions,
                  first)
