@@ -10,9 +10,8 @@ A clean start leaves every log unopened until its first use, so memory and descr
 read twice, at rest after the clean start and after the requests have used every partition,
 and ListOffsets for every partition is sent twice: the first opens every log.
 A request is encoded before its clock starts; its figure is the broker's round trip, to the
-answer's last byte, and a second line adds this client's msgpack decode of the answer (the
-first such decode of ten thousand partitions in a process costs more than the broker's
-work), which is then checked.
+answer's last byte, and a second line adds this client's msgpack decode of the answer, which
+is then checked.
 The broker is a real ``tslog-broker`` process on a free loopback port with a temporary data
 directory (``tests/helpers/broker_process.py``), stopped at the end.
 """
@@ -80,7 +79,7 @@ def round_trip(wire: Wire, api_key: ApiKey, body: dict) -> tuple[float, float, d
     """(seconds to the answer's last byte, seconds with the test client's decode, response
     body) of one request: encoded before the clock starts; the first figure is the broker's
     round trip, the second adds the msgpack decode of the answer in this process, the work
-    a client does with it (tens of milliseconds for ten thousand partitions); checked after."""
+    a client does with it; checked after."""
     frame = wire.encode(api_key, body)
     started = time.perf_counter()
     wire.send_raw(frame)

@@ -185,6 +185,11 @@ def file_refaults() -> int | None:
     return None
 
 
+def refaults_since(before: int | None) -> str:
+    """The column of file pages re-read since ``before`` (``file_refaults``), or "n/a"."""
+    return "n/a" if before is None else f"{file_refaults() - before:,}"
+
+
 def proactive_pageout() -> bool:
     """Whether the kernel pages out memory it sees as cold on its own (a DAMON ``pageout``
     scheme, as on this project's VMs): page cache then leaves memory with RAM to spare."""
@@ -216,8 +221,7 @@ def bench_lookups(root: Path, runs: int, sizes: list[int], lookups: int) -> tupl
             by_offset.append(positions[int(len(positions) * 0.99)] / 1e3)
             reads = time_offset_lookups(log, offsets)
             read_one.append(reads[int(len(reads) * 0.99)] / 1e3)
-        refaults = (None if refaults_before is None
-                    else file_refaults() - refaults_before)  # over the timed runs above
+        refaults = refaults_since(refaults_before)  # over the timed runs above
         index_bytes = sum(log.index_bytes().values())
         size_bytes = log.size_bytes
         # Opened again, as after a restart: the first lookup between two index entries reads
@@ -238,7 +242,7 @@ def bench_lookups(root: Path, runs: int, sizes: list[int], lookups: int) -> tupl
             f"{first_pass[int(len(first_pass) * 0.99)] / 1e3:.1f}",
             f"{max_bytes:,}",
             f"{index_bytes / size_bytes:.5f}",
-            "n/a" if refaults is None else f"{refaults:,}",
+            refaults,
         ])
         log.close()
         shutil.rmtree(directory)
@@ -324,7 +328,7 @@ def bench_many_segments(root: Path, runs: int, segments: int, lookups: int) -> l
             p50, p99 = percentiles_us(latencies)
             p50s.append(p50)
             p99s.append(p99)
-        refaults = "n/a" if refaults_before is None else f"{file_refaults() - refaults_before:,}"
+        refaults = refaults_since(refaults_before)
         header_bytes = (f"{(log.lookup_bytes_read - bytes_before) / (runs * lookups):.0f}"
                         if name.startswith("by time") else "")
         rows.append([name, f"{median(p50s):.1f}", f"{median(p99s):.1f}",
