@@ -8,7 +8,9 @@ with the targets beside the figures; asserts nothing.
 Each figure is the median of ``--runs`` (start-up: one clean and one crash restart per run).
 A clean start leaves every log unopened until its first use, so memory and descriptors are
 read twice, at rest after the clean start and after the requests have used every partition,
-and ListOffsets for every partition is sent twice: the first opens every log.
+and ListOffsets for every partition is sent twice: the first opens every log (in a worker
+thread), and another connection's ApiVersions round trips meanwhile show whether the broker
+kept serving.
 A request is encoded before its clock starts; its figure is the broker's round trip, to the
 answer's last byte, and a second line adds this client's msgpack decode of the answer, which
 is then checked.
@@ -23,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +66,36 @@ def create(broker: BrokerProcess, topics: int, partitions: int) -> list[tuple[st
                 assert wire.produce(f"t{t}", p, batch([b"first"]))["error_code"] == 0
                 placed.append((f"t{t}", p))
     return placed
+
+
+class Pings:
+    """Another connection's ApiVersions round trips, one every 2 ms in a thread, while a
+    request runs: how long the broker kept everyone else waiting (``worst_ms``)."""
+
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.broker = broker
+        self.times: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._ping, daemon=True)
+
+    def _ping(self) -> None:
+        with Wire(self.broker.host, self.broker.port, timeout_s=600) as wire:
+            while not self._stop.is_set():
+                started = time.perf_counter()
+                wire.api_versions()
+                self.times.append(time.perf_counter() - started)
+                time.sleep(0.002)
+
+    def __enter__(self) -> "Pings":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def worst_ms(self) -> float:
+        return max(self.times, default=0.0) * 1e3
 
 
 def timed_start(broker: BrokerProcess, kill: bool) -> float:
@@ -131,13 +164,16 @@ def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
     n = len(placed)
     clean, crash, rss, fds, meta, lookup, all_rate, one_rate, rss_used, fds_used, first = (
         [] for _ in range(11))
+    stalled = []
     for _ in range(runs):
         clean.append(timed_start(broker, kill=False))
         time.sleep(1.0)  # idle: what the broker holds at rest
         rss.append(rss_bytes(pid()) / 2**20)
         fds.append(descriptors(pid()) / n)
         meta.append(metadata_ms(broker, n))
-        first.append(list_offsets_ms(broker, placed)[0])  # opens every log (their first use)
+        with Pings(broker) as pings:
+            first.append(list_offsets_ms(broker, placed)[0])  # opens every log (first use)
+        stalled.append(pings.worst_ms())
         lookup.append(list_offsets_ms(broker, placed))
         one_rate.append(produce_rate(broker, placed[:1]))
         all_rate.append(produce_rate(broker, placed))
@@ -159,6 +195,8 @@ def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
          spread([m[1] for m in meta], digits=1), ""],
         ["first ListOffsets for every partition: opens every log (ms)", spread(first, digits=1),
          ""],
+        ["  meanwhile, another connection's slowest ApiVersions round trip (ms)",
+         spread(stalled, digits=1), ""],
         ["one ListOffsets by time for every partition (ms, to its last byte)",
          spread([m[0] for m in lookup], digits=1), "<= 100"],
         ["  the same with this client's msgpack decode of it (ms)",

@@ -18,6 +18,7 @@ decoded here.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from typing import Callable, Protocol
@@ -202,6 +203,26 @@ async def _until_committed(path: DataPath, part: Partition, end_offset: int,
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+# ------------------------------------------------------------------------------- dormant logs
+
+
+async def _after_waking(path: DataPath, dormant: list, answer: Callable[[], object]):
+    """``answer()`` (awaited if it is an awaitable) once the ``dormant`` logs a read names
+    (``ReplicaManager.claim_dormant``) are open. Opening a log reads its files and maps its
+    indexes; a read naming ten thousand logs after a restart did that on the event loop for
+    seconds, and every connection waited. Here a worker thread opens them (``ReplicaManager.wake``) while the loop serves
+    others. Reads only: a read changes nothing, so answering it after what arrived
+    meanwhile is as if it had come a moment later. A produce opens its logs where it
+    stands, so a connection's batches are appended in the order they were sent."""
+    woken = []
+    try:
+        woken = await asyncio.to_thread(path.replicas.wake, dormant)
+    finally:
+        path.replicas.adopt(dormant, woken)
+    result = answer()
+    return (await result) if inspect.isawaitable(result) else result
+
+
 # -------------------------------------------------------------------------------------- fetch
 
 _DENIED_READ = (TOPIC_DENIED, -1, -1, b"")  # a Fetched
@@ -289,10 +310,16 @@ def _catch_up_read(throttle, plog, fetch_offset: int, limit: int, total: int) ->
     return records
 
 
-def fetch(service: DataService, request: FetchRequest, denied: frozenset = NOTHING_DENIED):
+def fetch(service: DataService, request: FetchRequest, denied: frozenset = NOTHING_DENIED,
+          woken: bool = False):
     """The partitions' records now, or an awaitable of them once ``min_bytes`` are there
-    or ``max_wait_ms`` passed (a long poll)."""
+    or ``max_wait_ms`` passed (a long poll), or once the dormant logs it names are open
+    (``_after_waking``; ``woken``: they were, and one that failed to open fails here)."""
     path = service.path
+    if not woken:
+        dormant = path.replicas.claim_dormant(request.partitions, denied)
+        if dormant:
+            return _after_waking(path, dormant, lambda: fetch(service, request, denied, True))
     plan = _fetch_plan(path, request, denied)
     results, total, errors = _read_plan(path, request, plan, denied)
     if total >= request.min_bytes or errors or request.max_wait_ms == 0:
@@ -355,15 +382,22 @@ def _hosted_but_denied(path: DataPath, queries: list, denied: frozenset
 
 
 def list_offsets(service: DataService, request: ListOffsetsRequest,
-                 denied: frozenset = NOTHING_DENIED) -> list[FoundOffset]:
-    """Each query's answer. Consumers see only what is below the high watermark (an
+                 denied: frozenset = NOTHING_DENIED, woken: bool = False):
+    """Each query's answer (a list of ``FoundOffset``, or an awaitable of it). Consumers see only what is below the high watermark (an
     uncommitted match answers "none", as Kafka does); replicas see the log end.
 
     The per-partition work is the log's own lookup and a few attribute reads: the
     partitions are found in one call (``ReplicaManager.get_all``), a leader alone in its
     ISR reads its high watermark as the log end (``Partition.high_watermark``, inline), and
-    the lookups are timed and counted for the metrics once for the request, not once each."""
+    the lookups are timed and counted for the metrics once for the request, not once each.
+    A request naming dormant logs is answered once they are open (``_after_waking``;
+    ``woken``: they were)."""
     path = service.path
+    if not woken:
+        dormant = path.replicas.claim_dormant(request.queries, denied)
+        if dormant:
+            return _after_waking(path, dormant,
+                                 lambda: list_offsets(service, request, denied, True))
     queries = request.queries
     replica = request.replica_id >= 0
     index = request.timestamp_type

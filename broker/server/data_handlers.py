@@ -114,14 +114,25 @@ def _fetch_body(body: dict, results: list) -> dict:
 # ------------------------------------------------------------------------------- list offsets
 
 
-def handle_list_offsets(data, body: dict) -> dict:
+def handle_list_offsets(data, body: dict):
     queries = []
     for group in body["topics"]:
         topic = group["topic"]
         for entry in group["partitions"]:
             queries.append((topic, entry["partition"], entry["timestamp"]))
-    each = iter(data.list_offsets(make(ListOffsetsRequest, (
-        body["replica_id"], body["timestamp_type"], queries))))
+    results = data.list_offsets(make(ListOffsetsRequest, (
+        body["replica_id"], body["timestamp_type"], queries)))
+    if type(results) is list:
+        return _list_offsets_body(body, results)
+    return _list_offsets_later(body, results)
+
+
+async def _list_offsets_later(body: dict, results) -> dict:
+    return _list_offsets_body(body, await results)
+
+
+def _list_offsets_body(body: dict, results: list) -> dict:
+    each = iter(results)
     topics = []
     for group in body["topics"]:
         out = []

@@ -307,13 +307,18 @@ def list_offsets(services: KafkaServices, body: dict, version: int, info: KafkaR
     return _after_produces(services, lambda: _list_offsets(services, body))
 
 
-def _list_offsets(services: KafkaServices, body: dict) -> dict:
+def _list_offsets(services: KafkaServices, body: dict):
     """Each partition searched by its topic's own ``message.timestamp.type`` (the service's
     ``timestamp_type`` None), as Kafka does."""
     request = ListOffsetsRequest(-1, None, [
         (group["name"], entry["partition_index"], entry["timestamp"])
         for group in body["topics"] for entry in group["partitions"]])
-    each = iter(services.data.list_offsets(request))
+    return then(services.data.list_offsets(request),
+                lambda results: _list_offsets_response(body, results))
+
+
+def _list_offsets_response(body: dict, results: list) -> dict:
+    each = iter(results)
     return {"throttle_time_ms": 0, "topics": [{"name": group["name"], "partitions": [
         {"partition_index": entry["partition_index"], "error_code": int(found[0]),
          "timestamp": found[2], "offset": found[1], "leader_epoch": found[3]}
