@@ -30,7 +30,8 @@ exist: writes go only below ``_room``, space reserved with ``posix_fallocate`` a
 ``Segment.append`` calls ``reserve_entry`` first); reads go only below ``entries``, and a file
 opened from disk counts as entries only what lies before its first hole (``SEEK_HOLE``), so
 the recovery of an untrimmed index left by a crash on a full disk reads what exists and
-nothing more. Recovery rewrites entries in place (``keep_entries`` zeroes the dropped ones
+nothing more (a hole of at most a page at a file's end is written back as zeros first:
+``filled_extent``). Recovery rewrites entries in place (``keep_entries`` zeroes the dropped ones
 with ``pwrite`` instead of cutting the file), so it needs no space it did not have.
 
 No memoryview of a map outlives the call that made it, so ``resize``/``close`` never meet a
@@ -75,6 +76,23 @@ def data_extent(fd: int, length: int) -> int:
         return length
 
 
+def filled_extent(fd: int, length: int) -> int:
+    """``data_extent``, after writing back as zeros a hole of at most a page at the file's
+    end: zero entries (a first offset-index entry is relative offset 0 at position 0) that
+    a sparse copy (``cp --sparse=always``, ``rsync -S``) or a file system storing zero
+    blocks as holes (ZFS with compression) made of a small file. Counted as missing, they
+    had a cleanly closed index rebuilt, with its fsyncs. A longer hole is a crash's
+    unreserved space, left alone; on a full disk the hole stays and counts as missing."""
+    extent = data_extent(fd, length)
+    if extent < length <= extent + PAGE_BYTES:
+        try:
+            zero_range(fd, extent, length)
+        except OSError:
+            return extent
+        return length
+    return extent
+
+
 def zero_range(fd: int, start: int, stop: int) -> None:
     """Write zeros over [start, stop) with ``pwrite`` (pages that exist: no new space)."""
     while start < stop:
@@ -104,7 +122,8 @@ class MmapIndex:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             length = os.fstat(fd).st_size
-            existing = data_extent(fd, length) // self.ENTRY.size
+            extent = data_extent(fd, length) if spare else filled_extent(fd, length)
+            existing = extent // self.ENTRY.size
             self.entries = 0 if spare else existing
             self._torn = not spare and length % self.ENTRY.size != 0
             self._capacity = length // self.ENTRY.size
