@@ -32,6 +32,7 @@ from ..metrics.observe import observe_fetched, observe_lookups, observe_produce
 from ..replication.manager import ReplicaManager
 from ..replication.partition import LEADER, NotLeaderError, Partition
 from ..storage import PartitionLog, RecordTooLargeError
+from ..storage.log import sync_marker_removals
 from ..topics import TopicManager
 from .error_codes import TOPIC_DENIED, error_code_for, missing_code
 from .metadata import metadata
@@ -219,6 +220,9 @@ async def _after_waking(path: DataPath, dormant: list, answer: Callable[[], obje
         woken = await asyncio.to_thread(path.replicas.wake, dormant)
     finally:
         path.replicas.adopt(dormant, woken)
+    if woken:  # their first writes then need no fsync each (not waited for: a read's answer)
+        asyncio.get_running_loop().run_in_executor(
+            None, sync_marker_removals, [plog for _, plog, _ in woken])
     result = answer()
     return (await result) if inspect.isawaitable(result) else result
 

@@ -613,6 +613,11 @@ class PartitionLog:
                 files.fsync_directory(self.directory)
                 self._marker_unsynced = False
 
+    def _marker_removal_synced(self) -> None:
+        """A file-system sync that began after the marker's removal made it durable."""
+        with self._wake_lock:
+            self._marker_unsynced = False
+
     def __enter__(self) -> "PartitionLog":
         return self
 
@@ -624,3 +629,31 @@ class PartitionLog:
             return f"PartitionLog({self.directory.name}, dormant)"
         return (f"PartitionLog({self.directory.name}, start={self.log_start_offset}, "
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+MANY_MARKERS = 64  # woken together: from this many, one file-system sync beats an fsync each
+
+
+def sync_marker_removals(logs: list[PartitionLog]) -> None:
+    """Make the marker removals of logs woken together durable ahead of their first writes,
+    on the caller's (worker) thread: otherwise each first write fsyncs its directory where
+    it runs, and a produce over thousands of partitions after a restart waits for thousands
+    of fsyncs. For ``MANY_MARKERS`` or more, one ``syncfs`` covers them all (a freshly
+    woken broker has little else unwritten); fewer get an fsync each. A failure leaves a
+    log's to its first write, which reports it."""
+    pending = [plog for plog in logs if plog._marker_unsynced and not plog.closed]
+    if len(pending) >= MANY_MARKERS:
+        try:
+            files.sync_filesystem(pending[0].directory)
+        except OSError as exc:
+            log.warning("marker removals of %d woken logs not synced now (each first write "
+                        "syncs its own): %r", len(pending), exc)
+            return
+        for plog in pending:
+            plog._marker_removal_synced()
+        return
+    for plog in pending:
+        try:
+            plog._sync_marker_removal()
+        except OSError as exc:
+            log.debug("%s: marker removal left to the first write: %r", plog.directory.name, exc)

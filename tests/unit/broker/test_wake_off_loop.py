@@ -6,6 +6,7 @@ on, never timed."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -14,7 +15,7 @@ from tests.helpers.handlers import call
 from tests.helpers.wire import batch, split_values
 from tslog.broker.config import BrokerConfig
 from tslog.broker.server.state import Broker
-from tslog.broker.storage import PartitionLog
+from tslog.broker.storage import PartitionLog, files
 from tslog.protocol.messages import LATEST_TIMESTAMP, ApiKey
 
 pytestmark = pytest.mark.timeout(60)
@@ -144,6 +145,30 @@ async def test_a_read_racing_a_produce_keeps_the_produces_appends(tmp_path):
         fetched = answers(await call(broker, ApiKey.FETCH, fetch_body([2])))
         assert [v for _, v in split_values(fetched[0]["records"])] == [b"a2", b"b2", b"c2",
                                                                       b"d2"]
+    finally:
+        await broker.replicas.stop()
+        broker.close()
+
+
+async def test_logs_a_read_opened_need_no_fsync_at_their_first_write(tmp_path, monkeypatch):
+    """Their marker removals are made durable in a worker thread after the read's answer
+    (an fsync each for fewer than ``MANY_MARKERS``), so a produce over them right after
+    does not wait for an fsync a partition."""
+    broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
+    synced = []
+    real_sync = files.fsync_directory
+    monkeypatch.setattr(files, "fsync_directory",
+                        lambda path: (synced.append(threading.get_ident()), real_sync(path))[1])
+    try:
+        await call(broker, ApiKey.LIST_OFFSETS, list_offsets_body(0))
+        for _ in range(500):  # the worker thread's fsyncs, after the answer
+            if len(synced) == LOGS:
+                break
+            await asyncio.sleep(0.01)
+        assert len(synced) == LOGS and threading.get_ident() not in synced
+        for partition in range(LOGS):
+            assert (await produce(broker, partition, [b"c"]))["base_offset"] == 2
+        assert len(synced) == LOGS
     finally:
         await broker.replicas.stop()
         broker.close()

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.storage import START_MS, make_batch, read_all
 from tslog.broker.storage import LogConfig, ManualClock, PartitionLog, dir_lock, files, maps
+from tslog.broker.storage.log import MANY_MARKERS, sync_marker_removals
 
 SMALL_SEGMENTS = {"segment.bytes": "600"}
 
@@ -146,3 +147,47 @@ def test_reads_of_a_woken_log_make_no_fsync_and_its_first_write_makes_one_first(
     plog.append(make_batch(1))
     assert synced == [9]  # once, before the first write moved the end past 9
     plog.close_handles()
+
+
+def woken_logs(tmp_path, count: int) -> list[PartitionLog]:
+    logs = []
+    for partition in range(count):
+        directory = tmp_path / "data" / f"t-{partition}"
+        written(directory, 1)
+        plog = dormant(directory)
+        plog.wake()
+        logs.append(plog)
+    return logs
+
+
+def counting_syncs(monkeypatch) -> dict[str, int]:
+    counted = {"fsync_directory": 0, "sync_filesystem": 0}
+    for name in counted:
+        real = getattr(files, name)
+
+        def counting(path, name=name, real=real):
+            counted[name] += 1
+            return real(path)
+        monkeypatch.setattr(files, name, counting)
+    return counted
+
+
+def test_logs_woken_together_have_their_marker_removals_synced_before_their_first_writes(
+        tmp_path, monkeypatch):
+    """``sync_marker_removals`` (a read's worker thread runs it after opening the logs):
+    below ``MANY_MARKERS`` an fsync each, from it one file-system sync for all; the first
+    writes then sync nothing, and a log that was not woken is left alone."""
+    few = woken_logs(tmp_path / "few", MANY_MARKERS - 1)
+    many = woken_logs(tmp_path / "many", MANY_MARKERS)
+    counted = counting_syncs(monkeypatch)
+    sync_marker_removals(few)
+    assert counted == {"fsync_directory": MANY_MARKERS - 1, "sync_filesystem": 0}
+    sync_marker_removals(many)
+    assert counted == {"fsync_directory": MANY_MARKERS - 1, "sync_filesystem": 1}
+    for plog in few + many:
+        plog.append(make_batch(1))
+        assert not (plog.directory / files.CLEAN_SHUTDOWN_FILE).exists()
+    sync_marker_removals(few + many)  # nothing left to sync
+    assert counted == {"fsync_directory": MANY_MARKERS - 1, "sync_filesystem": 1}
+    for plog in few + many:
+        plog.close()
