@@ -18,7 +18,6 @@ decoded here.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from typing import Callable, Protocol
@@ -32,7 +31,6 @@ from ..metrics.observe import observe_fetched, observe_lookups, observe_produce
 from ..replication.manager import ReplicaManager
 from ..replication.partition import LEADER, NotLeaderError, Partition
 from ..storage import PartitionLog, RecordTooLargeError
-from ..storage.log import sync_marker_removals
 from ..topics import TopicManager
 from .error_codes import TOPIC_DENIED, error_code_for, missing_code
 from .metadata import metadata
@@ -47,6 +45,7 @@ from .requests import (
     MetadataRequest,
     ProduceRequest,
 )
+from .waking import ProduceTurns, read_after_waking
 
 log = logging.getLogger("tslog.broker.handlers")
 
@@ -86,12 +85,22 @@ def _refusal(path: DataPath, topic: str, partition: int, part: Partition | None,
 
 
 def produce(service: DataService, request: ProduceRequest,
-            denied: frozenset = NOTHING_DENIED):
+            denied: frozenset = NOTHING_DENIED, woken: bool = False):
     """Append each partition's batches (``ReplicaLog.append_as_leader``) and answer: now
     for acks 1, nothing for acks 0, and for acks -1 an awaitable of the results that waits
-    for what each partition needs (``_acknowledge_all``)."""
+    for what each partition needs (``_acknowledge_all``). A request naming a dormant log
+    (or a partition an earlier such request holds) appends in its turn, once the logs are
+    open (``waking.ProduceTurns``; ``woken``: that turn came)."""
     path = service.path
     acks = request.acks
+    if not woken:
+        dormant = path.replicas.dormant_or_held(request.partitions, denied)
+        if dormant is not None:
+            keys = [(topic, partition) for topic, partition, _ in request.partitions
+                    if topic not in denied]
+            return service.turns.defer(path.replicas, keys, dormant,
+                                       lambda: produce(service, request, denied, True),
+                                       answered=acks != 0)
     durable: list[tuple[Appended, PartitionLog]] = []  # to fsync before answering
     replicated: list[tuple[Appended, Partition, int]] = []  # (result, partition, end offset)
     results = []
@@ -204,29 +213,6 @@ async def _until_committed(path: DataPath, part: Partition, end_offset: int,
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-# ------------------------------------------------------------------------------- dormant logs
-
-
-async def _after_waking(path: DataPath, dormant: list, answer: Callable[[], object]):
-    """``answer()`` (awaited if it is an awaitable) once the ``dormant`` logs a read names
-    (``ReplicaManager.claim_dormant``) are open. Opening a log reads its files and maps its
-    indexes; a read naming ten thousand logs after a restart did that on the event loop for
-    seconds, and every connection waited. Here a worker thread opens them (``ReplicaManager.wake``) while the loop serves
-    others. Reads only: a read changes nothing, so answering it after what arrived
-    meanwhile is as if it had come a moment later. A produce opens its logs where it
-    stands, so a connection's batches are appended in the order they were sent."""
-    woken = []
-    try:
-        woken = await asyncio.to_thread(path.replicas.wake, dormant)
-    finally:
-        path.replicas.adopt(dormant, woken)
-    if woken:  # their first writes then need no fsync each (not waited for: a read's answer)
-        asyncio.get_running_loop().run_in_executor(
-            None, sync_marker_removals, [plog for _, plog, _ in woken])
-    result = answer()
-    return (await result) if inspect.isawaitable(result) else result
-
-
 # -------------------------------------------------------------------------------------- fetch
 
 _DENIED_READ = (TOPIC_DENIED, -1, -1, b"")  # a Fetched
@@ -318,12 +304,14 @@ def fetch(service: DataService, request: FetchRequest, denied: frozenset = NOTHI
           woken: bool = False):
     """The partitions' records now, or an awaitable of them once ``min_bytes`` are there
     or ``max_wait_ms`` passed (a long poll), or once the dormant logs it names are open
-    (``_after_waking``; ``woken``: they were, and one that failed to open fails here)."""
+    (``waking.read_after_waking``; ``woken``: they were, and one that failed to open
+    fails here)."""
     path = service.path
     if not woken:
-        dormant = path.replicas.claim_dormant(request.partitions, denied)
-        if dormant:
-            return _after_waking(path, dormant, lambda: fetch(service, request, denied, True))
+        dormant = path.replicas.dormant_or_held(request.partitions, denied)
+        if dormant is not None:
+            return read_after_waking(path.replicas, service.turns, dormant,
+                                     lambda: fetch(service, request, denied, True))
     plan = _fetch_plan(path, request, denied)
     results, total, errors = _read_plan(path, request, plan, denied)
     if total >= request.min_bytes or errors or request.max_wait_ms == 0:
@@ -394,14 +382,14 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
     partitions are found in one call (``ReplicaManager.get_all``), a leader alone in its
     ISR reads its high watermark as the log end (``Partition.high_watermark``, inline), and
     the lookups are timed and counted for the metrics once for the request, not once each.
-    A request naming dormant logs is answered once they are open (``_after_waking``;
-    ``woken``: they were)."""
+    A request naming dormant logs is answered once they are open
+    (``waking.read_after_waking``; ``woken``: they were)."""
     path = service.path
     if not woken:
-        dormant = path.replicas.claim_dormant(request.queries, denied)
-        if dormant:
-            return _after_waking(path, dormant,
-                                 lambda: list_offsets(service, request, denied, True))
+        dormant = path.replicas.dormant_or_held(request.queries, denied)
+        if dormant is not None:
+            return read_after_waking(path.replicas, service.turns, dormant,
+                                     lambda: list_offsets(service, request, denied, True))
     queries = request.queries
     replica = request.replica_id >= 0
     index = request.timestamp_type
@@ -453,12 +441,13 @@ class DataService:
     denied)``), not wrappers around them: the service is on every request's path, and a
     wrapper would be one more call each."""
 
-    __slots__ = ("path", "lists", "cluster")
+    __slots__ = ("path", "lists", "cluster", "turns")
 
     def __init__(self, path: DataPath, lists: PartitionLists, cluster: ClusterView) -> None:
         self.path = path
         self.lists = lists  # Metadata's kept partition lists
         self.cluster = cluster  # the partitions' leaders and where each broker listens
+        self.turns = ProduceTurns()  # Produces waiting for dormant logs, in arrival order
 
     produce = produce
     fetch = fetch

@@ -88,7 +88,7 @@ class ReplicaManager:
         self.throttle = CatchUpThrottle(throttle_rate_bytes_s)
         self.fetchers: dict[int, LeaderFetcher] = {}
         self._proposing: set[tuple[str, int]] = set()
-        self._waking: set[tuple[str, int]] = set()  # dormant logs a worker thread is opening
+        self._claims: dict[tuple[str, int], int] = {}  # partitions requests off the loop hold
         self._tasks: set[asyncio.Task] = set()
         self._started = False
         # A single node reports no replication events (its metrics stay 0, not "elections").
@@ -115,7 +115,7 @@ class ReplicaManager:
                 self._stop_following(gone)
                 gone.fail_waiters()
             return None
-        woken = plog.dormant or (topic, partition) in self._waking
+        woken = plog.dormant or (topic, partition) in self._claims
         if not woken and plog.log_end_offset > plog.log_start_offset:
             log.warning("%s-%d: replication state of a log with batches built on the loop "
                         "(its header scan belongs in the thread that opened it)", topic, partition)
@@ -130,47 +130,67 @@ class ReplicaManager:
             self._apply(part, state, announce=announce)
         return part
 
-    # -- dormant logs, woken off the loop --------------------------------------------------
+    # -- dormant logs, opened off the loop (``data/waking.py``) -----------------------------
 
-    def claim_dormant(self, keys, denied=frozenset()) -> list[tuple[tuple[str, int], PartitionLog]]:
-        """The dormant logs of the partitions ``keys`` name (``(topic, partition, ...)``),
-        but not a denied topic's, claimed for a worker thread to open (``wake``) so that a
-        read naming thousands of them does not hold up the event loop; ``adopt`` ends the
-        claim. A partition with state here is never dormant, so the usual request pays a
-        dict lookup per partition and nothing more."""
-        parts, logs = self.partitions, self.hosted.logs
-        dormant = []
+    def dormant_or_held(self, keys, denied=frozenset()) -> list | None:
+        """None when every partition ``keys`` names (``(topic, partition, ...)``) can be
+        used now: the usual request, a dict lookup per partition. Otherwise the dormant
+        logs among them, as ``(key, log)`` (a denied topic's are left alone), possibly none:
+        a partition an earlier request claimed (``claim``) is enough to wait."""
+        parts, logs, claims = self.partitions, self.hosted.logs, self._claims
+        found = None
         for key in keys:
             key = key[0], key[1]
-            if key not in parts:
-                plog = logs.get(key)
-                if plog is not None and plog.dormant and key[0] not in denied:
-                    dormant.append((key, plog))
-        self._waking.update(key for key, _ in dormant)
-        return dormant
+            if key in parts:
+                if claims and key in claims:
+                    found = found or []
+                continue
+            plog = logs.get(key)
+            if plog is None or key[0] in denied:
+                continue
+            if plog.dormant:
+                found = found or []
+                found.append((key, plog))
+            elif claims and key in claims:
+                found = found or []
+        return found
+
+    def claim(self, keys) -> None:
+        """Mark partitions a request waiting off the loop will use: until ``release``, a
+        request naming one waits too (``dormant_or_held``), and their state built on the
+        loop meanwhile is a woken log's (``get``)."""
+        claims = self._claims
+        for key in keys:
+            claims[key] = claims.get(key, 0) + 1
+
+    def release(self, keys) -> None:
+        claims = self._claims
+        for key in keys:
+            left = claims.pop(key) - 1
+            if left:
+                claims[key] = left
 
     @staticmethod
-    def wake(claimed: list) -> list[tuple[tuple[str, int], PartitionLog, ReplicaLog]]:
-        """In a worker thread: open each claimed log and build its replication state, the
-        storage work of a first use (files read, indexes mapped). A log that cannot be
-        opened is left out: the request's own use of it fails with its error code."""
+    def wake(dormant: list) -> list[tuple[tuple[str, int], PartitionLog, ReplicaLog]]:
+        """In a worker thread: open each of ``dormant_or_held``'s logs and build its
+        replication state, the storage work of a first use (files read, indexes mapped).
+        A log that cannot be opened is left out: the request's own use of it fails with
+        its error code."""
         woken = []
-        for key, plog in claimed:
+        for key, plog in dormant:
             try:
                 woken.append((key, plog, ReplicaLog(plog)))
             except Exception:  # noqa: BLE001 - the request's own use reports it
                 log.debug("%s-%d: not opened off the loop", *key, exc_info=True)
         return woken
 
-    def adopt(self, claimed: list, woken: list) -> None:
+    def adopt(self, woken: list) -> None:
         """On the loop, after ``wake``: give each woken log its partition state, unless a
-        request gave it one meanwhile (a produce does not wait for the thread) or the log
-        was replaced; and end the claims."""
+        request gave it one meanwhile or the log was replaced: that one stays."""
         logs, parts = self.hosted.logs, self.partitions
         for (topic, partition), plog, replica in woken:
             if (topic, partition) not in parts and logs.get((topic, partition)) is plog:
                 self._install(topic, partition, replica, announce=False)
-        self._waking.difference_update(key for key, _ in claimed)
 
     def get_all(self, keys) -> list[Partition | None]:
         """``get(topic, partition)`` of each ``(topic, partition, ...)`` in ``keys``, in one

@@ -1,8 +1,8 @@
-"""A read that names dormant logs (partitions unused since a clean restart) opens them in a
-worker thread, so the event loop goes on serving while a ListOffsets or Fetch over ten
-thousand of them opens each; a produce opens its log where it stands, so a connection's
-batches are appended in the order they were sent. Checked by the thread each log opened
-on, never timed."""
+"""A request that names dormant logs (partitions unused since a clean restart) opens them in
+a worker thread, so the event loop goes on serving while a ListOffsets, Fetch or Produce
+over ten thousand of them opens each; Produces still append in the order they came, and a
+read sees the writes sent before it. Checked by the thread each log opened on and by the
+order of what was written, never timed."""
 
 from __future__ import annotations
 
@@ -106,13 +106,42 @@ async def test_a_fetch_over_dormant_logs_opens_them_off_the_loop(tmp_path, opene
         broker.close()
 
 
-async def test_a_produce_opens_its_dormant_log_on_the_loop(tmp_path, opened_on):
-    """A produce that waited for a thread could be overtaken by the next one on the same
-    connection; it opens its log at once instead."""
+def produce_body(partition: int, values: list[bytes], acks: int = 1) -> dict:
+    return {"acks": acks, "timeout_ms": 1000, "topics": [{"topic": "c", "partitions": [
+        {"partition": partition, "records": batch(values)}]}]}
+
+
+async def test_pipelined_produces_over_dormant_logs_append_in_the_order_they_came(
+        tmp_path, opened_on):
+    """As a connection hands them over: each request's handler is called before the one
+    before it has appended (the connection makes a task of each). The logs open off the
+    loop; the batches land in arrival order, and a read sent after them sees them all."""
+    broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
+    handle = broker.dispatch
+    try:
+        pending = [handle[ApiKey.PRODUCE](produce_body(3, [b"x"])),   # opens 3
+                   handle[ApiKey.PRODUCE](produce_body(4, [b"y"])),   # opens 4
+                   handle[ApiKey.PRODUCE](produce_body(3, [b"z"])),   # waits for the first
+                   handle[ApiKey.FETCH](fetch_body([3, 4]))]          # waits for all three
+        answers_ = await asyncio.gather(*(asyncio.ensure_future(p) for p in reversed(pending)))
+        produced = [answers(a)[0]["base_offset"] for a in reversed(answers_[1:])]
+        assert produced == [2, 2, 3]
+        fetched = answers(answers_[0])
+        assert [[v for _, v in split_values(e["records"])] for e in fetched] == [
+            [b"a3", b"b3", b"x", b"z"], [b"a4", b"b4", b"y"]]
+        assert sorted(opened_on) == ["c-3", "c-4"]
+        assert threading.get_ident() not in opened_on.values()
+    finally:
+        await broker.replicas.stop()
+        broker.close()
+
+
+async def test_an_acks_0_produce_over_a_dormant_log_is_appended_unanswered(tmp_path):
     broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
     try:
-        assert (await produce(broker, 7, [b"c7"]))["base_offset"] == 2
-        assert opened_on == {"c-7": threading.get_ident()}
+        assert broker.dispatch[ApiKey.PRODUCE](produce_body(6, [b"quiet"], acks=0)) is None
+        fetched = answers(await call(broker, ApiKey.FETCH, fetch_body([6])))  # after it
+        assert [v for _, v in split_values(fetched[0]["records"])] == [b"a6", b"b6", b"quiet"]
     finally:
         await broker.replicas.stop()
         broker.close()
@@ -122,7 +151,8 @@ async def test_a_denied_topics_dormant_logs_are_not_opened(tmp_path):
     broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
     try:
         keys = [("c", p, 0) for p in range(LOGS)]
-        assert broker.replicas.claim_dormant(keys, frozenset({"c"})) == []
+        assert broker.replicas.dormant_or_held(keys, frozenset({"c"})) is None
+        assert len(broker.replicas.dormant_or_held(keys)) == LOGS
         assert all(plog.dormant for plog in broker.topics.logs.values())
     finally:
         await broker.replicas.stop()
@@ -135,11 +165,13 @@ async def test_a_read_racing_a_produce_keeps_the_produces_appends(tmp_path):
     broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
     try:
         replicas = broker.replicas
-        claimed = replicas.claim_dormant([("c", 2, 0)])
-        woken = replicas.wake(claimed)  # the worker thread's part
+        dormant = replicas.dormant_or_held([("c", 2, 0)])
+        replicas.claim([("c", 2)])  # a read's claim, then its thread's part:
+        woken = replicas.wake(dormant)
         assert (await produce(broker, 2, [b"c2"]))["base_offset"] == 2
         state = replicas.partitions["c", 2]
-        replicas.adopt(claimed, woken)
+        replicas.adopt(woken)
+        replicas.release([("c", 2)])
         assert replicas.partitions["c", 2] is state
         assert (await produce(broker, 2, [b"d2"]))["base_offset"] == 3
         fetched = answers(await call(broker, ApiKey.FETCH, fetch_body([2])))
@@ -169,6 +201,25 @@ async def test_logs_a_read_opened_need_no_fsync_at_their_first_write(tmp_path, m
         for partition in range(LOGS):
             assert (await produce(broker, partition, [b"c"]))["base_offset"] == 2
         assert len(synced) == LOGS
+    finally:
+        await broker.replicas.stop()
+        broker.close()
+
+
+async def test_a_produce_over_a_dormant_log_syncs_its_marker_off_the_loop(tmp_path,
+                                                                          monkeypatch):
+    """The marker's removal is durable before the first batch is written, as always; the
+    produce's worker thread makes it so, not the loop."""
+    broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
+    synced = []
+    real_sync = files.fsync_directory
+    monkeypatch.setattr(files, "fsync_directory",
+                        lambda path: (synced.append(threading.get_ident()), real_sync(path))[1])
+    try:
+        assert (await produce(broker, 9, [b"c9"]))["base_offset"] == 2
+        assert len(synced) == 1 and threading.get_ident() not in synced
+        assert (await produce(broker, 9, [b"d9"]))["base_offset"] == 3
+        assert len(synced) == 1
     finally:
         await broker.replicas.stop()
         broker.close()

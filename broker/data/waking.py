@@ -1,0 +1,122 @@
+"""Requests that name dormant logs: the logs are opened in a worker thread, not on the loop.
+
+Why: a single broker restarted after a clean stop leaves each log unopened (dormant) until
+its first use, and opening one reads its files and maps its indexes. The first ListOffsets
+over ten thousand of them, or the first Produce a producer sends after the restart, did
+that on the event loop for seconds, and every connection waited. Here the request waits
+instead, while the loop serves everyone else.
+
+What must not change is the order writes land in. A connection's Produce requests append
+in the order they were sent (an idempotent producer's sequence numbers depend on it), so a
+Produce that waits (``ProduceTurns``) holds every partition it names (the replica manager's
+claims) until it has appended: a later Produce naming one of them waits too, and deferred
+Produces append one after another in arrival order, whichever's logs opened first. A read
+(Fetch, ListOffsets) changes nothing; it waits for the logs it names and for the Produces
+deferred before it, so a connection still reads its own earlier writes.
+
+The first write to a woken log makes its marker's removal durable first (``storage/log.py``);
+a Produce's thread does that beside the opening (one ``syncfs`` for many), a read's logs get
+it in the background after the answer (``sync_marker_removals``), so neither leaves an fsync
+a partition to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Callable
+
+from ..replication.manager import ReplicaManager
+from ..storage.log import sync_marker_removals
+
+
+def _woken_logs(woken: list) -> list:
+    return [plog for _, plog, _ in woken]
+
+
+def _wake_for_writes(replicas: ReplicaManager, dormant: list) -> list:
+    """In a worker thread: open the logs and make their markers' removals durable, so the
+    appends that follow on the loop sync nothing."""
+    woken = replicas.wake(dormant)
+    sync_marker_removals(_woken_logs(woken))
+    return woken
+
+
+async def _opened(replicas: ReplicaManager, dormant: list, for_writes: bool) -> list:
+    """Open ``dormant`` (``(key, log)`` pairs) in a worker thread, holding their partitions
+    meanwhile, and give them their partition state on the loop; the woken ones."""
+    keys = [key for key, _ in dormant]
+    replicas.claim(keys)
+    woken = []
+    try:
+        if for_writes:
+            woken = await asyncio.to_thread(_wake_for_writes, replicas, dormant)
+        else:
+            woken = await asyncio.to_thread(replicas.wake, dormant)
+    finally:
+        replicas.adopt(woken)
+        replicas.release(keys)
+    return woken
+
+
+async def _settled(result):
+    return (await result) if inspect.isawaitable(result) else result
+
+
+class ProduceTurns:
+    """The broker's Produce requests waiting off the loop, in arrival order: each waits for
+    the one before it (``tail``) before it appends."""
+
+    def __init__(self) -> None:
+        self.tail: asyncio.Future | None = None
+        self._unanswered: set[asyncio.Task] = set()  # acks = 0: nobody awaits them
+
+    def defer(self, replicas: ReplicaManager, keys: list, dormant: list,
+              append: Callable[[], object], answered: bool):
+        """Run ``append()`` (the Produce itself) once the ``dormant`` logs are open and every
+        Produce deferred before it has appended; ``keys`` are the partitions it names, held
+        until then. Returns the awaitable of its results, or None when nobody will await
+        it (acks = 0: it runs as a task)."""
+        loop = asyncio.get_running_loop()
+        before, turn = self.tail, loop.create_future()
+        self.tail = turn
+        replicas.claim(keys)
+        waiting = self._in_turn(replicas, keys, dormant, before, turn, append)
+        if answered:
+            return waiting
+        task = loop.create_task(waiting)
+        self._unanswered.add(task)
+        task.add_done_callback(self._unanswered.discard)
+        return None
+
+    async def _in_turn(self, replicas: ReplicaManager, keys: list, dormant: list,
+                       before: asyncio.Future | None, turn: asyncio.Future,
+                       append: Callable[[], object]):
+        try:
+            if dormant:
+                await _opened(replicas, dormant, for_writes=True)
+            if before is not None:
+                await asyncio.shield(before)  # a cancelled Produce does not cut the line
+            result = append()
+        finally:
+            replicas.release(keys)
+            turn.set_result(None)
+            if self.tail is turn:
+                self.tail = None
+        return await _settled(result)
+
+
+async def read_after_waking(replicas: ReplicaManager, turns: ProduceTurns, dormant: list,
+                            answer: Callable[[], object]):
+    """``answer()`` (awaited if it is an awaitable) once the ``dormant`` logs a read names
+    are open and the Produces deferred before it have appended. The logs' marker removals
+    are then made durable in the background, ahead of their first writes."""
+    before = turns.tail
+    if dormant:
+        woken = await _opened(replicas, dormant, for_writes=False)
+        if woken:  # not waited for: the read's answer does not depend on it
+            asyncio.get_running_loop().run_in_executor(None, sync_marker_removals,
+                                                       _woken_logs(woken))
+    if before is not None:
+        await asyncio.shield(before)
+    return await _settled(answer())
