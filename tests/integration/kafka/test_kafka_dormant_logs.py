@@ -1,12 +1,15 @@
-"""After a clean restart every partition's log is dormant; the first reads of them, from
+"""After a clean restart every partition's log is dormant; the first requests for them, from
 Kafka's clients on the Kafka port and from tslog's own on its port, are answered as before
-the restart while a worker thread opens the logs (``ReplicaManager.wake``). The clients are
-kafka-python and confluent-kafka, none of them written here."""
+the restart while a worker thread opens the logs (``broker/data/waking.py``): lookups and
+reads, and an idempotent producer pipelining over every partition, whose batches must still
+land in the order it sent them. The clients are kafka-python and confluent-kafka, none of
+them written here."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
@@ -69,3 +72,38 @@ def test_one_native_list_offsets_over_every_dormant_partition(restarted):
     found = answer["topics"][0]["partitions"]
     assert [(e["partition"], e["error_code"], e["offset"]) for e in found] == [
         (p, 0, 2) for p in range(PARTITIONS)]
+
+
+def test_an_idempotent_producer_over_every_dormant_partition_keeps_its_order(restarted):
+    """librdkafka with 5 requests in flight, each naming many partitions whose logs open
+    in a worker thread: every record is acknowledged once, none is refused as out of
+    order, and each partition holds its records in the order sent."""
+    broker, topic = restarted
+    errors, delivered = [], []
+    producer = ConfluentProducer({
+        "bootstrap.servers": broker.kafka, "enable.idempotence": True, "acks": "all",
+        "max.in.flight.requests.per.connection": 5, "linger.ms": 2,
+        "error_cb": lambda err: errors.append(err)})
+    count = 40 * PARTITIONS
+    for i in range(count):
+        producer.produce(topic, b"%d" % i, partition=i % PARTITIONS,
+                         on_delivery=lambda err, msg: errors.append(err) if err
+                         else delivered.append(msg.offset()))
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    assert errors == [] and len(delivered) == count
+    kafka_python = KafkaConsumer(bootstrap_servers=broker.kafka)
+    try:
+        for partition in range(PARTITIONS):
+            tp = KTopicPartition(topic, partition)
+            kafka_python.assign([tp])
+            kafka_python.seek(tp, 0)
+            values = []
+            for _ in range(20):
+                if len(values) >= 42:
+                    break
+                values += [r.value for r in kafka_python.poll(timeout_ms=1_000).get(tp, [])]
+            assert values == [b"a", b"b"] + [b"%d" % i for i in range(partition, count,
+                                                                      PARTITIONS)]
+    finally:
+        kafka_python.close()
