@@ -75,19 +75,32 @@ class ProduceTurns:
               append: Callable[[], object], answered: bool):
         """Run ``append()`` (the Produce itself) once the ``dormant`` logs are open and every
         Produce deferred before it has appended; ``keys`` are the partitions it names, held
-        until then. Returns the awaitable of its results, or None when nobody will await
-        it (acks = 0: it runs as a task)."""
+        until then. Returns the task whose result is its results, or None when nobody will
+        await it (acks = 0).
+
+        A task of its own, ended by a callback as well as by itself: a coroutine cancelled
+        before its first step runs none of its code, and a turn it left open would hold up
+        every Produce after it."""
         loop = asyncio.get_running_loop()
         before, turn = self.tail, loop.create_future()
         self.tail = turn
         replicas.claim(keys)
-        waiting = self._in_turn(replicas, keys, dormant, before, turn, append)
+        task = loop.create_task(self._in_turn(replicas, keys, dormant, before, turn, append))
+        task.add_done_callback(lambda _: self._end(replicas, keys, turn))
         if answered:
-            return waiting
-        task = loop.create_task(waiting)
+            return task
         self._unanswered.add(task)
         task.add_done_callback(self._unanswered.discard)
         return None
+
+    def _end(self, replicas: ReplicaManager, keys: list, turn: asyncio.Future) -> None:
+        """Release the Produce's partitions and let the next one append (once)."""
+        if turn.done():
+            return
+        replicas.release(keys)
+        turn.set_result(None)
+        if self.tail is turn:
+            self.tail = None
 
     async def _in_turn(self, replicas: ReplicaManager, keys: list, dormant: list,
                        before: asyncio.Future | None, turn: asyncio.Future,
@@ -99,10 +112,7 @@ class ProduceTurns:
                 await asyncio.shield(before)  # a cancelled Produce does not cut the line
             result = append()
         finally:
-            replicas.release(keys)
-            turn.set_result(None)
-            if self.tail is turn:
-                self.tail = None
+            self._end(replicas, keys, turn)
         return await _settled(result)
 
 

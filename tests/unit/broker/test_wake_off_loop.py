@@ -223,3 +223,21 @@ async def test_a_produce_over_a_dormant_log_syncs_its_marker_off_the_loop(tmp_pa
     finally:
         await broker.replicas.stop()
         broker.close()
+
+
+async def test_a_waiting_produce_cancelled_before_it_ran_holds_up_no_later_one(tmp_path):
+    """A connection closed at once cancels its request's task before its first step; the
+    Produces deferred after it still get their turn."""
+    broker = await restarted_cleanly(BrokerConfig(data_dir=str(tmp_path / "data")))
+    try:
+        first = asyncio.ensure_future(broker.dispatch[ApiKey.PRODUCE](produce_body(3, [b"x"])))
+        first.cancel()
+        second = broker.dispatch[ApiKey.PRODUCE](produce_body(3, [b"z"]))
+        answer = await asyncio.wait_for(second, 10)
+        assert answers(answer)[0]["error_code"] == 0
+        fetched = answers(await call(broker, ApiKey.FETCH, fetch_body([3])))
+        assert [v for _, v in split_values(fetched[0]["records"])][-1] == b"z"
+        assert broker.replicas.dormant_or_held([("c", 3, 0)]) is None  # nothing held
+    finally:
+        await broker.replicas.stop()
+        broker.close()
