@@ -45,7 +45,7 @@ from .requests import (
     MetadataRequest,
     ProduceRequest,
 )
-from .waking import ProduceTurns, read_after_waking
+from .waking import DormantWaits
 
 log = logging.getLogger("tslog.broker.handlers")
 
@@ -90,7 +90,7 @@ def produce(service: DataService, request: ProduceRequest,
     for acks 1, nothing for acks 0, and for acks -1 an awaitable of the results that waits
     for what each partition needs (``_acknowledge_all``). A request naming a dormant log
     (or a partition an earlier such request holds) appends in its turn, once the logs are
-    open (``waking.ProduceTurns``; ``woken``: that turn came)."""
+    open (``waking.DormantWaits``; ``woken``: that turn came)."""
     path = service.path
     acks = request.acks
     if not woken:
@@ -98,9 +98,9 @@ def produce(service: DataService, request: ProduceRequest,
         if dormant is not None:
             keys = [(topic, partition) for topic, partition, _ in request.partitions
                     if topic not in denied]
-            return service.turns.defer(path.replicas, keys, dormant,
-                                       lambda: produce(service, request, denied, True),
-                                       answered=acks != 0)
+            return service.waits.defer_produce(
+                path.replicas, keys, dormant, lambda: produce(service, request, denied, True),
+                answered=acks != 0)
     durable: list[tuple[Appended, PartitionLog]] = []  # to fsync before answering
     replicated: list[tuple[Appended, Partition, int]] = []  # (result, partition, end offset)
     results = []
@@ -304,14 +304,14 @@ def fetch(service: DataService, request: FetchRequest, denied: frozenset = NOTHI
           woken: bool = False):
     """The partitions' records now, or an awaitable of them once ``min_bytes`` are there
     or ``max_wait_ms`` passed (a long poll), or once the dormant logs it names are open
-    (``waking.read_after_waking``; ``woken``: they were, and one that failed to open
-    fails here)."""
+    (``waking.DormantWaits``; ``woken``: they were, and one that failed to open fails
+    here)."""
     path = service.path
     if not woken:
         dormant = path.replicas.dormant_or_held(request.partitions, denied)
         if dormant is not None:
-            return read_after_waking(path.replicas, service.turns, dormant,
-                                     lambda: fetch(service, request, denied, True))
+            return service.waits.read_after(path.replicas, dormant,
+                                            lambda: fetch(service, request, denied, True))
     plan = _fetch_plan(path, request, denied)
     results, total, errors = _read_plan(path, request, plan, denied)
     if total >= request.min_bytes or errors or request.max_wait_ms == 0:
@@ -383,13 +383,13 @@ def list_offsets(service: DataService, request: ListOffsetsRequest,
     ISR reads its high watermark as the log end (``Partition.high_watermark``, inline), and
     the lookups are timed and counted for the metrics once for the request, not once each.
     A request naming dormant logs is answered once they are open
-    (``waking.read_after_waking``; ``woken``: they were)."""
+    (``waking.DormantWaits``; ``woken``: they were)."""
     path = service.path
     if not woken:
         dormant = path.replicas.dormant_or_held(request.queries, denied)
         if dormant is not None:
-            return read_after_waking(path.replicas, service.turns, dormant,
-                                     lambda: list_offsets(service, request, denied, True))
+            return service.waits.read_after(
+                path.replicas, dormant, lambda: list_offsets(service, request, denied, True))
     queries = request.queries
     replica = request.replica_id >= 0
     index = request.timestamp_type
@@ -441,13 +441,13 @@ class DataService:
     denied)``), not wrappers around them: the service is on every request's path, and a
     wrapper would be one more call each."""
 
-    __slots__ = ("path", "lists", "cluster", "turns")
+    __slots__ = ("path", "lists", "cluster", "waits")
 
     def __init__(self, path: DataPath, lists: PartitionLists, cluster: ClusterView) -> None:
         self.path = path
         self.lists = lists  # Metadata's kept partition lists
         self.cluster = cluster  # the partitions' leaders and where each broker listens
-        self.turns = ProduceTurns()  # Produces waiting for dormant logs, in arrival order
+        self.waits = DormantWaits()  # requests waiting for dormant logs to open
 
     produce = produce
     fetch = fetch

@@ -8,22 +8,23 @@ instead, while the loop serves everyone else.
 
 What must not change is the order writes land in. A connection's Produce requests append
 in the order they were sent (an idempotent producer's sequence numbers depend on it), so a
-Produce that waits (``ProduceTurns``) holds every partition it names (the replica manager's
+Produce that waits (``DormantWaits``) holds every partition it names (the replica manager's
 claims) until it has appended: a later Produce naming one of them waits too, and deferred
 Produces append one after another in arrival order, whichever's logs opened first. A read
 (Fetch, ListOffsets) changes nothing; it waits for the logs it names and for the Produces
 deferred before it, so a connection still reads its own earlier writes.
 
 The first write to a woken log makes its marker's removal durable first (``storage/log.py``);
-a Produce's thread does that beside the opening (one ``syncfs`` for many), a read's logs get
-it in the background after the answer (``sync_marker_removals``), so neither leaves an fsync
-a partition to the loop.
+for a Produce the opening thread does that beside the opening (one ``syncfs`` for many), for
+a read's logs after the answer (``sync_marker_removals``), so neither leaves an fsync a
+partition to the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..replication.manager import ReplicaManager
@@ -35,27 +36,10 @@ def _woken_logs(woken: list) -> list:
 
 
 def _wake_for_writes(replicas: ReplicaManager, dormant: list) -> list:
-    """In a worker thread: open the logs and make their markers' removals durable, so the
-    appends that follow on the loop sync nothing."""
+    """Open the logs and make their markers' removals durable, so the appends that follow
+    on the loop sync nothing."""
     woken = replicas.wake(dormant)
     sync_marker_removals(_woken_logs(woken))
-    return woken
-
-
-async def _opened(replicas: ReplicaManager, dormant: list, for_writes: bool) -> list:
-    """Open ``dormant`` (``(key, log)`` pairs) in a worker thread, holding their partitions
-    meanwhile, and give them their partition state on the loop; the woken ones."""
-    keys = [key for key, _ in dormant]
-    replicas.claim(keys)
-    woken = []
-    try:
-        if for_writes:
-            woken = await asyncio.to_thread(_wake_for_writes, replicas, dormant)
-        else:
-            woken = await asyncio.to_thread(replicas.wake, dormant)
-    finally:
-        replicas.adopt(woken)
-        replicas.release(keys)
     return woken
 
 
@@ -63,16 +47,41 @@ async def _settled(result):
     return (await result) if inspect.isawaitable(result) else result
 
 
-class ProduceTurns:
-    """The broker's Produce requests waiting off the loop, in arrival order: each waits for
-    the one before it (``tail``) before it appends."""
+class DormantWaits:
+    """The broker's requests waiting for dormant logs: one thread opens them, one request's
+    logs after another (opening is Python and small reads: threads side by side only
+    contend for Python's lock, and took longer), and the Produces among them append in
+    arrival order, each after the one before it (``tail``)."""
 
     def __init__(self) -> None:
         self.tail: asyncio.Future | None = None
         self._unanswered: set[asyncio.Task] = set()  # acks = 0: nobody awaits them
+        self._opener = ThreadPoolExecutor(1, thread_name_prefix="tslog-open-dormant")
 
-    def defer(self, replicas: ReplicaManager, keys: list, dormant: list,
-              append: Callable[[], object], answered: bool):
+    async def _opened(self, replicas: ReplicaManager, dormant: list, for_writes: bool
+                      ) -> list:
+        """Open ``dormant`` (``(key, log)`` pairs) in the opening thread, holding their
+        partitions meanwhile, and give them their partition state on the loop; the woken
+        ones."""
+        keys = [key for key, _ in dormant]
+        replicas.claim(keys)
+        woken = []
+        try:
+            loop = asyncio.get_running_loop()
+            if for_writes:
+                woken = await loop.run_in_executor(self._opener, _wake_for_writes, replicas,
+                                                   dormant)
+            else:
+                woken = await loop.run_in_executor(self._opener, replicas.wake, dormant)
+        finally:
+            replicas.adopt(woken)
+            replicas.release(keys)
+        return woken
+
+    # -- produce ---------------------------------------------------------------------------
+
+    def defer_produce(self, replicas: ReplicaManager, keys: list, dormant: list,
+                      append: Callable[[], object], answered: bool):
         """Run ``append()`` (the Produce itself) once the ``dormant`` logs are open and every
         Produce deferred before it has appended; ``keys`` are the partitions it names, held
         until then. Returns the task whose result is its results, or None when nobody will
@@ -107,7 +116,7 @@ class ProduceTurns:
                        append: Callable[[], object]):
         try:
             if dormant:
-                await _opened(replicas, dormant, for_writes=True)
+                await self._opened(replicas, dormant, for_writes=True)
             if before is not None:
                 await asyncio.shield(before)  # a cancelled Produce does not cut the line
             result = append()
@@ -115,18 +124,18 @@ class ProduceTurns:
             self._end(replicas, keys, turn)
         return await _settled(result)
 
+    # -- reads -----------------------------------------------------------------------------
 
-async def read_after_waking(replicas: ReplicaManager, turns: ProduceTurns, dormant: list,
-                            answer: Callable[[], object]):
-    """``answer()`` (awaited if it is an awaitable) once the ``dormant`` logs a read names
-    are open and the Produces deferred before it have appended. The logs' marker removals
-    are then made durable in the background, ahead of their first writes."""
-    before = turns.tail
-    if dormant:
-        woken = await _opened(replicas, dormant, for_writes=False)
-        if woken:  # not waited for: the read's answer does not depend on it
-            asyncio.get_running_loop().run_in_executor(None, sync_marker_removals,
-                                                       _woken_logs(woken))
-    if before is not None:
-        await asyncio.shield(before)
-    return await _settled(answer())
+    async def read_after(self, replicas: ReplicaManager, dormant: list,
+                         answer: Callable[[], object]):
+        """``answer()`` (awaited if it is an awaitable) once the ``dormant`` logs a read
+        names are open and the Produces deferred before it have appended. The logs' marker
+        removals are then made durable in the opening thread, after the answer is sent."""
+        before = self.tail
+        if dormant:
+            woken = await self._opened(replicas, dormant, for_writes=False)
+            if woken:  # not waited for: the read's answer does not depend on it
+                self._opener.submit(sync_marker_removals, _woken_logs(woken))
+        if before is not None:
+            await asyncio.shield(before)
+        return await _settled(answer())

@@ -26,7 +26,8 @@ def test_bench_partitions_quick_prints_every_figure(tmp_path):
                    "one Metadata for every partition (ms, to its last byte)",
                    "one ListOffsets by time for every partition (ms, to its last byte)",
                    "round-robin / one partition",
-                   "meanwhile, another connection's slowest ApiVersions round trip (ms)"):
+                   "meanwhile, another connection's slowest ApiVersions round trip (ms)",
+                   "produce round-robin right after a clean restart: opens every log"):
         assert figure in result.stdout, result.stdout
     assert result.stdout.count("the same with this client's msgpack decode of it (ms)") == 2
     assert "2 topics x 50 partitions = 100" in result.stdout
