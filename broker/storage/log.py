@@ -639,9 +639,11 @@ def sync_marker_removals(logs: list[PartitionLog]) -> None:
     on the caller's (worker) thread: otherwise each first write fsyncs its directory where
     it runs, and a produce over thousands of partitions after a restart waits for thousands
     of fsyncs. For ``MANY_MARKERS`` or more, one ``syncfs`` covers them all (a freshly
-    woken broker has little else unwritten); fewer get an fsync each. A failure leaves a
-    log's to its first write, which reports it."""
-    pending = [plog for plog in logs if plog._marker_unsynced and not plog.closed]
+    woken broker has little else unwritten); fewer get an fsync each. A log not woken yet
+    is left alone (its marker is still there). A failure leaves a log's to its first write,
+    which reports it."""
+    pending = [plog for plog in logs
+               if plog._marker_unsynced and not plog.dormant and not plog.closed]
     if len(pending) >= MANY_MARKERS:
         try:
             files.sync_filesystem(pending[0].directory)
