@@ -375,8 +375,9 @@ def _hosted_but_denied(path: DataPath, queries: list, denied: frozenset
 
 def list_offsets(service: DataService, request: ListOffsetsRequest,
                  denied: frozenset = NOTHING_DENIED, woken: bool = False):
-    """Each query's answer (a list of ``FoundOffset``, or an awaitable of it). Consumers see only what is below the high watermark (an
-    uncommitted match answers "none", as Kafka does); replicas see the log end.
+    """Each query's answer (a list of ``FoundOffset``, or an awaitable of it). Consumers
+    see only what is below the high watermark (an uncommitted match answers "none", as
+    Kafka does); replicas see the log end.
 
     The per-partition work is the log's own lookup and a few attribute reads: the
     partitions are found in one call (``ReplicaManager.get_all``), a leader alone in its
