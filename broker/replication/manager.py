@@ -369,7 +369,11 @@ class ReplicaManager:
     def follower_fetched(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
         """Leader side of a follower's Fetch: its LEO, maybe the HW, maybe an ISR rejoin."""
         high_watermark = part.high_watermark
-        if part.record_follower_fetch(replica_id, fetch_offset, self.now_ms()):
+        if (part.record_follower_fetch(replica_id, fetch_offset, self.now_ms())
+                and replica_id in self.view.brokers()):
+            # Only a registered broker rejoins: the controller drops one it counts as dead
+            # at once, and each of the two undoing the other's change kept a proposal in
+            # flight, which an etcd outage then turned into a fenced leader.
             self._propose(part, part.isr | {replica_id}, f"replica {replica_id} caught up")
         if part.high_watermark != high_watermark:
             self.notify(part.log)

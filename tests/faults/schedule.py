@@ -84,15 +84,20 @@ class Schedule:
             print(self.notes[-1], flush=True)
 
     def check(self, acknowledged: dict) -> int:
-        """Recover, then run the ledger's checks against the leader (again if it moves)."""
-        for _ in range(10):
+        """Recover, then run the ledger's checks against the leader (again if it moves or
+        refuses, within ``RECOVERY_S`` like every other wait here: a leader that fenced
+        itself in the fault answers NOT_LEADER_OR_FOLLOWER until the cluster elects again,
+        which takes a session timeout, not ten quick tries)."""
+        deadline = time.monotonic() + RECOVERY_S
+        while True:
             self.recover()
             try:
                 with self.cluster.wire(self.leader().leader) as wire:
                     return self.ledger.check(wire, acknowledged)
             except LeaderMoved:
-                continue
-        raise AssertionError("the leader kept moving after the fault was healed")
+                if time.monotonic() > deadline:
+                    raise AssertionError("the leader kept moving after the fault was healed")
+                time.sleep(0.2)
 
     def recover(self) -> None:
         """Every broker running and resumed, a leader, a full ISR."""

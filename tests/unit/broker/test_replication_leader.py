@@ -32,8 +32,9 @@ def first(response):
 
 @pytest.fixture
 async def cluster(make_broker):
-    """Broker 0 with topic t (1 partition) led by it in epoch 1, ISR {0, 1, 2}."""
-    view = MemoryClusterView(0)
+    """Broker 0 with topic t (1 partition) led by it in epoch 1, ISR {0, 1, 2}; brokers 1
+    and 2 registered (live)."""
+    view = MemoryClusterView(0, {n: ("127.0.0.1", n + 1) for n in range(3)})
     broker = make_broker(cluster=view)
     body = {"topics": [{"topic": "t", "partitions": 1, "replication_factor": 1,
                         "configs": {"replica.lag.time.max.ms": "1000"}}], "timeout_ms": 1000}
@@ -205,6 +206,26 @@ async def test_a_lagging_follower_leaves_the_isr_and_rejoins_when_caught_up(clus
     await asyncio.sleep(0.05)
     assert view.states["t", 0].isr == (0, 1)
     assert (await fetch(broker, 0))["high_watermark"] == 1  # HW moves without replica 2
+    await fetch(broker, 1, replica_id=2)
+    await asyncio.sleep(0.05)
+    assert view.states["t", 0].isr == (0, 1, 2)
+
+
+async def test_a_caught_up_follower_the_view_counts_as_dead_does_not_rejoin(cluster):
+    """The controller drops an unregistered broker from the ISR at once; a leader adding it
+    back each time it fetches kept the two undoing each other, a proposal always in flight."""
+    broker, view = cluster
+    await produce(broker, batch([b"a"]))
+    broker.clock.offset_ms += 2000
+    await fetch(broker, 1, replica_id=1)
+    broker.replicas.check_isr(broker.clock.now_ms())
+    await asyncio.sleep(0.05)
+    assert view.states["t", 0].isr == (0, 1)
+    del view.addresses[2]  # its session ended: not registered
+    await fetch(broker, 1, replica_id=2)
+    await asyncio.sleep(0.05)
+    assert view.states["t", 0].isr == (0, 1)
+    view.addresses[2] = ("127.0.0.1", 3)  # registered again
     await fetch(broker, 1, replica_id=2)
     await asyncio.sleep(0.05)
     assert view.states["t", 0].isr == (0, 1, 2)
