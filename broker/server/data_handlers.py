@@ -35,6 +35,11 @@ def _denied_body(denied: RequestDenied) -> dict:
 # a tuple subclass costs several plain tuples).
 
 
+async def _answer_later(build, body: dict, results) -> dict:
+    """``build(body, results)`` once the service's awaitable of the results is done."""
+    return build(body, await results)
+
+
 # ------------------------------------------------------------------------------------ produce
 
 
@@ -49,11 +54,7 @@ def handle_produce(data, body: dict):
         return None
     if type(results) is list:
         return _produce_body(body, results)
-    return _produce_later(body, results)
-
-
-async def _produce_later(body: dict, results) -> dict:
-    return _produce_body(body, await results)
+    return _answer_later(_produce_body, body, results)
 
 
 def _produce_body(body: dict, results) -> dict:
@@ -90,11 +91,7 @@ def handle_fetch(data, body: dict):
         return _fetch_body(body, results)
     if type(results) is RequestDenied:
         return _denied_body(results)
-    return _fetch_later(body, results)
-
-
-async def _fetch_later(body: dict, results) -> dict:
-    return _fetch_body(body, await results)
+    return _answer_later(_fetch_body, body, results)
 
 
 def _fetch_body(body: dict, results: list) -> dict:
@@ -124,11 +121,7 @@ def handle_list_offsets(data, body: dict):
         body["replica_id"], body["timestamp_type"], queries)))
     if type(results) is list:
         return _list_offsets_body(body, results)
-    return _list_offsets_later(body, results)
-
-
-async def _list_offsets_later(body: dict, results) -> dict:
-    return _list_offsets_body(body, await results)
+    return _answer_later(_list_offsets_body, body, results)
 
 
 def _list_offsets_body(body: dict, results: list) -> dict:
