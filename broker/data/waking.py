@@ -60,11 +60,9 @@ class DormantWaits:
 
     async def _opened(self, replicas: ReplicaManager, dormant: list, for_writes: bool
                       ) -> list:
-        """Open ``dormant`` (``(key, log)`` pairs) in the opening thread, holding their
-        partitions meanwhile, and give them their partition state on the loop; the woken
+        """Open ``dormant`` (``(key, log)`` pairs, their partitions claimed by the caller) in
+        the opening thread, and give them their partition state on the loop; the woken
         ones."""
-        keys = [key for key, _ in dormant]
-        replicas.claim(keys)
         woken = []
         try:
             loop = asyncio.get_running_loop()
@@ -75,7 +73,6 @@ class DormantWaits:
                 woken = await loop.run_in_executor(self._opener, replicas.wake, dormant)
         finally:
             replicas.adopt(woken)
-            replicas.release(keys)
         return woken
 
     # -- produce ---------------------------------------------------------------------------
@@ -133,7 +130,12 @@ class DormantWaits:
         removals are then made durable in the opening thread, after the answer is sent."""
         before = self.tail
         if dormant:
-            woken = await self._opened(replicas, dormant, for_writes=False)
+            keys = [key for key, _ in dormant]
+            replicas.claim(keys)  # held while they open (a Produce naming one waits)
+            try:
+                woken = await self._opened(replicas, dormant, for_writes=False)
+            finally:
+                replicas.release(keys)
             if woken:  # not waited for: the read's answer does not depend on it
                 self._opener.submit(sync_marker_removals, _woken_logs(woken))
         if before is not None:
