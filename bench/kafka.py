@@ -17,6 +17,9 @@ RSS taken idle), then alternates the two in every run:
   fsync. Labelled so: tslog does strictly more.
 - produce, durable on both: the Kafka topic with ``flush.messages=1`` (an fsync per append
   before the answer) against tslog's acks=all (group commit), like for like.
+- produce 1-record batches (a latency-sensitive producer's, linger 0), acks=1: the raw
+  Kafka protocol with one record per batch and request, 8 requests in flight, against both
+  (``--records`` / 20 requests); tslog's raw path the same on its port.
 - consume from a time: ``kafka-consumer-perf-test`` (from the start, the first record's time:
   the tool takes no time), confluent-kafka ``offsets_for_times`` then consume, against both;
   tslog's Consumer ``seek_to_timestamp`` then ``poll`` and ``poll_batches`` on its port.
@@ -52,6 +55,7 @@ from tests.helpers import kafka_reference as ref  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
 
 ACKS1, DEFAULT, DURABLE = "produce acks=1", "produce acks=all, default", "produce durable"
+SMALL = "produce 1-record batches"
 SHORT = {ACKS1: "acks=1", DEFAULT: "acks=all", DURABLE: "durable"}
 CONSUME = "consume from a time"
 NOTES = [
@@ -119,6 +123,11 @@ def produce_rows(run: int, name: str, bootstrap: str, pid: int, records: int,
         seconds = raw_kafka.produce(bootstrap, f"raw-{tag}", records // 1000,
                                     1 if acks == "1" else -1)
         add(group, "raw Kafka protocol, 1000 per batch", name, records // 1000 * 1000 / seconds)
+    clients.create_topic(bootstrap, f"small-{run}")
+    small = max(50, records // 20)
+    raw_kafka.produce(bootstrap, f"small-{run}", max(50, small // 10), 1, records=1)  # warm
+    seconds = raw_kafka.produce(bootstrap, f"small-{run}", small, 1, records=1)
+    add(SMALL, "raw Kafka protocol, 1 per batch, 8 in flight", name, small / seconds)
 
 
 def one_run(run: int, args, kafka, tslog, tslog_kafka: str, figures: dict) -> None:
@@ -150,6 +159,10 @@ def one_run(run: int, args, kafka, tslog, tslog_kafka: str, figures: dict) -> No
                 add(group, "tslog raw, native port", name, value)
                 if acks == -1:
                     add(DURABLE, "tslog raw, native port", name, value)
+            clients.create_topic(tslog_kafka, f"small-native-{run}")
+            add(SMALL, "tslog raw, native port, 8 in flight", name,
+                clients.tslog_produce_small_raw(tslog.port, f"small-native-{run}",
+                                                max(50, args.records // 20)))
             clients.create_topic(tslog_kafka, f"client-{run}")
             add(ACKS1, "tslog Producer.send_batch, native port", name,
                 clients.tslog_produce_client(native, f"client-{run}", args.records, 1))

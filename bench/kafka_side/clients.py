@@ -144,6 +144,16 @@ def tslog_produce_raw(native_port: int, topic: str, records: int, acks: int) -> 
     return records // 1000 * 1000 / seconds
 
 
+def tslog_produce_small_raw(native_port: int, topic: str, batches: int) -> float:
+    """tslog's raw path with batches of one record, 8 in flight, acks=1; records/s."""
+    from bench.broker_bench.produce import produce_raw
+    from tslog.protocol.records import build_batch
+    batch = build_batch([VALUE], create_times=int(time.time() * 1000))
+    produce_raw(native_port, topic, max(50, batches // 10), 1, 8, batch)  # warm
+    seconds, _ = produce_raw(native_port, topic, batches, 1, 8, batch)
+    return batches / seconds
+
+
 def tslog_produce_client(native: str, topic: str, records: int, acks) -> float:
     """tslog's Producer, ``send_batch`` of 1000 values per call."""
     from tslog.client import Producer

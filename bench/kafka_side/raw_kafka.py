@@ -38,14 +38,15 @@ def read_exact(sock: socket.socket, count: int) -> bytes:
     return bytes(buffer)
 
 
-def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int = 8) -> float:
-    """Produce v9 of ``batches`` copies of one pre-built RecordBatch v2 of 1000 records of
-    100 bytes (CreateTime now), ``window`` requests in flight. Seconds."""
+def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int = 8,
+            records: int = BATCH_RECORDS) -> float:
+    """Produce v9 of ``batches`` copies of one pre-built RecordBatch v2 of ``records``
+    records of 100 bytes (CreateTime now), ``window`` requests in flight. Seconds."""
     from tslog.protocol.kafka import decode_response, encode_request
     from tslog.protocol.kafka.record_batch import encode_batch
 
     now = int(time.time() * 1000)
-    batch = encode_batch([VALUE] * BATCH_RECORDS, None, now)
+    batch = encode_batch([VALUE] * records, None, now)
     frames = []
     for n in range(batches):
         data = encode_request(0, 9, n, "bench", {

@@ -18,6 +18,8 @@ LOOKUP = ("raw Kafka ListOffsets loop", "confluent-kafka offsets_for_times",
 ROWS = {
     *(("produce acks=1", path) for path in PRODUCE),
     ("produce acks=1", "tslog Producer.send_batch, native port"),
+    ("produce 1-record batches", "raw Kafka protocol, 1 per batch, 8 in flight"),
+    ("produce 1-record batches", "tslog raw, native port, 8 in flight"),
     *(("produce acks=all, default", path) for path in PRODUCE),
     *(("produce durable", path) for path in PRODUCE),
     *(("consume from a time", path) for path in (

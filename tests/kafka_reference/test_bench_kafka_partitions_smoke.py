@@ -1,0 +1,37 @@
+"""``bench/kafka_partitions.py`` still runs end to end beside Apache Kafka: one run at a
+tiny size; the table's shape is asserted (every row, a figure for each broker that has
+it), never a figure."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "kafka_partitions.py"
+BOTH = ("create the topics", "one Metadata", "one lookup by time",
+        "produce to one partition, confluent",
+        "produce round-robin over every partition, confluent",
+        "round-robin / one partition, confluent")
+TSLOG_ONLY = ("produce to one partition, tslog", "produce round-robin over every partition, tslog",
+              "round-robin / one partition, tslog")
+
+
+@pytest.mark.kafka_reference
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_kafka_partitions_bench_prints_every_row():
+    done = subprocess.run([sys.executable, str(BENCH), "--topics", "2", "--partitions", "20",
+                           "--runs", "1", "--records", "500"],
+                          capture_output=True, text=True, timeout=800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = {cells[0]: cells[1:] for cells in (
+        [cell.strip() for cell in line.split("|")[1:-1]]
+        for line in done.stdout.splitlines() if line.startswith("|"))}
+    assert "2 topics x 20 partitions = 40" in done.stdout
+    for start in BOTH + TSLOG_ONLY:
+        [(label, (kafka, tslog))] = [(k, v) for k, v in rows.items() if k.startswith(start)]
+        assert tslog[0].isdigit(), (label, tslog)
+        assert kafka[0].isdigit() if start in BOTH else kafka == "-", (label, kafka)
