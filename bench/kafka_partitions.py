@@ -18,6 +18,10 @@ run does on this machine:
 - produce, acks=1, linger 5 ms, 100-byte records: to one partition, and round-robin
   over every partition (record i to partition i mod N), and the ratio of the two: the
   issue's "round-robin within 0.5x of one partition" row, on both brokers;
+- the brokers' own cost, no client's: pre-encoded Produce requests of N records (N the
+  partitions of a topic), 2 in flight, either one batch of N records to one partition or a
+  1-record batch to each of a topic's N partitions (topics in turn), raw Kafka protocol on
+  both and tslog's protocol on its port;
 - on tslog also its own ``Producer.send`` round-robin over the same partitions on its port.
 
 Each figure is the median of ``--runs`` with (min-max).
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import struct
 import sys
 import tempfile
 import time
@@ -41,6 +46,7 @@ from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
 
 VALUE = b"v" * 100
 ONE = "one"
+WINDOW = 2  # raw Produce requests in flight
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> float:
@@ -116,6 +122,80 @@ def confluent_rate(bootstrap: str, targets: list[tuple[str, int]], records: int)
     return records / (time.perf_counter() - began)
 
 
+def kafka_frames(names: list[str], partitions: int, spread_out: bool, requests: int) -> list:
+    """Produce v9 frames, acks=1, each carrying ``partitions`` records of 100 bytes: one
+    record to each partition of a topic (topics in turn), or, not ``spread_out``, one batch
+    of them all to partition 0 of the first topic."""
+    from tslog.protocol.kafka import encode_request
+    from tslog.protocol.kafka.record_batch import encode_batch
+    now = int(time.time() * 1000)
+    single, whole = encode_batch([VALUE], None, now), encode_batch([VALUE] * partitions, None, now)
+    frames = []
+    for n in range(requests):
+        data = [{"index": p, "records": single} for p in range(partitions)] if spread_out \
+            else [{"index": 0, "records": whole}]
+        body = encode_request(0, 9, n, "bench", {
+            "transactional_id": None, "acks": 1, "timeout_ms": 60_000, "topic_data": [
+                {"name": names[n % len(names)] if spread_out else names[0],
+                 "partition_data": data}]})
+        frames.append(struct.pack(">I", len(body)) + body)
+    return frames
+
+
+def kafka_raw_rate(bootstrap: str, frames: list, records_each: int) -> float:
+    """Records/s of pre-encoded Produce frames sent ``WINDOW`` in flight; errors raise."""
+    from bench.kafka_side.raw_kafka import connect, read_frame
+    from tslog.protocol.kafka import decode_response
+    with connect(bootstrap) as sock:
+        def answer() -> None:
+            _, body = decode_response(0, 9, read_frame(sock))
+            codes = {part["error_code"] for topic in body["responses"]
+                     for part in topic["partition_responses"]}
+            if codes != {0}:
+                raise RuntimeError(f"raw produce at {bootstrap}: errors {codes}")
+        return pipelined(frames, sock.sendall, answer) * records_each
+
+
+def native_raw_rate(port: int, names: list[str], partitions: int, spread_out: bool,
+                    requests: int) -> float:
+    """The same as ``kafka_frames`` and ``kafka_raw_rate`` on tslog's own port."""
+    from bench.broker_bench.common import connect
+    from tslog.protocol.messages import ApiKey
+    from tslog.protocol.records import build_batch
+    now = int(time.time() * 1000)
+    single = build_batch([VALUE], create_times=now)
+    whole = build_batch([VALUE] * partitions, create_times=now)
+    with connect(port) as wire:
+        frames = []
+        for n in range(requests):
+            parts = [{"partition": p, "records": single} for p in range(partitions)] \
+                if spread_out else [{"partition": 0, "records": whole}]
+            topic = names[n % len(names)] if spread_out else names[0]
+            body = {"acks": 1, "timeout_ms": 60_000,
+                    "topics": [{"topic": topic, "partitions": parts}]}
+            frames.append(wire.encode(ApiKey.PRODUCE, body, validate=False))
+
+        def answer() -> None:
+            codes = {part["error_code"] for topic in wire.read_body()["topics"]
+                     for part in topic["partitions"]}
+            if codes != {0}:
+                raise RuntimeError(f"raw produce on port {port}: errors {codes}")
+        return pipelined(frames, wire.sock.sendall, answer) * partitions
+
+
+def pipelined(frames: list, send, answer) -> float:
+    """Requests per second: every frame sent with ``WINDOW`` awaiting their answers."""
+    sent = answered = 0
+    began = time.perf_counter()
+    while answered < len(frames):
+        while sent < len(frames) and sent - answered < WINDOW:
+            send(frames[sent])
+            sent += 1
+        answer()
+        answered += 1
+    return len(frames) / (time.perf_counter() - began)
+
+
 def tslog_rate(bootstrap: str, targets: list[tuple[str, int]], records: int) -> float:
     """Records/s of tslog's ``Producer.send`` round-robin over ``targets``, acks=1."""
     from tslog.client import Producer
@@ -130,7 +210,7 @@ def tslog_rate(bootstrap: str, targets: list[tuple[str, int]], records: int) -> 
 
 
 def measure(bootstrap: str, names: list[str], partitions: int, args, native=None) -> dict:
-    """{figure: [value per run]} for one broker (``native``: tslog's own address too)."""
+    """{figure: [value per run]} for one broker (``native``: tslog's own broker process)."""
     figures: dict = {"create": [create_topics(bootstrap, names, partitions)]}
     create_topics(bootstrap, [ONE], 1)
     targets = [(name, p) for p in range(partitions) for name in names]
@@ -139,30 +219,48 @@ def measure(bootstrap: str, names: list[str], partitions: int, args, native=None
     for _ in range(args.runs):
         figures.setdefault("metadata", []).append(metadata_ms(bootstrap, names))
         figures.setdefault("lookup", []).append(lookup_all_ms(bootstrap, targets, when))
-        one = confluent_rate(bootstrap, [(ONE, 0)], args.records * 5)
-        spread_rate = confluent_rate(bootstrap, targets, args.records)
-        figures.setdefault("one", []).append(one)
-        figures.setdefault("all", []).append(spread_rate)
-        figures.setdefault("ratio", []).append(spread_rate / one)
+        add_pair(figures, "confluent", confluent_rate(bootstrap, [(ONE, 0)], args.records * 5),
+                 confluent_rate(bootstrap, targets, args.records))
+        requests = max(4 * len(names), 2 * args.records // partitions)
+        add_pair(figures, "raw",
+                 kafka_raw_rate(bootstrap, kafka_frames(names, partitions, False, requests),
+                                partitions),
+                 kafka_raw_rate(bootstrap, kafka_frames(names, partitions, True, requests),
+                                partitions))
         if native is not None:
-            figures.setdefault("native one", []).append(tslog_rate(native, [(ONE, 0)],
-                                                                   args.records * 5))
-            figures.setdefault("native all", []).append(tslog_rate(native, targets, args.records))
-            figures.setdefault("native ratio", []).append(
-                figures["native all"][-1] / figures["native one"][-1])
+            add_pair(figures, "native", tslog_rate(native.bootstrap, [(ONE, 0)], args.records * 5),
+                     tslog_rate(native.bootstrap, targets, args.records))
+            add_pair(figures, "native raw",
+                     native_raw_rate(native.port, names, partitions, False, requests),
+                     native_raw_rate(native.port, names, partitions, True, requests))
     return figures
+
+
+def add_pair(figures: dict, key: str, one: float, spread_rate: float) -> None:
+    """A one-partition rate, the round-robin rate and their ratio, for one run."""
+    for suffix, value in ((" one", one), (" all", spread_rate), (" ratio", spread_rate / one)):
+        figures.setdefault(key + suffix, []).append(value)
 
 
 ROWS = [
     ("create", "create the topics until every partition has a leader (s)", 1),
     ("metadata", "one Metadata for every topic, confluent-kafka list_topics (ms)", 1),
     ("lookup", "one lookup by time for every partition, confluent-kafka offsets_for_times (ms)", 1),
-    ("one", "produce to one partition, confluent-kafka (records/s)", 0),
-    ("all", "produce round-robin over every partition, confluent-kafka (records/s)", 0),
-    ("ratio", "round-robin / one partition, confluent-kafka", 3),
+    ("confluent one", "produce to one partition, confluent-kafka (records/s)", 0),
+    ("confluent all", "produce round-robin over every partition, confluent-kafka (records/s)", 0),
+    ("confluent ratio", "round-robin / one partition, confluent-kafka", 3),
+    ("raw one", "raw Kafka Produce, a batch of N records to one partition (records/s)", 0),
+    ("raw all", "raw Kafka Produce, a 1-record batch to each of a topic's N partitions "
+                "(records/s)", 0),
+    ("raw ratio", "spread / one partition, raw Kafka Produce", 3),
     ("native one", "produce to one partition, tslog Producer on its port (records/s)", 0),
     ("native all", "produce round-robin over every partition, tslog Producer (records/s)", 0),
     ("native ratio", "round-robin / one partition, tslog Producer", 3),
+    ("native raw one", "raw tslog Produce on its port, a batch of N records to one partition "
+                       "(records/s)", 0),
+    ("native raw all", "raw tslog Produce, a 1-record batch to each of a topic's N partitions "
+                       "(records/s)", 0),
+    ("native raw ratio", "spread / one partition, raw tslog Produce", 3),
 ]
 
 
@@ -190,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         tslog.start()
         try:
             results["tslog"] = measure(f"127.0.0.1:{kafka_port}", names, args.partitions, args,
-                                       native=tslog.bootstrap)
+                                       native=tslog)
         finally:
             tslog.stop()
     rows = [[label, *(spread(results[side].get(key), digits=digits)
@@ -202,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
                 ["figure", "Apache Kafka", "tslog"], rows,
                 notes=["confluent-kafka rows: the same client against Kafka and against "
                        "tslog's Kafka listener; acks=1, linger 5 ms, 100-byte records",
+                       f"raw rows: pre-encoded Produce requests of N = {args.partitions:,} "
+                       f"records each, {WINDOW} in flight, acks=1, topics in turn: each "
+                       "broker's own cost per batch against per record, no client's",
                        "load average (1, 5, 15 min) at the end: "
                        + " / ".join(f"{x:.1f}" for x in os.getloadavg())])
     return 0

@@ -14,9 +14,12 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "kafka_partitions.py"
 BOTH = ("create the topics", "one Metadata", "one lookup by time",
         "produce to one partition, confluent",
         "produce round-robin over every partition, confluent",
-        "round-robin / one partition, confluent")
+        "round-robin / one partition, confluent",
+        "raw Kafka Produce, a batch", "raw Kafka Produce, a 1-record",
+        "spread / one partition, raw Kafka")
 TSLOG_ONLY = ("produce to one partition, tslog", "produce round-robin over every partition, tslog",
-              "round-robin / one partition, tslog")
+              "round-robin / one partition, tslog", "raw tslog Produce on its port, a batch",
+              "raw tslog Produce, a 1-record", "spread / one partition, raw tslog")
 
 
 @pytest.mark.kafka_reference
