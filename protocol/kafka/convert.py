@@ -36,6 +36,7 @@ from ..batch_header import COMPRESSION_NONE, COMPRESSION_ZSTD, CheckedBatch, par
 from ..records import build_batch, decode_batches, decode_columns, split_batches
 from . import compression
 from .errors import KafkaBatchError
+from .one_record import one_record_checked
 from .record_batch import (CREATE_TIME, LOG_APPEND_TIME, BatchFields, KafkaBatch,
                            decode_batch_columns, encode_columns, encode_many)
 
@@ -94,6 +95,13 @@ def kafka_bytes_to_checked(data) -> tuple[int, CheckedBatch]:
     (``CheckedBatch``): the Kafka listener hands these to the log, which stamps the batch
     without parsing or checksumming it again. They equal what ``validate_batch_for_stamping``
     finds in the bytes (``tests/property/test_kafka_convert_checked.py``)."""
+    fast = one_record_checked(data)
+    return fast if fast is not None else columnwise_checked(data)
+
+
+def columnwise_checked(data) -> tuple[int, CheckedBatch]:
+    """``kafka_bytes_to_checked`` for any batch, column-wise: the general path, which
+    ``one_record.one_record_checked`` must equal wherever it answers."""
     head, columns = _checked_columns(data)
     return head.attributes, _seal_range(head, columns, 0, head.record_count)
 
@@ -112,6 +120,9 @@ def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[CheckedBatc
     non-idempotent batch's records may be stored as several batches (appended all or
     nothing); an idempotent one may not (its sequence numbers name one batch), so the
     caller passes only non-idempotent batches here."""
+    fast = one_record_checked(data)
+    if fast is not None:
+        return fast[0], [fast[1]]
     head, columns = _checked_columns(data)
     runs, out = [(0, head.record_count)], []
     while runs:
