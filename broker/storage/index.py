@@ -209,9 +209,10 @@ class MmapIndex:
         replays more entries than it was sized for), then write it with zeros (``pwrite``),
         so no entry is the first write through the map to a page the page cache lacks.
         Such a write faults in a large folio over the file's reserved and sparse pages
-        alike, and on this kernel (Linux 6.18, ext4) that fault took 12-100 ms: one per
-        index, at its second page, on the event loop. Pages written first fault in
-        microseconds. An empty log keeps its sparse files, which take no disk space."""
+        alike, and on this kernel (Linux 6.18, ext4) that fault stalled the event loop for
+        tens of milliseconds, once per index at its second page (``bench/loop_stall.py``,
+        its no-roll row); a page written first faults at once. An empty log keeps its
+        sparse files, which take no disk space."""
         assert self._writable, "append to a sealed index"
         if self._room >= self._capacity:
             self.make_writable(max(self._capacity * 2, 16) * self.ENTRY.size)

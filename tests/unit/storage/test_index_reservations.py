@@ -3,9 +3,10 @@ out was written (with zeros) by ``pwrite`` first.
 
 Why it matters: a first write through a shared map to a page the page cache lacks faults in
 a large folio over the file's reserved and sparse pages alike; on Linux 6.18 with ext4 that
-fault took 12-100 ms, once per index at its second page, and appends run on the broker's
-event loop. A page written first is in the page cache and faults in microseconds. The guard
-counts holes (``SEEK_HOLE``: a reserved but never written page is one on ext4), not time.
+fault stalled the broker's event loop (appends run there) for tens of milliseconds, once
+per index at its second page. A page written first is in the page cache and faults at once.
+The guard counts holes (``SEEK_HOLE``: a reserved but never written page is one on ext4),
+not time.
 """
 
 from __future__ import annotations
