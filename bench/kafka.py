@@ -2,6 +2,7 @@
 
     python bench/kafka.py                      # 3 runs of each, 200,000 records
     python bench/kafka.py --runs 5 --records 500000 --lookup-sizes 1000000,10000000
+    python bench/kafka.py --quick              # a smoke run at a tiny size
 
 Starts a reference Apache Kafka 4.4 (KRaft, one node, started as ``kafka-server-start.sh``
 starts it: 1 GiB heap, G1; jars fetched by mvn on first use, tests/helpers/kafka_reference.py)
@@ -221,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--lookup-sizes", default="1000000,10000000")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 1 run of 2,000 records, lookups at 2,000 and 3,000")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.runs, args.records, args.lookups, args.lookup_sizes = 1, 2000, 20, "2000,3000"
     sizes = [int(size) for size in args.lookup_sizes.split(",")]
     load_before = load_average()
     # SIGTERM ends the run through the finally below, which stops both brokers by pid

@@ -3,7 +3,7 @@ same 10 topics x 1,000 partitions on both, and tslog's own Producer on its port.
 table; asserts nothing.
 
     python bench/kafka_partitions.py                 # 10 topics x 1,000 partitions
-    python bench/kafka_partitions.py --topics 2 --partitions 50 --runs 1   # a smoke run
+    python bench/kafka_partitions.py --quick         # a smoke run: 2 topics x 20 partitions
 
 What ``bench/partitions.py`` measures of tslog alone, measured here on a reference Apache
 Kafka 4.4 (KRaft, one node, started with its scripts' JVM flags; jars fetched by mvn on first
@@ -271,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--records", type=int, default=20_000,
                         help="round-robin records per run (one partition: five times as many)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 2 topics x 20 partitions, 1 run of 500 records")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.topics, args.partitions, args.runs, args.records = 2, 20, 1, 500
     names = [f"t{n}" for n in range(args.topics)]
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-kafka-partitions-") as scratch:
