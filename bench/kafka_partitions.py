@@ -40,7 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.broker_bench.common import median, print_table, spread  # noqa: E402
+from bench.broker_bench.common import print_table, spread  # noqa: E402
+from bench.partitions import produce_rate  # noqa: E402
 from tests.helpers import kafka_reference as ref  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
 
@@ -196,19 +197,6 @@ def pipelined(frames: list, send, answer) -> float:
     return len(frames) / (time.perf_counter() - began)
 
 
-def tslog_rate(bootstrap: str, targets: list[tuple[str, int]], records: int) -> float:
-    """Records/s of tslog's ``Producer.send`` round-robin over ``targets``, acks=1."""
-    from tslog.client import Producer
-    with Producer(bootstrap, acks=1, linger_ms=5) as producer:
-        producer.send(targets[0][0], VALUE, partition=targets[0][1]).get()
-        began = time.perf_counter()
-        for i in range(records):
-            topic, partition = targets[i % len(targets)]
-            producer.send(topic, VALUE, partition=partition)
-        producer.flush()
-        return records / (time.perf_counter() - began)
-
-
 def measure(bootstrap: str, names: list[str], partitions: int, args, native=None) -> dict:
     """{figure: [value per run]} for one broker (``native``: tslog's own broker process)."""
     figures: dict = {"create": [create_topics(bootstrap, names, partitions)]}
@@ -228,8 +216,9 @@ def measure(bootstrap: str, names: list[str], partitions: int, args, native=None
                  kafka_raw_rate(bootstrap, kafka_frames(names, partitions, True, requests),
                                 partitions))
         if native is not None:
-            add_pair(figures, "native", tslog_rate(native.bootstrap, [(ONE, 0)], args.records * 5),
-                     tslog_rate(native.bootstrap, targets, args.records))
+            add_pair(figures, "native",
+                     produce_rate(native.bootstrap, [(ONE, 0)], args.records * 5),
+                     produce_rate(native.bootstrap, targets, args.records))
             add_pair(figures, "native raw",
                      native_raw_rate(native.port, names, partitions, False, requests),
                      native_raw_rate(native.port, names, partitions, True, requests))

@@ -150,15 +150,17 @@ def list_offsets_ms(broker: BrokerProcess, placed: list[tuple[str, int]]) -> tup
     return received * 1e3, decoded * 1e3
 
 
-def produce_rate(broker: BrokerProcess, targets: list[tuple[str, int]]) -> float:
-    """Records/s of ``Producer.send`` round-robin over ``targets``, acks=1."""
-    with Producer(broker.bootstrap, acks=1, linger_ms=5) as producer:
+def produce_rate(bootstrap: str, targets: list[tuple[str, int]],
+                 records: int = PRODUCE_RECORDS) -> float:
+    """Records/s of ``Producer.send`` round-robin over ``targets``, acks=1 (also
+    ``bench/kafka_partitions.py``'s tslog rows)."""
+    with Producer(bootstrap, acks=1, linger_ms=5) as producer:
         started = time.perf_counter()
-        for i in range(PRODUCE_RECORDS):
+        for i in range(records):
             topic, partition = targets[i % len(targets)]
             producer.send(topic, VALUE, partition=partition)
         producer.flush()
-        return PRODUCE_RECORDS / (time.perf_counter() - started)
+        return records / (time.perf_counter() - started)
 
 
 def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
@@ -177,14 +179,14 @@ def measure(broker: BrokerProcess, placed, runs: int) -> list[list[str]]:
             first.append(list_offsets_ms(broker, placed)[0])  # opens every log (first use)
         stalled.append(pings.worst_ms())
         lookup.append(list_offsets_ms(broker, placed))
-        one_rate.append(produce_rate(broker, placed[:1]))
-        all_rate.append(produce_rate(broker, placed))
+        one_rate.append(produce_rate(broker.bootstrap, placed[:1]))
+        all_rate.append(produce_rate(broker.bootstrap, placed))
         rss_used.append(rss_bytes(pid()) / 2**20)  # every log opened by its first use
         fds_used.append(descriptors(pid()) / n)
         crash.append(timed_start(broker, kill=True))
         timed_start(broker, kill=False)  # every log dormant again
         with Pings(broker) as pings:
-            cold_rate.append(produce_rate(broker, placed))  # opens every log (first use)
+            cold_rate.append(produce_rate(broker.bootstrap, placed))  # opens every log (first use)
         cold_stalled.append(pings.worst_ms())
     ratio = [a / o for a, o in zip(all_rate, one_rate)]
     return [
