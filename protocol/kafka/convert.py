@@ -95,14 +95,15 @@ def kafka_bytes_to_checked(data) -> tuple[int, CheckedBatch]:
     (``CheckedBatch``): the Kafka listener hands these to the log, which stamps the batch
     without parsing or checksumming it again. They equal what ``validate_batch_for_stamping``
     finds in the bytes (``tests/property/test_kafka_convert_checked.py``)."""
-    fast = one_record_checked(data)
-    return fast if fast is not None else columnwise_checked(data)
+    fields, fast = one_record_checked(data)
+    return fast if fast is not None else columnwise_checked(data, fields)
 
 
-def columnwise_checked(data) -> tuple[int, CheckedBatch]:
+def columnwise_checked(data, fields: tuple | None = None) -> tuple[int, CheckedBatch]:
     """``kafka_bytes_to_checked`` for any batch, column-wise: the general path, which
-    ``one_record.one_record_checked`` must equal wherever it answers."""
-    head, columns = _checked_columns(data)
+    ``one_record.one_record_checked`` must equal wherever it answers (``fields``: the
+    header it decoded, see ``decode_batch_columns``)."""
+    head, columns = _checked_columns(data, fields)
     return head.attributes, _seal_range(head, columns, 0, head.record_count)
 
 
@@ -120,10 +121,10 @@ def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[CheckedBatc
     non-idempotent batch's records may be stored as several batches (appended all or
     nothing); an idempotent one may not (its sequence numbers name one batch), so the
     caller passes only non-idempotent batches here."""
-    fast = one_record_checked(data)
+    fields, fast = one_record_checked(data)
     if fast is not None:
         return fast[0], [fast[1]]
-    head, columns = _checked_columns(data)
+    head, columns = _checked_columns(data, fields)
     runs, out = [(0, head.record_count)], []
     while runs:
         start, stop = runs.pop()
@@ -136,8 +137,8 @@ def kafka_bytes_to_tslog_within(data, limit: int) -> tuple[int, list[CheckedBatc
     return head.attributes, out
 
 
-def _checked_columns(data):
-    head, columns = decode_batch_columns(data)
+def _checked_columns(data, fields: tuple | None):
+    head, columns = decode_batch_columns(data, fields=fields)
     n = head.record_count
     if n == 0:
         raise KafkaBatchError("a Kafka batch without records cannot become a tslog batch")

@@ -33,28 +33,30 @@ _LENGTH_PREFIX = 12  # base offset and batch length: not counted in batch_length
 _CODEC_MASK = 0x07
 _ONE_RECORD_TAIL = struct.Struct("<qii")  # the section's CreateTime, key and value lengths
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_unpack_header = HEADER.unpack_from
 
 
-def one_record_checked(data) -> tuple[int, CheckedBatch] | None:
-    """(the Kafka attributes, the tslog ``CheckedBatch``) of ``data`` if it is exactly one
-    valid, uncompressed Kafka batch of one record without headers; None for anything else,
-    valid or not (the general path decides those)."""
+def one_record_checked(data) -> tuple[tuple | None, tuple[int, CheckedBatch] | None]:
+    """(the Kafka header's fields, then (the Kafka attributes, the tslog ``CheckedBatch``)
+    if ``data`` is exactly one valid, uncompressed Kafka batch of one record without
+    headers, else None: the general path decides those). The fields come back either way
+    (None for bytes too short for a header), so the general path checks the header it is
+    given instead of decoding it a second time."""
     size = len(data)
     if size <= HEADER.size:
-        return None
+        return None, None
+    fields = HEADER.unpack_from(data)
     (_, length, _, magic, crc, attributes, last_offset_delta, base_timestamp, _,
-     producer_id, producer_epoch, base_sequence, count) = _unpack_header(data)
+     producer_id, producer_epoch, base_sequence, count) = fields
     if (magic != MAGIC or count != 1 or last_offset_delta != 0 or attributes & _CODEC_MASK
             or length + _LENGTH_PREFIX != size):
-        return None
+        return fields, None
     record = _one_record(data, size)
     if record is None or crc32c(data[_CRC_START:]) != crc:
-        return None
+        return fields, None
     delta, key, value = record
     create_time = base_timestamp + delta
     if not _INT64_MIN <= create_time <= _INT64_MAX:
-        return None
+        return fields, None
     parts = [SECTION_SIZES.pack(_size(key), _size(value), 0),
              _ONE_RECORD_TAIL.pack(create_time, _length(key), _length(value)),
              key or b"", value or b"", b""]
@@ -62,8 +64,8 @@ def one_record_checked(data) -> tuple[int, CheckedBatch] | None:
         checked = seal_checked(Section(parts, 1, create_time, create_time, create_time, False),
                                COMPRESSION_NONE, producer_id, producer_epoch, base_sequence)
     except ValueError:
-        return None
-    return attributes, checked
+        return fields, None
+    return fields, (attributes, checked)
 
 
 def _one_record(data, end: int) -> tuple[int, object, object] | None:

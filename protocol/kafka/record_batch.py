@@ -139,18 +139,20 @@ class BatchHead(NamedTuple):
 
 
 def decode_batch_columns(data, *, verify_crc: bool = True,
-                         max_uncompressed: int = compression.MAX_UNCOMPRESSED
-                         ) -> tuple[BatchHead, RecordColumns]:
+                         max_uncompressed: int = compression.MAX_UNCOMPRESSED,
+                         fields: tuple | None = None) -> tuple[BatchHead, RecordColumns]:
     """Decode exactly one batch into its header and its records as columns. Raises
     ``KafkaBatchError`` (``UnsupportedCompression`` for a codec this install lacks) for
     anything that is not a well-formed v2 batch. An uncompressed batch is read where it
-    lies (a view of a Produce request), never copied whole."""
+    lies (a view of a Produce request), never copied whole. ``fields``: the header as
+    ``HEADER.unpack_from`` gave it, from a caller that decoded it already (checked here
+    all the same), so it is not decoded twice."""
     buf = memoryview(data).cast("B")
     if len(buf) < HEADER_SIZE:
         raise KafkaBatchError(f"{len(buf)} bytes are shorter than a batch header")
     (base_offset, length, leader_epoch, magic, crc, attributes, last_offset_delta,
      base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
-     count) = HEADER.unpack_from(buf)
+     count) = HEADER.unpack_from(buf) if fields is None else fields
     if magic != MAGIC:
         raise KafkaBatchError(f"record batch magic {magic}: only v2 (magic 2) is supported")
     if length + _LENGTH_PREFIX != len(buf):

@@ -6,9 +6,11 @@ through its dispatch table (native) or through the Kafka listener's adapter (Kaf
 What counts as a parse: a decode of the 80-byte tslog header (``HEADER_STRUCT.unpack`` or
 ``unpack_from``, which ``parse_header`` and the storage readers call, wherever a module
 holds it), the validation's first look (``_one_record.first_look``: one ``struct`` call that
-reads the header and, for a plain one-record batch, vouches for it), and, on the Kafka port, the decode of the Kafka batch's own header
-(``record_batch.decode_batch_columns``): the tslog header a conversion packs is handed to the
-log with the batch (``CheckedBatch``), so that path has no tslog header decode at all.
+reads the header and, for a plain one-record batch, vouches for it), and, on the Kafka port,
+a decode of the Kafka batch's own header (``record_batch.HEADER``, which the one-record
+conversion reads and hands to ``decode_batch_columns`` when it declines the batch): the tslog
+header a conversion packs is handed to the log with the batch (``CheckedBatch``), so that
+path has no tslog header decode at all.
 """
 
 from __future__ import annotations
@@ -30,17 +32,17 @@ pytestmark = pytest.mark.timeout(60)
 
 
 class _CountingStruct:
-    """``HEADER_STRUCT`` with its decodes counted."""
+    """A header's ``struct.Struct`` with its decodes counted under ``kind``."""
 
-    def __init__(self, real, counts: dict) -> None:
-        self._real, self._counts = real, counts
+    def __init__(self, real, counts: dict, kind: str = "tslog header") -> None:
+        self._real, self._counts, self._kind = real, counts, kind
 
     def unpack_from(self, *args, **kwargs):
-        self._counts["tslog header"] += 1
+        self._counts[self._kind] += 1
         return self._real.unpack_from(*args, **kwargs)
 
     def unpack(self, *args):
-        self._counts["tslog header"] += 1
+        self._counts[self._kind] += 1
         return self._real.unpack(*args)
 
     def __getattr__(self, name):
@@ -62,15 +64,11 @@ def parses(monkeypatch) -> dict:
         counts["tslog header"] += found[0] is not None  # None: too short, nothing read
         return found
     monkeypatch.setattr(batch_header, "first_look", counted_look)
-    decode_columns = record_batch.decode_batch_columns
-
-    def counted_decode(*args, **kwargs):
-        counts["kafka header"] += 1
-        return decode_columns(*args, **kwargs)
+    kafka_struct = record_batch.HEADER
     for name, module in list(sys.modules.items()):
-        if name.startswith("tslog.") and \
-                getattr(module, "decode_batch_columns", None) is decode_columns:
-            monkeypatch.setattr(module, "decode_batch_columns", counted_decode)
+        if name.startswith("tslog.") and getattr(module, "HEADER", None) is kafka_struct:
+            monkeypatch.setattr(module, "HEADER",
+                                _CountingStruct(kafka_struct, counts, "kafka header"))
     counts.clear()
     counts.update({"tslog header": 0, "kafka header": 0})
     return counts
