@@ -142,6 +142,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._shutting_down = False  # the broker stops: no new requests, close when answered
         self._eof = False  # the client half-closed: answer what it sent, then close
         self._pumping = False
+        self._pump_due = False  # ``_pump_after_answers`` is scheduled
         self._read_paused = False
         self._write_paused = False
         self._last_activity = 0.0
@@ -362,6 +363,15 @@ class BrokerConnection(asyncio.BufferedProtocol):
             body = task.result()
         self._answer(sequence, body, running.chunked)
         self._finish(running.api, body, running.started)
+        if not self._pump_due:
+            self._pump_due = True
+            self._loop.call_soon(self._pump_after_answers)
+
+    def _pump_after_answers(self) -> None:
+        """Pump once for every answer that came in the loop iteration before: the requests
+        one group commit made durable are answered together, in one write, not each in
+        a send of its own."""
+        self._pump_due = False
         self.pump()
 
     def _write_ready(self) -> bool:

@@ -32,11 +32,13 @@ class FakeTransport(asyncio.Transport):
         self.reading = True
         self.aborted = False
         self.unsent = 0  # what the "socket" has not taken: set by tests of the unsent caps
+        self.writes = 0  # calls that handed it bytes: a socket's sends
 
     def get_extra_info(self, name, default=None):
         return (self.host, 5555) if name == "peername" else default
 
     def writelines(self, frames) -> None:
+        self.writes += 1
         for frame in frames:
             self.written += frame
 
@@ -47,6 +49,7 @@ class FakeTransport(asyncio.Transport):
         pass
 
     def write(self, data) -> None:
+        self.writes += 1
         self.written += data
 
     def pause_reading(self) -> None:
@@ -96,6 +99,26 @@ async def test_responses_follow_request_order_when_handlers_finish_out_of_order(
     assert transport.responses() == []  # ApiVersions is done but waits behind the fetch
     await asyncio.sleep(0.3)
     assert [cid for cid, _ in transport.responses()] == [1, 2]
+
+
+async def test_the_answers_one_group_commit_made_durable_go_out_in_one_write(broker):
+    """acks=all on a single node: pipelined produces wait for the same fsync round, and
+    their answers leave together, not each in a send of its own (counted, not timed)."""
+    broker.topics.create_topic("t", 1, 1, {})
+    connection, transport = connect(broker)
+    rounds = broker.committer.rounds
+    body = {"acks": -1, "timeout_ms": 10_000, "topics": [
+        {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}
+    connection.data_received(b"".join(request(ApiKey.PRODUCE, body, cid) for cid in range(8)))
+    for _ in range(500):
+        if len(transport.responses()) == 8:
+            break
+        await asyncio.sleep(0.01)
+    answers = transport.responses()
+    assert [cid for cid, _ in answers] == list(range(8))
+    assert all(part["error_code"] == 0 for _, answer in answers
+               for topic in answer["topics"] for part in topic["partitions"])
+    assert transport.writes <= broker.committer.rounds - rounds < 8
 
 
 async def test_reading_pauses_at_the_in_flight_cap_and_resumes(make_broker):
