@@ -10,9 +10,9 @@ error. What it does convert equals the general path's result byte for byte, head
 records' CRC included (``tests/property/test_kafka_one_record.py``), so which path ran never
 shows.
 
-The record it takes: length, attributes, timestamp delta, offset delta (0), key length,
-key, value length, value, header count (0); every varint but the timestamp delta's fits
-the widths the lengths need, read with ``record_uvarint`` as the general path reads them.
+The record it takes: length (the rest of the batch exactly), attributes, timestamp delta,
+offset delta (0), key length, key, value length, value, header count (0); each varint is
+read with ``record_uvarint``, bounded by the batch's end, as the general path reads them.
 """
 
 from __future__ import annotations
