@@ -8,8 +8,8 @@ table; asserts nothing.
 What ``bench/partitions.py`` measures of tslog alone, measured here on a reference Apache
 Kafka 4.4 (KRaft, one node, started with its scripts' JVM flags; jars fetched by mvn on first
 use, tests/helpers/kafka_reference.py) and on tslog's Kafka listener, one broker after the
-other, so the issue's targets can be read against what the system users would otherwise
-run does on this machine:
+other, so that bench's targets can be read against what Apache Kafka, the system users
+would otherwise run, does on this machine:
 
 - creating the topics (one CreateTopics each: KRaft refuses an operation of more than
   10,000 records) until every partition has a leader in the Metadata;
@@ -17,7 +17,7 @@ run does on this machine:
   partition (``offsets_for_times``), each the client's own round trip;
 - produce, acks=1, linger 5 ms, 100-byte records: to one partition, and round-robin
   over every partition (record i to partition i mod N), and the ratio of the two: the
-  issue's "round-robin within 0.5x of one partition" row, on both brokers;
+  row ``bench/partitions.py`` holds to "within 0.5x of one partition", on both brokers;
 - the brokers' own cost, no client's: pre-encoded Produce requests of N records (N the
   partitions of a topic), 2 in flight, either one batch of N records to one partition or a
   1-record batch to each of a topic's N partitions (topics in turn), raw Kafka protocol on
