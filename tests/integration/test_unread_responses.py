@@ -53,8 +53,15 @@ MIB = 1 << 20
 
 # Stated bounds on the broker's peak RSS growth (measured on this 2-core VM in brackets).
 ONE_CLIENT_BOUND = 40 * MIB  # 1 connection x 1,200 Fetches: 8 MiB cap + 1 response [16 MiB]
-# ... and while that client drains them: the same cap, the same bound.
-ONE_CLIENT_DRAIN_BOUND = ONE_CLIENT_BOUND
+# ... and while that client drains them as fast as it can, the same cap: the answers the
+# broker holds (counted, and logged at every answer in a debug build) never pass 8 MiB. Its
+# RSS does, for tens of milliseconds at a time: on this VM since late 2026, spikes of
+# 49-140 MiB over the baseline in about half the runs, with every version of the broker
+# back to before this bound was set, then back to the baseline. The spikes are not Python
+# objects (tracemalloc: +10 MB at one) and not the allocator's kept heap (the mmap
+# threshold below; trimming at once made them worse), and are not yet explained. The bound
+# still fails the broker this test was written against (459 MiB) by a factor of three.
+ONE_CLIENT_DRAIN_BOUND = 160 * MIB
 TOTAL_CAP = 24 * MIB  # the broker-wide cap in the several-connections case
 SEVERAL_CLIENTS = 8
 SEVERAL_BOUND = 64 * MIB  # 8 connections: 24 MiB + 1 response each [40 MiB; 95 with the
@@ -179,7 +186,8 @@ def test_a_client_that_never_reads_holds_only_its_share(filled):
     """1,200 pipelined 1-MiB Fetches never read: the broker's RSS grows by under
     ONE_CLIENT_BOUND (40 MiB; measured 16, and 459 before the limits), a normal client is served
     meanwhile, and once the hostile client reads it gets all 1,200 answers, correct, in order
-    (it is not closed), with memory still bounded (ONE_CLIENT_DRAIN_BOUND) while it drains."""
+    (it is not closed), with memory still bounded (ONE_CLIENT_DRAIN_BOUND, see there) while it
+    drains, and back near the baseline after."""
     broker, first = filled()
     pid = broker.process.pid
     baseline = baseline_rss(pid)
@@ -194,6 +202,8 @@ def test_a_client_that_never_reads_holds_only_its_share(filled):
             assert answer["error_code"] == 0 and answer["records"] == first
         peak = memory(pid, "VmHWM") - baseline
         assert peak < ONE_CLIENT_DRAIN_BOUND, f"broker grew by {peak / MIB:.0f} MiB while draining"
+        after = memory(pid, "VmRSS") - baseline
+        assert after < ONE_CLIENT_BOUND, f"broker kept {after / MIB:.0f} MiB after the drain"
     finally:
         hostile.close()
     assert_alive_and_intact(broker, first)
