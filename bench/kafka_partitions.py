@@ -24,6 +24,7 @@ would otherwise run, does on this machine:
   both and tslog's protocol on its port;
 - on tslog also its own ``Producer.send`` round-robin over the same partitions on its port.
 
+Topics are created with each broker's defaults (Kafka's CreateTime, tslog's LogAppendTime).
 Each figure is the median of ``--runs`` with (min-max).
 """
 
@@ -143,10 +144,12 @@ def kafka_frames(names: list[str], partitions: int, spread_out: bool, requests: 
     return frames
 
 
-def kafka_raw_rate(bootstrap: str, frames: list, records_each: int) -> float:
-    """Records/s of pre-encoded Produce frames sent ``WINDOW`` in flight; errors raise."""
+def kafka_raw_rate(bootstrap: str, names: list[str], partitions: int, spread_out: bool,
+                   requests: int) -> float:
+    """Records/s of ``kafka_frames`` sent ``WINDOW`` in flight; errors raise."""
     from bench.kafka_side.raw_kafka import connect, read_frame
     from tslog.protocol.kafka import decode_response
+    frames = kafka_frames(names, partitions, spread_out, requests)
     with connect(bootstrap) as sock:
         def answer() -> None:
             _, body = decode_response(0, 9, read_frame(sock))
@@ -154,7 +157,7 @@ def kafka_raw_rate(bootstrap: str, frames: list, records_each: int) -> float:
                      for part in topic["partition_responses"]}
             if codes != {0}:
                 raise RuntimeError(f"raw produce at {bootstrap}: errors {codes}")
-        return pipelined(frames, sock.sendall, answer) * records_each
+        return pipelined(frames, sock.sendall, answer) * partitions
 
 
 def native_raw_rate(port: int, names: list[str], partitions: int, spread_out: bool,
@@ -211,10 +214,8 @@ def measure(bootstrap: str, names: list[str], partitions: int, args, native=None
                  confluent_rate(bootstrap, targets, args.records))
         requests = max(4 * len(names), 2 * args.records // partitions)
         add_pair(figures, "raw",
-                 kafka_raw_rate(bootstrap, kafka_frames(names, partitions, False, requests),
-                                partitions),
-                 kafka_raw_rate(bootstrap, kafka_frames(names, partitions, True, requests),
-                                partitions))
+                 kafka_raw_rate(bootstrap, names, partitions, False, requests),
+                 kafka_raw_rate(bootstrap, names, partitions, True, requests))
         if native is not None:
             add_pair(figures, "native",
                      produce_rate(native.bootstrap, [(ONE, 0)], args.records * 5),
