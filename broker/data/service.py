@@ -3,7 +3,8 @@
 Each method takes a typed request (``requests.py``) and returns the results in the request's
 order, or an awaitable of them when the answer must wait (a durable ack, a long poll), or
 None for a produce with acks = 0. The fast path stays synchronous: no task is created for
-an acks = 1 produce or a fetch that has data.
+an acks = 1 produce or a fetch that has data, nor for an acks = -1 produce on a single
+broker, whose awaitable is a ``Pending`` (``pending.py``) the group commit settles.
 
 ``denied``: the topics the request gate (``security/request_gate.py``) refused for this
 principal. Their partitions are answered TOPIC_AUTHORIZATION_FAILED and nothing else is
@@ -35,6 +36,7 @@ from ..topics import TopicManager
 from .error_codes import TOPIC_DENIED, error_code_for, missing_code
 from .metadata import metadata
 from .partition_lists import PartitionLists
+from .pending import Pending
 from .requests import (
     Appended,
     FetchRequest,
@@ -88,7 +90,8 @@ def produce(service: DataService, request: ProduceRequest,
             denied: frozenset = NOTHING_DENIED, woken: bool = False):
     """Append each partition's batches (``ReplicaLog.append_as_leader``) and answer: now
     for acks 1, nothing for acks 0, and for acks -1 an awaitable of the results that waits
-    for what each partition needs (``_acknowledge_all``). A request naming a dormant log
+    for what each partition needs: a ``Pending`` when every leader is alone in its ISR
+    (``_acknowledge_when_synced``), else a coroutine (``_acknowledge_all``). A request naming a dormant log
     (or a partition an earlier such request holds) appends in its turn, once the logs are
     open (``waking.DormantWaits``; ``woken``: that turn came)."""
     path = service.path
@@ -122,8 +125,10 @@ def produce(service: DataService, request: ProduceRequest,
                 replicated.append((result, part, end))
     if acks == 0:
         return None
-    if durable or replicated:
+    if replicated:
         return _acknowledge_all(path, results, durable, replicated, request.timeout_ms)
+    if durable:
+        return _acknowledge_when_synced(path, results, durable, request.timeout_ms)
     return results
 
 
@@ -151,6 +156,60 @@ def _append(path: DataPath, topic: str, partition: int, part: Partition, records
         result.log_start_offset = plog.log_start_offset
 
 
+def _acknowledge_when_synced(path: DataPath, results: list[Appended],
+                             durable: list[tuple[Appended, PartitionLog]],
+                             timeout_ms: int) -> Pending:
+    """The results of an acks = -1 produce whose every partition's leader is alone in
+    its ISR (the only copy: acknowledged once fsynced), as a ``Pending`` that the group
+    commit's round settles, or the request's timeout (one timer) does first.
+
+    No coroutine, task or timeout context: this is every single-broker acks=all produce,
+    and the answer is built in the call that settles it (``pending.py``)."""
+    loop = asyncio.get_running_loop()
+    answer = Pending()
+    synced = path.committer.durable([plog for _, plog in durable])
+    timer = loop.call_later(_timeout_s(path, timeout_ms), _settle_synced, path, answer,
+                            results, durable, None)
+    synced.add_callback(lambda source: _settle_synced(path, answer, results, durable, source,
+                                                      timer))
+    return answer
+
+
+def _settle_synced(path: DataPath, answer: Pending, results: list[Appended],
+                   durable: list, synced: Pending | None, timer=None) -> None:
+    """Set the durable partitions' codes and settle ``answer``: from the round
+    (``synced``) or, with ``synced`` None, at the timeout."""
+    if answer.done:  # timed out before the round came
+        return
+    if timer is not None:
+        timer.cancel()
+    failed = {}
+    if synced is not None:
+        try:
+            failed = synced.result()
+        except Exception as exc:  # noqa: BLE001 - the group commit stopped (shutdown)
+            answer.fail(exc)
+            return
+    _durable_codes(path, durable, failed, timed_out=synced is None)
+    answer.settle(results)
+
+
+def _durable_codes(path: DataPath, durable: list, failed: dict, timed_out: bool) -> None:
+    for result, plog in durable:
+        if not path.replicas.may_acknowledge():
+            result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif timed_out:
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+        elif plog in failed:
+            result.error_code = error_code_for(failed[plog], f"flush {plog.directory.name}")
+
+
+def _timeout_s(path: DataPath, timeout_ms: int) -> float:
+    """A produce's own timeout, within the broker's ``request_timeout_ms``."""
+    return min(timeout_ms or path.config.request_timeout_ms,
+               path.config.request_timeout_ms) / 1000
+
+
 async def _acknowledge_all(path: DataPath, results: list[Appended],
                            durable: list[tuple[Appended, PartitionLog]],
                            replicated: list[tuple[Appended, Partition, int]],
@@ -165,24 +224,16 @@ async def _acknowledge_all(path: DataPath, results: list[Appended],
     those): waiting for both made every acks=all produce pay a disk round trip on top of
     the followers'.
     """
-    timeout_ms = min(timeout_ms or path.config.request_timeout_ms,
-                     path.config.request_timeout_ms)
-    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+    deadline = asyncio.get_running_loop().time() + _timeout_s(path, timeout_ms)
     failed, timed_out = {}, False
     if durable:
-        # asyncio.timeout_at, not wait_for: no task or extra future per wait on this hot path.
+        synced = path.committer.durable([plog for _, plog in durable])
         try:
             async with asyncio.timeout_at(deadline):
-                failed = await path.committer.durable([plog for _, plog in durable])
+                failed = await synced
         except TimeoutError:
             timed_out = True
-    for result, plog in durable:
-        if not path.replicas.may_acknowledge():
-            result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        elif timed_out:
-            result.error_code = ErrorCode.REQUEST_TIMED_OUT
-        elif plog in failed:
-            result.error_code = error_code_for(failed[plog], f"flush {plog.directory.name}")
+    _durable_codes(path, durable, failed, timed_out)
     for result, part, end in replicated:
         result.error_code = await _until_committed(path, part, end, deadline)
     return results

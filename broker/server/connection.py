@@ -56,6 +56,7 @@ from tslog.protocol.messages import ForeignProtocolError, MalformedRequestError
 from tslog.protocol.packed import PackedAnswer
 
 from ..config import BrokerConfig
+from ..data.pending import Pending
 from ..metrics.definitions import REFUSED
 from ..security.sasl_session import SaslSession
 from ..security.tls import certificate_principal
@@ -78,11 +79,12 @@ _WRITE_HIGH_BYTES = 64 * 1024
 
 
 class _Running:
-    """A request whose handler runs as a task: what its answer and its metrics need."""
+    """A request answered later: what its answer and its metrics need, and its task (None
+    for a ``Pending``, which has nothing to cancel: its answer is dropped once closing)."""
 
     __slots__ = ("api", "chunked", "started", "task", "bounded")
 
-    def __init__(self, task: asyncio.Task, api, started: float, chunked: bool,
+    def __init__(self, task: asyncio.Task | None, api, started: float, chunked: bool,
                  bounded: bool) -> None:
         self.task, self.api, self.started, self.chunked = task, api, started, chunked
         self.bounded = bounded  # of the front's ``bounded_api``: counted in ``_bounded``
@@ -322,6 +324,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if type(result) is dict or type(result) is PackedAnswer:
             self._answer(event.sequence, result, chunked)
             self._finish(self._metrics(header, body), result, started)
+        elif type(result) is Pending:  # settled by a later call on the loop, with no task
+            self._running[event.sequence] = _Running(None, self._metrics(header, body),
+                                                     started, chunked, False)
+            result.add_callback(lambda pending, sequence=event.sequence:
+                                self._on_done(sequence, pending))
         else:
             task = self._loop.create_task(result)
             bounded = header.api_key == self._bounded_api
@@ -346,21 +353,22 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self.registry.unsent_bytes += held - self._held
         self._held = held
 
-    def _on_done(self, sequence: int, task: asyncio.Task) -> None:
+    def _on_done(self, sequence: int, outcome: asyncio.Task | Pending) -> None:
+        """A later answer came: its task ended, or its ``Pending`` was settled."""
         running = self._running.pop(sequence, None)
         if running is not None:
             self._bounded -= running.bounded
-        if self._closing or task.cancelled() or running is None:
+        if self._closing or running is None or (running.task is not None and
+                                                 outcome.cancelled()):
             return
-        error = task.exception()
-        if error is not None:
+        try:
+            body = outcome.result()
+        except Exception as error:  # noqa: BLE001 - the handler failed: its answer says so
             log.error("%s: handler failed", self.peer, exc_info=error)
             body = self._failure_answer
             if body is None:  # the protocol has no error answer for it: close
                 self._write_ready()
                 return self._close()
-        else:
-            body = task.result()
         self._answer(sequence, body, running.chunked)
         self._finish(running.api, body, running.started)
         if not self._pump_due:
@@ -493,7 +501,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         running, self._running = self._running, {}
         self._bounded = 0
         for entry in running.values():
-            entry.task.cancel()
+            if entry.task is not None:
+                entry.task.cancel()
 
     def _close(self) -> None:
         if self._closing:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from tslog.protocol.packed import PackedAnswer, packed_array, spliced
 from tslog.protocol.packing import pack
 
+from ..data.pending import Pending
 from ..data.requests import (
     FetchRequest,
     ListOffsetsRequest,
@@ -54,6 +55,8 @@ def handle_produce(data, body: dict):
         return None
     if type(results) is list:
         return _produce_body(body, results)
+    if type(results) is Pending:  # acks = -1 on a single broker: no task (``pending.py``)
+        return results.then(lambda settled: _produce_body(body, settled))
     return _answer_later(_produce_body, body, results)
 
 

@@ -1,12 +1,18 @@
 """Group commit for durable acks, and the wake-up of long-polling fetches.
 
 Theory of operation of ``GroupCommitter``: a Produce with acks = -1 appends on the event loop,
-then asks ``durable(logs)`` for a future. One flusher thread of its own runs rounds back to
-back while anyone waits: a round takes every waiting log at once, fsyncs them, and hands the
-results to the loop (one ``call_soon_threadsafe`` per round), then at once starts the next
-round if new waiters came meanwhile. So N concurrent durable produces cost one round of fsyncs,
-not N (fsync has a long tail). A waiter that arrives during a round
-waits for the next one: its bytes may postdate the fsync already under way.
+then asks ``durable(logs)`` for a ``Pending`` (``data/pending.py``). One flusher thread of its
+own runs rounds back to back while anyone waits: a round takes every waiting log at once,
+fsyncs them, and hands the results to the loop (one ``call_soon_threadsafe`` per round),
+which settles the round's waiters there, building their answers in that call; then the
+thread at once starts the next round if new waiters came meanwhile. So N concurrent durable
+produces cost one round of fsyncs, not N (fsync has a long tail). A waiter that arrives
+during a round waits for the next one: its bytes may postdate the fsync already under way.
+
+An idle flusher is woken once per loop iteration, not per waiter (``_wake``, a
+``call_soon``): the produces one read of the socket brought are appended first and share
+the round, rather than the first of them starting a round of its own and the rest waiting
+for the next (more rounds, more fsyncs and thread hand-offs for the same bytes).
 
 Why a thread that loops rather than one ``run_in_executor`` per round: measured under acks=all
 load, waking an executor thread and getting its result back onto a busy loop took as long
@@ -25,6 +31,7 @@ import logging
 import threading
 from typing import Iterable
 
+from ..data.pending import Pending
 from ..storage import PartitionLog
 
 log = logging.getLogger("tslog.broker.durability")
@@ -43,46 +50,55 @@ def _flush_all(logs: set[PartitionLog]) -> dict[PartitionLog, Exception]:
 
 
 def _resolve(waiters: list, failed: dict | BaseException) -> None:
-    """On the loop: answer one round's waiters (a timed-out produce's future is done)."""
-    for future, wanted in waiters:
-        if future.done():
-            continue
+    """On the loop: settle one round's waiters (each with its own logs' failures)."""
+    for pending, wanted, _ in waiters:
         if isinstance(failed, BaseException):
-            future.set_exception(failed)
+            pending.fail(failed)
         else:
-            future.set_result({p: failed[p] for p in wanted if p in failed})
+            pending.settle({p: failed[p] for p in wanted if p in failed} if failed else {})
 
 
 class GroupCommitter:
     def __init__(self) -> None:
         self._condition = threading.Condition()
         self._logs: set[PartitionLog] = set()
-        self._waiters: list[tuple[asyncio.Future, list[PartitionLog]]] = []
+        self._waiters: list[tuple[Pending, list[PartitionLog], asyncio.AbstractEventLoop]] = []
         self._thread: threading.Thread | None = None
         self._stopping = False
+        # The loop a ``_wake`` is scheduled on: by loop, so a loop closed before running
+        # its wake (tests drive one broker from several) never leaves the flusher asleep.
+        self._wake_on: asyncio.AbstractEventLoop | None = None
         self.rounds = 0  # flush rounds run (a counter for metrics and tests)
 
-    def durable(self, logs: Iterable[PartitionLog]) -> asyncio.Future:
-        """A future resolved once everything appended to ``logs`` so far is fsynced, with
-        the logs among them whose flush failed (and the error). A plain future rather than a
-        coroutine: every acks=all produce waits on one, and a task each would cost more than
-        the wait itself. Cancelling it (a timed-out produce) leaves the round unharmed."""
+    def durable(self, logs: Iterable[PartitionLog]) -> Pending:
+        """A ``Pending`` settled on the event loop once everything appended to ``logs`` so
+        far is fsynced, with the logs among them whose flush failed (and the error). Not a
+        coroutine or a future: every acks=all produce waits on one, and its answer is built
+        in the call that settles it (``pending.py``). A produce that times out just stops
+        listening; the round is unharmed."""
         loop = asyncio.get_running_loop()
         logs = list(logs)
-        future = loop.create_future()
+        pending = Pending()
         with self._condition:
             if self._stopping:
-                future.set_exception(ConnectionAbortedError("broker shutting down"))
-                return future
+                pending.fail(ConnectionAbortedError("broker shutting down"))
+                return pending
             self._logs.update(logs)
-            self._waiters.append((future, logs))
+            self._waiters.append((pending, logs, loop))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="tslog-fsync",
                                                 daemon=True)
                 self._thread.start()
-            else:
-                self._condition.notify()
-        return future
+            elif self._wake_on is not loop:
+                self._wake_on = loop
+                loop.call_soon(self._wake)
+        return pending
+
+    def _wake(self) -> None:
+        """On the loop, once per iteration that added waiters: wake an idle flusher."""
+        with self._condition:
+            self._wake_on = None
+            self._condition.notify()
 
     def _run(self) -> None:
         """The flusher thread: rounds while there are waiters, asleep otherwise."""
@@ -103,10 +119,10 @@ class GroupCommitter:
                     "group commit stopped")
             self.rounds += 1
             # One loop in the broker; a Broker driven from several loops (tests) gets each its own.
-            loops = {future.get_loop() for future, _ in waiters}
+            loops = {loop for _, _, loop in waiters}
             for loop in loops:
                 mine = waiters if len(loops) == 1 else [
-                    waiter for waiter in waiters if waiter[0].get_loop() is loop]
+                    waiter for waiter in waiters if waiter[2] is loop]
                 try:
                     loop.call_soon_threadsafe(_resolve, mine, failed)
                 except RuntimeError:  # that loop is closed: nobody is left to answer

@@ -34,6 +34,7 @@ from tslog.protocol.kafka import convert, record_batch
 from tslog.protocol.kafka.errors import KafkaBatchError
 from tslog.protocol.messages import ApiKey
 
+from ...data.pending import Pending
 from ...data.requests import (
     FetchRequest,
     ListOffsetsRequest,
@@ -64,7 +65,11 @@ _TIMESTAMP_TYPE = {"LogAppendTime": record_batch.LOG_APPEND_TIME,
 
 def then(result, finish):
     """``finish(result)`` now, or once the service's awaitable is done; ``finish``
-    may itself return an awaitable (work handed to a thread), which is awaited too."""
+    may itself return an awaitable (work handed to a thread), which is awaited too. A
+    ``Pending`` (a single broker's acks=all produce) stays one: its answer is built in the
+    call that settles it, with no task."""
+    if type(result) is Pending:
+        return result.then(finish)
     if inspect.isawaitable(result):
         async def later():
             done = finish(await result)

@@ -121,6 +121,72 @@ async def test_the_answers_one_group_commit_made_durable_go_out_in_one_write(bro
     assert transport.writes <= broker.committer.rounds - rounds < 8
 
 
+def _durable_produce(cid: int, timeout_ms: int = 10_000) -> bytes:
+    body = {"acks": -1, "timeout_ms": timeout_ms, "topics": [
+        {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}
+    return request(ApiKey.PRODUCE, body, cid)
+
+
+async def _answers(transport, count: int) -> list:
+    for _ in range(500):
+        if len(transport.responses()) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return transport.responses()
+
+
+async def test_an_acks_all_produce_on_a_single_node_runs_no_task(broker):
+    """The answer is built in the call that settles the group commit's round
+    (``data/pending.py``): a task per durable produce cost more than the wait itself."""
+    broker.topics.create_topic("t", 1, 1, {})
+    connection, transport = connect(broker)
+    loop = asyncio.get_running_loop()
+    tasks = []
+
+    def counting_factory(loop, coro, **kwargs):
+        tasks.append(coro)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting_factory)
+    try:
+        connection.data_received(b"".join(_durable_produce(cid) for cid in range(20)))
+        answers = await _answers(transport, 20)
+    finally:
+        loop.set_task_factory(None)
+    assert [cid for cid, _ in answers] == list(range(20))
+    assert [part["base_offset"] for _, answer in answers for part in
+            answer["topics"][0]["partitions"]] == list(range(20))
+    assert tasks == []
+
+
+async def test_an_acks_all_produce_whose_fsync_hangs_times_out_and_later_ones_go_on(
+        broker, monkeypatch):
+    """Its own timeout answers REQUEST_TIMED_OUT (the batch is in the log, not known
+    durable); the round, once the disk comes back, still answers the requests after it."""
+    import threading
+    broker.topics.create_topic("t", 1, 1, {})
+    log = broker.topics.get_log("t", 0)
+    stuck, real_flush = threading.Event(), log.flush
+
+    def hanging_flush():
+        stuck.wait(10)
+        return real_flush()
+
+    monkeypatch.setattr(log, "flush", hanging_flush)
+    connection, transport = connect(broker)
+    connection.data_received(_durable_produce(1, timeout_ms=200))
+    answers = await _answers(transport, 1)
+    assert [cid for cid, _ in answers] == [1]
+    assert answers[0][1]["topics"][0]["partitions"][0]["error_code"] == \
+        ErrorCode.REQUEST_TIMED_OUT
+    connection.data_received(_durable_produce(2))
+    stuck.set()
+    answers = await _answers(transport, 2)
+    assert answers[1][0] == 2
+    assert answers[1][1]["topics"][0]["partitions"][0]["error_code"] == 0
+    assert log.recovery_point == 2
+
+
 async def test_reading_pauses_at_the_in_flight_cap_and_resumes(make_broker):
     broker = make_broker(max_in_flight_requests=2)
     broker.topics.create_topic("t", 1, 1, {})
