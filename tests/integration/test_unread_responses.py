@@ -57,10 +57,14 @@ ONE_CLIENT_BOUND = 40 * MIB  # 1 connection x 1,200 Fetches: 8 MiB cap + 1 respo
 # broker holds (counted, and logged at every answer in a debug build) never pass 8 MiB. Its
 # RSS does, for tens of milliseconds at a time: on this VM since late 2026, spikes of
 # 49-140 MiB over the baseline in about half the runs, with every version of the broker
-# back to before this bound was set, then back to the baseline. The spikes are not Python
-# objects (tracemalloc: +10 MB at one) and not the allocator's kept heap (the mmap
-# threshold below; trimming at once made them worse), and are not yet explained. The bound
-# still fails the broker this test was written against (459 MiB) by a factor of three.
+# back to before this bound was set, then back to the baseline. They are anonymous memory
+# in response-sized blocks (the mmap threshold below gives each its own mapping: one run of
+# adjacent ~1 MiB mappings held 50-55 MiB at a spike), not Python objects the broker keeps
+# (tracemalloc: +10 MB at one), and they come with uvloop: the same broker on asyncio's own
+# loop peaked at 26-28 MiB in six runs out of six, on uvloop at 22-112 MiB. Which part of
+# uvloop's write path keeps written answers alive past the transport's buffer count is not
+# yet pinned down. The bound still fails the broker this test was written against
+# (459 MiB) by a factor of three.
 ONE_CLIENT_DRAIN_BOUND = 160 * MIB
 TOTAL_CAP = 24 * MIB  # the broker-wide cap in the several-connections case
 SEVERAL_CLIENTS = 8
