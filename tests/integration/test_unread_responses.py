@@ -63,8 +63,8 @@ ONE_CLIENT_BOUND = 40 * MIB  # 1 connection x 1,200 Fetches: 8 MiB cap + 1 respo
 # (tracemalloc: +10 MB at one), and they come with uvloop: the same broker on asyncio's own
 # loop peaked at 26-28 MiB in six runs out of six, on uvloop at 22-112 MiB. Whether
 # uvloop's write path keeps written answers alive past the transport's buffer count, or
-# only its speed makes the spikes, is not yet pinned down. The bound still fails the broker this test was written against
-# (459 MiB) by a factor of three.
+# only its speed makes the spikes, is not yet pinned down. The bound still fails the
+# broker this test was written against (459 MiB) by a factor of three.
 ONE_CLIENT_DRAIN_BOUND = 160 * MIB
 TOTAL_CAP = 24 * MIB  # the broker-wide cap in the several-connections case
 SEVERAL_CLIENTS = 8
