@@ -91,9 +91,9 @@ def produce(service: DataService, request: ProduceRequest,
     """Append each partition's batches (``ReplicaLog.append_as_leader``) and answer: now
     for acks 1, nothing for acks 0, and for acks -1 an awaitable of the results that waits
     for what each partition needs: a ``Pending`` when every leader is alone in its ISR
-    (``_acknowledge_when_synced``), else a coroutine (``_acknowledge_all``). A request naming a dormant log
-    (or a partition an earlier such request holds) appends in its turn, once the logs are
-    open (``waking.DormantWaits``; ``woken``: that turn came)."""
+    (``_acknowledge_when_synced``), else a coroutine (``_acknowledge_all``). A request
+    naming a dormant log (or a partition an earlier such request holds) appends in its
+    turn, once the logs are open (``waking.DormantWaits``; ``woken``: that turn came)."""
     path = service.path
     acks = request.acks
     if not woken:

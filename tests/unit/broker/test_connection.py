@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -101,26 +102,6 @@ async def test_responses_follow_request_order_when_handlers_finish_out_of_order(
     assert [cid for cid, _ in transport.responses()] == [1, 2]
 
 
-async def test_the_answers_one_group_commit_made_durable_go_out_in_one_write(broker):
-    """acks=all on a single node: pipelined produces wait for the same fsync round, and
-    their answers leave together, not each in a send of its own (counted, not timed)."""
-    broker.topics.create_topic("t", 1, 1, {})
-    connection, transport = connect(broker)
-    rounds = broker.committer.rounds
-    body = {"acks": -1, "timeout_ms": 10_000, "topics": [
-        {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}
-    connection.data_received(b"".join(request(ApiKey.PRODUCE, body, cid) for cid in range(8)))
-    for _ in range(500):
-        if len(transport.responses()) == 8:
-            break
-        await asyncio.sleep(0.01)
-    answers = transport.responses()
-    assert [cid for cid, _ in answers] == list(range(8))
-    assert all(part["error_code"] == 0 for _, answer in answers
-               for topic in answer["topics"] for part in topic["partitions"])
-    assert transport.writes <= broker.committer.rounds - rounds < 8
-
-
 def _durable_produce(cid: int, timeout_ms: int = 10_000) -> bytes:
     body = {"acks": -1, "timeout_ms": timeout_ms, "topics": [
         {"topic": "t", "partitions": [{"partition": 0, "records": batch([b"x"])}]}]}
@@ -133,6 +114,20 @@ async def _answers(transport, count: int) -> list:
             break
         await asyncio.sleep(0.01)
     return transport.responses()
+
+
+async def test_the_answers_one_group_commit_made_durable_go_out_in_one_write(broker):
+    """acks=all on a single node: pipelined produces wait for the same fsync round, and
+    their answers leave together, not each in a send of its own (counted, not timed)."""
+    broker.topics.create_topic("t", 1, 1, {})
+    connection, transport = connect(broker)
+    rounds = broker.committer.rounds
+    connection.data_received(b"".join(_durable_produce(cid) for cid in range(8)))
+    answers = await _answers(transport, 8)
+    assert [cid for cid, _ in answers] == list(range(8))
+    assert all(part["error_code"] == 0 for _, answer in answers
+               for topic in answer["topics"] for part in topic["partitions"])
+    assert transport.writes <= broker.committer.rounds - rounds < 8
 
 
 async def test_an_acks_all_produce_on_a_single_node_runs_no_task(broker):
@@ -163,7 +158,6 @@ async def test_an_acks_all_produce_whose_fsync_hangs_times_out_and_later_ones_go
         broker, monkeypatch):
     """Its own timeout answers REQUEST_TIMED_OUT (the batch is in the log, not known
     durable); the round, once the disk comes back, still answers the requests after it."""
-    import threading
     broker.topics.create_topic("t", 1, 1, {})
     log = broker.topics.get_log("t", 0)
     stuck, real_flush = threading.Event(), log.flush
