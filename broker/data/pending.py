@@ -15,15 +15,27 @@ thread hands its rounds to the loop first). The first outcome stands: a later ``
 
 ``await`` works too, for code on a coroutine path (a produce that also waits for followers,
 tests): it bridges to a future of the running loop.
+
+``together()`` and ``afterwards``: a group commit round settles many ``Pending`` at once, and
+a connection wants to send all the answers it got from one round in one write. It used to
+ask for that write on the loop's next turn (``call_soon``), and the answers then waited
+behind every request the loop read meanwhile. Inside ``together()`` such work is put off
+only to the end of the block: every answer of the round is in place, and out they go.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 from typing import Any, Callable
 
 log = logging.getLogger("tslog.broker.pending")
+
+# Per thread (tests run loops in several): the work ``afterwards`` put off to the end of
+# the ``together()`` block under way, or None outside one.
+_deferred = threading.local()
 
 _WAITING, _SETTLED, _FAILED = 0, 1, 2
 
@@ -107,3 +119,32 @@ def _forward(source: Pending, future: asyncio.Future) -> None:
         future.set_result(source.result())
     except Exception as exc:  # noqa: BLE001 - handed on to the awaiting task
         future.set_exception(exc)
+
+
+@contextlib.contextmanager
+def together():
+    """Settle several ``Pending`` as one: what their callbacks hand to ``afterwards`` runs
+    once, in order, when the block ends (a nested block joins the outer one)."""
+    if getattr(_deferred, "work", None) is not None:
+        yield
+        return
+    _deferred.work = work = []
+    try:
+        yield
+    finally:
+        _deferred.work = None  # what the deferred work asks for now goes to the next turn
+        for call in work:
+            try:
+                call()
+            except Exception:  # noqa: BLE001 - logged; the others still run
+                log.exception("work put off to the end of a settled round failed")
+
+
+def afterwards(call: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+    """``call()`` at the end of the ``together()`` block under way, else on ``loop``'s next
+    turn."""
+    work = getattr(_deferred, "work", None)
+    if work is None:
+        loop.call_soon(call)
+    else:
+        work.append(call)

@@ -56,7 +56,7 @@ from tslog.protocol.messages import ForeignProtocolError, MalformedRequestError
 from tslog.protocol.packed import PackedAnswer
 
 from ..config import BrokerConfig
-from ..data.pending import Pending
+from ..data.pending import Pending, afterwards
 from ..metrics.definitions import REFUSED
 from ..security.sasl_session import SaslSession
 from ..security.tls import certificate_principal
@@ -373,12 +373,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._finish(running.api, body, running.started)
         if not self._pump_due:
             self._pump_due = True
-            self._loop.call_soon(self._pump_after_answers)
+            afterwards(self._pump_after_answers, self._loop)
 
     def _pump_after_answers(self) -> None:
-        """Pump once for every answer that came in the loop iteration before: the requests
-        one group commit made durable are answered together, in one write, not each in
-        a send of its own."""
+        """Pump once for the answers that came together: at the end of the group commit
+        round that settled them (``pending.together``), else of the loop iteration. The
+        requests one round made durable are answered in one write, not each in a send of
+        its own, and at once, not behind what the loop reads next."""
         self._pump_due = False
         self.pump()
 

@@ -31,7 +31,7 @@ import logging
 import threading
 from typing import Iterable
 
-from ..data.pending import Pending
+from ..data.pending import Pending, together
 from ..storage import PartitionLog
 
 log = logging.getLogger("tslog.broker.durability")
@@ -50,12 +50,14 @@ def _flush_all(logs: set[PartitionLog]) -> dict[PartitionLog, Exception]:
 
 
 def _resolve(waiters: list, failed: dict | BaseException) -> None:
-    """On the loop: settle one round's waiters (each with its own logs' failures)."""
-    for pending, wanted, _ in waiters:
-        if isinstance(failed, BaseException):
-            pending.fail(failed)
-        else:
-            pending.settle({p: failed[p] for p in wanted if p in failed} if failed else {})
+    """On the loop: settle one round's waiters (each with its own logs' failures), as one
+    (``pending.together``: each connection then writes the round's answers at once)."""
+    with together():
+        for pending, wanted, _ in waiters:
+            if isinstance(failed, BaseException):
+                pending.fail(failed)
+            else:
+                pending.settle({p: failed[p] for p in wanted if p in failed} if failed else {})
 
 
 class GroupCommitter:

@@ -130,6 +130,30 @@ async def test_the_answers_one_group_commit_made_durable_go_out_in_one_write(bro
     assert transport.writes <= broker.committer.rounds - rounds < 8
 
 
+async def test_a_rounds_answers_are_written_in_the_call_that_settles_it(broker, monkeypatch):
+    """The group commit hands each round to the loop in one ``call_soon_threadsafe``; the
+    answers it made due go out in that call, not a loop turn later behind whatever the
+    loop reads meanwhile (``pending.together``)."""
+    broker.topics.create_topic("t", 1, 1, {})
+    connection, transport = connect(broker)
+    loop = asyncio.get_running_loop()
+    written_by_handoffs = []
+    hand_off = loop.call_soon_threadsafe
+
+    def hand_off_and_count(callback, *args, **kwargs):
+        def run_and_count():
+            before = len(transport.responses())
+            callback(*args)
+            written_by_handoffs.append(len(transport.responses()) - before)
+        return hand_off(run_and_count, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", hand_off_and_count)
+    connection.data_received(b"".join(_durable_produce(cid) for cid in range(8)))
+    answers = await _answers(transport, 8)
+    assert [cid for cid, _ in answers] == list(range(8))
+    assert sum(written_by_handoffs) == 8
+
+
 async def test_an_acks_all_produce_on_a_single_node_runs_no_task(broker):
     """The answer is built in the call that settles the group commit's round
     (``data/pending.py``): a task per durable produce cost more than the wait itself."""

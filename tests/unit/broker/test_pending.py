@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tslog.broker.data.pending import Pending
+from tslog.broker.data.pending import Pending, afterwards, together
 
 
 def test_callbacks_run_in_the_call_that_settles_in_the_order_added():
@@ -92,3 +92,40 @@ async def test_a_cancelled_awaiter_leaves_the_pending_settleable():
         await waiter
     pending.settle("late")  # the bridge's future is cancelled: nothing raises
     assert pending.result() == "late"
+
+
+async def test_work_put_off_inside_together_runs_once_the_block_ends_in_order():
+    """What settled callbacks hand to ``afterwards`` waits for the whole round (a
+    connection then writes all its answers at once), and runs before the loop turns."""
+    loop = asyncio.get_running_loop()
+    ran, first, second = [], Pending(), Pending()
+    first.add_callback(lambda _: afterwards(lambda: ran.append(("first", second.done)), loop))
+    second.add_callback(lambda _: afterwards(lambda: ran.append(("second", True)), loop))
+    with together():
+        first.settle(1)
+        with together():  # a nested block joins the outer one
+            second.settle(2)
+        assert ran == []
+    assert ran == [("first", True), ("second", True)]
+
+
+async def test_work_put_off_outside_together_runs_on_the_loops_next_turn():
+    ran = []
+    afterwards(lambda: ran.append(1), asyncio.get_running_loop())
+    assert ran == []
+    await asyncio.sleep(0)
+    assert ran == [1]
+
+
+async def test_work_put_off_that_raises_is_logged_and_the_rest_still_runs(caplog):
+    loop = asyncio.get_running_loop()
+    ran = []
+
+    def broken():
+        raise RuntimeError("a bug in one connection")
+
+    with together():
+        afterwards(broken, loop)
+        afterwards(lambda: ran.append("next"), loop)
+    assert ran == ["next"]
+    assert "a bug in one connection" in caplog.text
