@@ -7,7 +7,8 @@
 Starts a reference Apache Kafka 4.4 (KRaft, one node, started as ``kafka-server-start.sh``
 starts it: 1 GiB heap, G1; jars fetched by mvn on first use, tests/helpers/kafka_reference.py)
 and a tslog broker with its Kafka listener, one after the other (start to serving timed,
-RSS taken idle), then alternates the two in every run:
+RSS taken idle), then alternates the two in every run, each measured alone: the other one
+paused with SIGSTOP meanwhile (``kafka_side/alone.py`` says why):
 
 - produce, acks=1: Kafka's ``kafka-producer-perf-test`` (its defaults: idempotent, linger
   5 ms, 16 KiB batches), confluent-kafka (librdkafka, linger 5 ms) and the raw Kafka
@@ -52,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 from bench.broker_bench.common import (  # noqa: E402
     lookup_stats, median, print_table, ratio, spread)
 from bench.kafka_side import clients, lookups, raw_kafka  # noqa: E402
+from bench.kafka_side.alone import alone  # noqa: E402
 from tests.helpers import kafka_reference as ref  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
 
@@ -69,6 +71,8 @@ NOTES = [
     "consume: kafka-consumer-perf-test takes no time, so it reads from the first record",
     "Kafka's launch includes formatting its storage (one JVM) and starting the broker "
     "(another); Kafka and its tools run with its scripts' JVM flags (G1, 1 GiB / 512 MiB)",
+    "each broker is measured alone: the other is paused (SIGSTOP) meanwhile, since an idle "
+    "Kafka node's background threads take CPU an idle tslog broker does not",
 ]
 
 
@@ -131,42 +135,54 @@ def produce_rows(run: int, name: str, bootstrap: str, pid: int, records: int,
     add(SMALL, "raw Kafka protocol, 1 per batch, 8 in flight", name, small / seconds)
 
 
-def one_run(run: int, args, kafka, tslog, tslog_kafka: str, figures: dict) -> None:
-    """Every measurement once, the two brokers alternating first by run."""
-    def add(op, path, name, value):
-        figures.setdefault((op, path, name), []).append(value)
-
+def one_run(run: int, args, kafka, tslog, tslog_kafka: str, figures: dict, solo) -> None:
+    """Every measurement once, the two brokers alternating first by run, each alone
+    (``solo(name)``: the other paused, ``kafka_side/alone.py``)."""
     sides = [("kafka", kafka.bootstrap, kafka.process.pid),
              ("tslog", tslog_kafka, tslog.process.pid)]
     if run % 2:
         sides.reverse()
     for name, bootstrap, pid in sides:
-        produce_rows(run, name, bootstrap, pid, args.records, add)
-        add(CONSUME, "kafka-consumer-perf-test (from the first record)", name,
-            clients.perf_consume(bootstrap, f"perf-1-n-{run}", args.records))
-        first, _, count = clients.record_times(bootstrap, f"confluent-1-n-{run}")
-        add(CONSUME, "confluent-kafka", name, clients.confluent_consume_from(
-            bootstrap, f"confluent-1-n-{run}", first, count))
-        if name == "tslog":
-            native = tslog.bootstrap
-            for batches, path in ((False, "tslog Consumer.poll, native port"),
-                                  (True, "tslog Consumer.poll_batches, native port")):
-                add(CONSUME, path, name, clients.tslog_consume_from(
-                    native, f"confluent-1-n-{run}", first, count, batches))
-            for group, acks in ((ACKS1, 1), (DEFAULT, -1)):
-                topic = f"native-{acks}-{run}"
-                clients.create_topic(tslog_kafka, topic)
-                value = clients.tslog_produce_raw(tslog.port, topic, args.records, acks)
-                add(group, "tslog raw, native port", name, value)
-                if acks == -1:
-                    add(DURABLE, "tslog raw, native port", name, value)
-            clients.create_topic(tslog_kafka, f"small-native-{run}")
-            add(SMALL, "tslog raw, native port, 8 in flight", name,
-                clients.tslog_produce_small_raw(tslog.port, f"small-native-{run}",
-                                                max(50, args.records // 20)))
-            clients.create_topic(tslog_kafka, f"client-{run}")
-            add(ACKS1, "tslog Producer.send_batch, native port", name,
-                clients.tslog_produce_client(native, f"client-{run}", args.records, 1))
+        with solo(name):
+            one_side(run, args, name, bootstrap, pid, tslog, figures)
+
+
+def one_side(run: int, args, name: str, bootstrap: str, pid: int, tslog, figures: dict) -> None:
+    def add(op, path, side, value):
+        figures.setdefault((op, path, side), []).append(value)
+
+    produce_rows(run, name, bootstrap, pid, args.records, add)
+    add(CONSUME, "kafka-consumer-perf-test (from the first record)", name,
+        clients.perf_consume(bootstrap, f"perf-1-n-{run}", args.records))
+    first, _, count = clients.record_times(bootstrap, f"confluent-1-n-{run}")
+    add(CONSUME, "confluent-kafka", name, clients.confluent_consume_from(
+        bootstrap, f"confluent-1-n-{run}", first, count))
+    if name == "tslog":
+        tslog_native_rows(run, args, tslog, bootstrap, first, count, add)
+
+
+def tslog_native_rows(run: int, args, tslog, bootstrap: str, first: int, count: int,
+                      add) -> None:
+    """The rows only tslog has: its own port's client and raw path."""
+    native = tslog.bootstrap
+    for batches, path in ((False, "tslog Consumer.poll, native port"),
+                          (True, "tslog Consumer.poll_batches, native port")):
+        add(CONSUME, path, "tslog", clients.tslog_consume_from(
+            native, f"confluent-1-n-{run}", first, count, batches))
+    for group, acks in ((ACKS1, 1), (DEFAULT, -1)):
+        topic = f"native-{acks}-{run}"
+        clients.create_topic(bootstrap, topic)
+        value = clients.tslog_produce_raw(tslog.port, topic, args.records, acks)
+        add(group, "tslog raw, native port", "tslog", value)
+        if acks == -1:
+            add(DURABLE, "tslog raw, native port", "tslog", value)
+    clients.create_topic(bootstrap, f"small-native-{run}")
+    add(SMALL, "tslog raw, native port, 8 in flight", "tslog",
+        clients.tslog_produce_small_raw(tslog.port, f"small-native-{run}",
+                                        max(50, args.records // 20)))
+    clients.create_topic(bootstrap, f"client-{run}")
+    add(ACKS1, "tslog Producer.send_batch, native port", "tslog",
+        clients.tslog_produce_client(native, f"client-{run}", args.records, 1))
 
 
 def _lookup_cells(figures: dict, op: str, path: str) -> tuple[list, float | None]:
@@ -237,11 +253,19 @@ def main(argv: list[str] | None = None) -> int:
             pids = {"kafka": kafka.process.pid, "tslog": tslog.process.pid}
             idle = {name: rss_mb(pid) for name, pid in pids.items()}
             sides = {"kafka": kafka.bootstrap, "tslog": tslog_kafka}
+            for bootstrap in sides.values():
+                clients.create_topic(bootstrap, "probe")
+            probes = {name: (bootstrap, "probe") for name, bootstrap in sides.items()}
+
+            def solo(name: str):
+                return alone(name, pids, probes)
+
             topics = lookups.fill(sides, sizes)
             figures: dict = {}
             for run in range(args.runs):
-                one_run(run, args, kafka, tslog, tslog_kafka, figures)
-                lookups.one_run(run, sides, tslog.bootstrap, topics, args.lookups, figures)
+                one_run(run, args, kafka, tslog, tslog_kafka, figures, solo)
+                lookups.one_run(run, sides, tslog.bootstrap, topics, args.lookups, figures,
+                                solo)
             after = {name: rss_mb(pid) for name, pid in pids.items()}
         finally:
             kafka.stop()

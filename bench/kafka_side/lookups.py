@@ -31,20 +31,23 @@ def random_times(bootstrap: str, topic: str, count: int, seed: int) -> list[int]
 
 
 def one_run(run: int, sides: dict[str, str], native: str, topics: dict[int, str],
-            lookups: int, figures: dict) -> None:
-    """Every lookup path once per size; the sides alternate first by run. ``figures`` gets
-    lists of seconds per lookup under (op, path, side)."""
+            lookups: int, figures: dict, solo) -> None:
+    """Every lookup path once per size; the sides alternate first by run, each alone
+    (``solo(name)``, ``alone.py``). ``figures`` gets lists of seconds per lookup under
+    (op, path, side)."""
     order = list(sides.items())
     if run % 2:
         order.reverse()
-    for size, topic in topics.items():
-        op = f"lookup, {size:,} records"
-        for name, bootstrap in order:
-            times = random_times(bootstrap, topic, lookups, run * 7919 + size)
-            figures.setdefault((op, "raw Kafka ListOffsets loop", name), []).append(
-                raw_kafka.list_offsets_loop(bootstrap, topic, times))
-            figures.setdefault((op, "confluent-kafka offsets_for_times", name), []).append(
-                clients.confluent_lookups(bootstrap, topic, times))
-            if name == "tslog":
-                figures.setdefault((op, "tslog Consumer.offsets_for_times, native port",
-                                    name), []).append(clients.tslog_lookups(native, topic, times))
+    for name, bootstrap in order:
+        with solo(name):
+            for size, topic in topics.items():
+                op = f"lookup, {size:,} records"
+                times = random_times(bootstrap, topic, lookups, run * 7919 + size)
+                add = figures.setdefault
+                add((op, "raw Kafka ListOffsets loop", name), []).append(
+                    raw_kafka.list_offsets_loop(bootstrap, topic, times))
+                add((op, "confluent-kafka offsets_for_times", name), []).append(
+                    clients.confluent_lookups(bootstrap, topic, times))
+                if name == "tslog":
+                    add((op, "tslog Consumer.offsets_for_times, native port", name),
+                        []).append(clients.tslog_lookups(native, topic, times))
