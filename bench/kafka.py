@@ -96,7 +96,10 @@ def start_both(base: Path) -> tuple:
     """(kafka, tslog process, tslog's Kafka address, {name: seconds from launch to serving})."""
     ref.jars("broker")
     started = {}
-    kafka = ref.KafkaReference(base / "kafka", as_scripts=True)
+    # Paused while tslog is measured (``alone``): a session longer than any pause, or its
+    # controller fences it on waking and it refuses work until its next heartbeat.
+    kafka = ref.KafkaReference(base / "kafka", as_scripts=True,
+                               config={"broker.session.timeout.ms": str(24 * 3600 * 1000)})
     began = time.perf_counter()
     kafka.start()  # includes formatting its storage (one more JVM)
     started["kafka"] = time.perf_counter() - began
