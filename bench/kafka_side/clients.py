@@ -14,13 +14,15 @@ from tests.helpers import kafka_reference as ref
 VALUE = b"v" * 100
 
 
-def create_topic(bootstrap: str, name: str, config: dict | None = None) -> None:
-    """One partition, replication factor 1, LogAppendTime (tslog's default, set on both so
-    both index the broker's clock) plus ``config``, through Kafka's CreateTopics."""
+def create_topic(bootstrap: str, name: str, config: dict | None = None,
+                 partitions: int = 1) -> None:
+    """``partitions`` (one unless said), replication factor 1, LogAppendTime (tslog's
+    default, set on both so both index the broker's clock) plus ``config``, through Kafka's
+    CreateTopics."""
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
     settings = {"message.timestamp.type": "LogAppendTime", **(config or {})}
-    admin.create_topics([NewTopic(name, 1, 1, config=settings)])[name].result(60)
+    admin.create_topics([NewTopic(name, partitions, 1, config=settings)])[name].result(60)
 
 
 def perf_produce(bootstrap: str, topic: str, records: int, acks: str) -> float:

@@ -42,7 +42,7 @@ def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int
             records: int = BATCH_RECORDS) -> float:
     """Produce v9 of ``batches`` copies of one pre-built RecordBatch v2 of ``records``
     records of 100 bytes (CreateTime now), ``window`` requests in flight. Seconds."""
-    from tslog.protocol.kafka import decode_response, encode_request
+    from tslog.protocol.kafka import encode_request
     from tslog.protocol.kafka.record_batch import encode_batch
 
     now = int(time.time() * 1000)
@@ -55,21 +55,45 @@ def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int
         frames.append(struct.pack(">I", len(data)) + data)
     with connect(bootstrap) as sock:
         wait_for_leader(sock, topic)
-        sent = answered = 0
         started = time.perf_counter()
-        while sent < min(window, batches):
+        pipeline(sock, frames, window, f"Kafka produce to {topic} at {bootstrap}")
+        return time.perf_counter() - started
+
+
+def produce_batches(bootstrap: str, topic: str, batches: list[tuple[int, bytes]],
+                    window: int = 8) -> None:
+    """Produce v9, acks=1: one request per (partition, pre-encoded RecordBatch v2) in
+    ``batches``, in order, ``window`` in flight (loading a topic, not a measurement)."""
+    from tslog.protocol.kafka import encode_request
+
+    frames = []
+    for n, (partition, batch) in enumerate(batches):
+        data = encode_request(0, 9, n, "bench", {
+            "transactional_id": None, "acks": 1, "timeout_ms": 60_000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
+        frames.append(struct.pack(">I", len(data)) + data)
+    with connect(bootstrap) as sock:
+        wait_for_leader(sock, topic)
+        pipeline(sock, frames, window, f"Kafka produce to {topic} at {bootstrap}")
+
+
+def pipeline(sock: socket.socket, frames: list[bytes], window: int, what: str) -> None:
+    """Send Produce ``frames`` with ``window`` in flight; raise on the first error code."""
+    from tslog.protocol.kafka import decode_response
+
+    sent = answered = 0
+    while sent < min(window, len(frames)):
+        sock.sendall(frames[sent])
+        sent += 1
+    while answered < len(frames):
+        _, body = decode_response(0, 9, read_frame(sock))
+        code = body["responses"][0]["partition_responses"][0]["error_code"]
+        if code:
+            raise RuntimeError(f"{what}: error {code}")
+        answered += 1
+        if sent < len(frames):
             sock.sendall(frames[sent])
             sent += 1
-        while answered < batches:
-            _, body = decode_response(0, 9, read_frame(sock))
-            code = body["responses"][0]["partition_responses"][0]["error_code"]
-            if code:
-                raise RuntimeError(f"Kafka produce to {topic} at {bootstrap}: error {code}")
-            answered += 1
-            if sent < batches:
-                sock.sendall(frames[sent])
-                sent += 1
-        return time.perf_counter() - started
 
 
 def wait_for_leader(sock: socket.socket, topic: str, tries: int = 300) -> None:
