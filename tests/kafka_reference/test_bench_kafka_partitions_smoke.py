@@ -4,11 +4,11 @@ that has it), never a figure."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.kafka_reference.bench_run import quick_table
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "kafka_partitions.py"
 BOTH = ("create the topics", "one Metadata", "one lookup by time",
@@ -26,13 +26,9 @@ TSLOG_ONLY = ("produce to one partition, tslog", "produce round-robin over every
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_kafka_partitions_bench_prints_every_row():
-    done = subprocess.run([sys.executable, str(BENCH), "--quick"],
-                          capture_output=True, text=True, timeout=800)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = {cells[0]: cells[1:] for cells in (
-        [cell.strip() for cell in line.split("|")[1:-1]]
-        for line in done.stdout.splitlines() if line.startswith("|"))}
-    assert "2 topics x 20 partitions = 40" in done.stdout
+    output, table = quick_table(BENCH)
+    rows = {cells[0]: cells[1:] for cells in table}
+    assert "2 topics x 20 partitions = 40" in output
     for start in BOTH + TSLOG_ONLY:
         [(label, (kafka, tslog))] = [(k, v) for k, v in rows.items() if k.startswith(start)]
         assert tslog[0].isdigit(), (label, tslog)

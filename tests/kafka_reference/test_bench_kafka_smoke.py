@@ -4,11 +4,11 @@ lists) is asserted, never a figure."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.kafka_reference.bench_run import quick_table
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "kafka.py"
 PRODUCE = ("kafka-producer-perf-test", "confluent-kafka", "raw Kafka protocol, 1000 per batch",
@@ -38,11 +38,7 @@ ROWS = {
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # two brokers and a dozen tool JVMs: minutes on a loaded machine
 def test_kafka_bench_prints_every_row():
-    done = subprocess.run([sys.executable, str(BENCH), "--quick"],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = [[cell.strip() for cell in line.split("|")[1:-1]]
-            for line in done.stdout.splitlines() if line.startswith("|")]
+    output, rows = quick_table(BENCH)
     assert rows[0] == ["op", "path", "Apache Kafka", "tslog", "tslog / Kafka"]
-    assert sorted((row[0], row[1]) for row in rows[2:]) == sorted(ROWS), done.stdout
-    assert "load average" in done.stdout
+    assert sorted((row[0], row[1]) for row in rows[2:]) == sorted(ROWS), output
+    assert "load average" in output

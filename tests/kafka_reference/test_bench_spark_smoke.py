@@ -4,11 +4,11 @@ size; the table's rows and the counts the bench checks itself are asserted, neve
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.kafka_reference.bench_run import quick_table
 
 pytest.importorskip("pyspark")
 
@@ -23,12 +23,8 @@ READERS = ['format("tslog") from a timestamp', "Spark's Kafka source on tslog",
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # Spark, a Kafka JVM and a tslog broker on a loaded machine
 def test_spark_bench_reads_the_range_through_every_reader():
-    done = subprocess.run([sys.executable, str(BENCH), "--quick"],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = [[cell.strip() for cell in line.split("|")[1:-1]]
-            for line in done.stdout.splitlines() if line.startswith("|")]
-    assert [row[0] for row in rows[2:]] == READERS, done.stdout
-    assert all(row[1] == "200,000" for row in rows[2:]), done.stdout
-    assert "Spark's Kafka source, tslog / Apache Kafka" in done.stdout
-    assert "left out" not in done.stdout
+    output, rows = quick_table(BENCH)
+    assert [row[0] for row in rows[2:]] == READERS, output
+    assert all(row[1] == "200,000" for row in rows[2:]), output
+    assert "Spark's Kafka source, tslog / Apache Kafka" in output
+    assert "left out" not in output
