@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 from bench.broker_bench.common import (  # noqa: E402
     lookup_stats, median, print_table, ratio, spread)
 from bench.kafka_side import clients, lookups, raw_kafka  # noqa: E402
-from bench.kafka_side.alone import alone  # noqa: E402
+from bench.kafka_side.alone import PAUSABLE_KAFKA, alone  # noqa: E402
 from tests.helpers import kafka_reference as ref  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
 
@@ -96,10 +96,7 @@ def start_both(base: Path) -> tuple:
     """(kafka, tslog process, tslog's Kafka address, {name: seconds from launch to serving})."""
     ref.jars("broker")
     started = {}
-    # Paused while tslog is measured (``alone``): a session longer than any pause, or its
-    # controller fences it on waking and it refuses work until its next heartbeat.
-    kafka = ref.KafkaReference(base / "kafka", as_scripts=True,
-                               config={"broker.session.timeout.ms": str(24 * 3600 * 1000)})
+    kafka = ref.KafkaReference(base / "kafka", as_scripts=True, config=PAUSABLE_KAFKA)
     began = time.perf_counter()
     kafka.start()  # includes formatting its storage (one more JVM)
     started["kafka"] = time.perf_counter() - began

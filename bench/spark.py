@@ -12,21 +12,22 @@ seconds). Spark (``local[2]``) then reads the records from T:
     spark.read.format("tslog").option("startingTimestamp", T)...write.format("noop")
 
 and, in the same run, the same range through Spark's own Kafka source
-(``spark.read.format("kafka")`` with ``startingTimestamp``, ``spark-sql-kafka-0-10`` fetched by
-mvn: tests/kafka_reference/spark/pom.xml) twice: from tslog's Kafka listener, and from a
-reference Apache Kafka 4.4 (one KRaft node, tests/helpers/kafka_reference.py) loaded with the
-same records as Kafka batches (same partitions, keys and values; LogAppendTime on both, so
-both look the time up in their own append-time index); and the same N records from a local
-Parquet file that Spark wrote from them (snappy, Spark's default), with the same ``noop``
-action (``count()`` would let Parquet answer from metadata). Each reader runs with the
-broker it does not read paused (SIGSTOP, bench/kafka_side/alone.py); ``--no-kafka`` leaves
-the two Kafka-source rows out (no Java tools needed beyond Spark's). Rows per second are N / wall time of the action; the table shows the
-median and best of ``--runs`` runs after one warm-up, and the ratios to Parquet and to the
-ceiling. The ceiling is a Python data source that yields pre-built Arrow batches of the same
-schema and size (one 8 MiB Fetch response's worth of rows) with no I/O at all: what PySpark's
-Python data source path can carry on this machine at this moment; the target is tslog >= 0.9
-of it. The last row is the connector's fetch + decode path without Spark (one Python process
-reading every range in turn).
+(``spark.read.format("kafka")`` with ``startingTimestamp``, ``spark-sql-kafka-0-10`` fetched
+by mvn: tests/kafka_reference/spark/pom.xml) twice: from tslog's Kafka listener, and from a
+reference Apache Kafka 4.4 (one KRaft node, tests/helpers/kafka_reference.py) loaded with
+the same records as Kafka batches (same partitions, keys and values; LogAppendTime on both,
+so both look the time up in their own append-time index); and the same N records from a
+local Parquet file that Spark wrote from them (snappy, Spark's default), with the same
+``noop`` action (``count()`` would let Parquet answer from metadata). Each reader runs with
+the broker it does not read paused (SIGSTOP, bench/kafka_side/alone.py); ``--no-kafka``
+leaves the two Kafka-source rows out (no Java tools needed beyond Spark's). Rows per second
+are N / wall time of the action; the table shows the median and best of ``--runs`` runs
+after one warm-up, and the ratios to Parquet and to the ceiling. The ceiling is a Python
+data source that yields pre-built Arrow batches of the same schema and size (one 8 MiB Fetch
+response's worth of rows) with no I/O at all: what PySpark's Python data source path can
+carry on this machine at this moment; the target is tslog >= 0.9 of it. The last row is the
+connector's fetch + decode path without Spark (one Python process reading every range in
+turn).
 
 It prints tables; it asserts nothing about timings.
 """
@@ -46,7 +47,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.kafka_side import clients, raw_kafka  # noqa: E402
-from bench.kafka_side.alone import alone  # noqa: E402
+from bench.kafka_side.alone import PAUSABLE_KAFKA, alone  # noqa: E402
 from bench.storage import print_table  # noqa: E402  (one table printer for the benches)
 from tests.helpers import kafka_reference as ref  # noqa: E402
 from tests.helpers.broker_process import BrokerProcess, free_port  # noqa: E402
@@ -244,10 +245,7 @@ def start_kafka(root: Path, skip: bool):
     try:
         source_jars = ",".join(str(jar) for jar in sorted(ref.jars("spark").glob("*.jar")))
         ref.jars("broker")
-        # Paused while tslog is read (``alone``): a session longer than any pause, or its
-        # controller fences it on waking.
-        kafka = ref.KafkaReference(root / "kafka", as_scripts=True,
-                                   config={"broker.session.timeout.ms": str(24 * 3600 * 1000)})
+        kafka = ref.KafkaReference(root / "kafka", as_scripts=True, config=PAUSABLE_KAFKA)
         kafka.start()
     except ref.ReferenceUnavailable as exc:
         return None, str(exc)
@@ -268,13 +266,11 @@ def load(broker, kafka, topic: str, n: int, args, prefix: int, batches: dict) ->
     produce_s = time.perf_counter() - produced
     if kafka is not None:
         clients.create_topic(kafka.bootstrap, topic, partitions=args.partitions)
-        produce_kafka(kafka.bootstrap, topic, args.partitions, prefix,
-                      make_kafka_batches(RECORDS_PER_BATCH, args.value_bytes))
+        produce_kafka(kafka.bootstrap, topic, args.partitions, prefix, batches["kafka"])
         time.sleep(0.005)
         starts["kafka"] = now_ms()
         time.sleep(0.005)
-        produce_kafka(kafka.bootstrap, topic, args.partitions, n,
-                      make_kafka_batches(RECORDS_PER_BATCH, args.value_bytes))
+        produce_kafka(kafka.bootstrap, topic, args.partitions, n, batches["kafka"])
     return starts, produce_s
 
 
@@ -287,15 +283,16 @@ def noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
+def tslog_source(spark, bootstrap: str, topic: str, start_ms: int):
+    return (spark.read.format("tslog").option("bootstrap", bootstrap).option("topic", topic)
+            .option("startingTimestamp", str(start_ms)).load())
+
+
 def readers(spark, bootstrap: str, tslog_kafka: str, kafka, topic: str, starts: dict,
             parquet_path: Path) -> list:
     """(label, the broker it reads or None, the action) for every reader of the range."""
-    def tslog_df():
-        return (spark.read.format("tslog").option("bootstrap", bootstrap)
-                .option("topic", topic).option("startingTimestamp", str(starts["tslog"]))
-                .load())
-
-    found = [('format("tslog") from a timestamp', "tslog", lambda: noop(tslog_df()))]
+    found = [('format("tslog") from a timestamp', "tslog",
+              lambda: noop(tslog_source(spark, bootstrap, topic, starts["tslog"])))]
     if kafka is not None:
         on_tslog = kafka_source(spark, tslog_kafka, topic, starts["tslog"])
         on_kafka = kafka_source(spark, kafka.bootstrap, topic, starts["kafka"])
@@ -366,24 +363,24 @@ def main() -> None:
     try:
         spark = start_spark(jars_or_reason if kafka is not None else "")
         pids = {"tslog": broker.process.pid}
-        probes = {"tslog": (tslog_kafka, None)}
+        kafka_ports = {"tslog": tslog_kafka}  # each broker's Kafka listener, for the probes
         if kafka is not None:
             pids["kafka"] = kafka.process.pid
-            probes["kafka"] = (kafka.bootstrap, None)
+            kafka_ports["kafka"] = kafka.bootstrap
         batches = {"tslog": make_batches(RECORDS_PER_BATCH, args.value_bytes)}
+        if kafka is not None:
+            batches["kafka"] = make_kafka_batches(RECORDS_PER_BATCH, args.value_bytes)
         for n in sizes:
             topic = f"bench-{n}"
             starts, produce_s = load(broker, kafka, topic, n, args, prefix, batches)
             n = (n // args.partitions) * args.partitions
-            probes = {side: (bootstrap, topic) for side, (bootstrap, _) in probes.items()}
-
-            def solo(side):
-                return alone(side, pids, probes)
+            def solo(side, topic=topic):
+                return alone(side, pids, {name: (bootstrap, topic)
+                                          for name, bootstrap in kafka_ports.items()})
 
             parquet_path = root / f"parquet-{n}"
-            (spark.read.format("tslog").option("bootstrap", broker.bootstrap)
-             .option("topic", topic).option("startingTimestamp", str(starts["tslog"]))
-             .load().write.parquet(str(parquet_path)))
+            tslog_source(spark, broker.bootstrap, topic, starts["tslog"]) \
+                .write.parquet(str(parquet_path))
             assert spark.read.parquet(str(parquet_path)).count() == n
             check_counts(spark, tslog_kafka, kafka, topic, starts, n)
             spark.dataSource.register(ceiling_source(n // 2, topic, args.value_bytes))

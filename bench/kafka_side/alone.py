@@ -21,6 +21,10 @@ import signal
 
 from . import raw_kafka
 
+# A reference Kafka to be paused gets a broker session longer than any pause: else its
+# controller fences it on waking and it refuses work (CreateTopics) until its next heartbeat.
+PAUSABLE_KAFKA = {"broker.session.timeout.ms": str(24 * 3600 * 1000)}
+
 
 @contextlib.contextmanager
 def alone(measured: str, pids: dict[str, int], probes: dict[str, tuple[str, str]]):

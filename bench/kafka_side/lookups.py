@@ -38,12 +38,12 @@ def one_run(run: int, sides: dict[str, str], native: str, topics: dict[int, str]
     order = list(sides.items())
     if run % 2:
         order.reverse()
+    add = figures.setdefault
     for name, bootstrap in order:
         with solo(name):
             for size, topic in topics.items():
                 op = f"lookup, {size:,} records"
                 times = random_times(bootstrap, topic, lookups, run * 7919 + size)
-                add = figures.setdefault
                 add((op, "raw Kafka ListOffsets loop", name), []).append(
                     raw_kafka.list_offsets_loop(bootstrap, topic, times))
                 add((op, "confluent-kafka offsets_for_times", name), []).append(

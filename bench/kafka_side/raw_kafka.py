@@ -42,17 +42,10 @@ def produce(bootstrap: str, topic: str, batches: int, acks: int = 1, window: int
             records: int = BATCH_RECORDS) -> float:
     """Produce v9 of ``batches`` copies of one pre-built RecordBatch v2 of ``records``
     records of 100 bytes (CreateTime now), ``window`` requests in flight. Seconds."""
-    from tslog.protocol.kafka import encode_request
     from tslog.protocol.kafka.record_batch import encode_batch
 
-    now = int(time.time() * 1000)
-    batch = encode_batch([VALUE] * records, None, now)
-    frames = []
-    for n in range(batches):
-        data = encode_request(0, 9, n, "bench", {
-            "transactional_id": None, "acks": acks, "timeout_ms": 60_000, "topic_data": [
-                {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
-        frames.append(struct.pack(">I", len(data)) + data)
+    batch = encode_batch([VALUE] * records, None, int(time.time() * 1000))
+    frames = produce_frames(topic, [(0, batch)] * batches, acks)
     with connect(bootstrap) as sock:
         wait_for_leader(sock, topic)
         started = time.perf_counter()
@@ -64,17 +57,24 @@ def produce_batches(bootstrap: str, topic: str, batches: list[tuple[int, bytes]]
                     window: int = 8) -> None:
     """Produce v9, acks=1: one request per (partition, pre-encoded RecordBatch v2) in
     ``batches``, in order, ``window`` in flight (loading a topic, not a measurement)."""
+    frames = produce_frames(topic, batches, 1)
+    with connect(bootstrap) as sock:
+        wait_for_leader(sock, topic)
+        pipeline(sock, frames, window, f"Kafka produce to {topic} at {bootstrap}")
+
+
+def produce_frames(topic: str, batches: list[tuple[int, bytes]], acks: int) -> list[bytes]:
+    """Produce v9 requests, framed: one per (partition, RecordBatch v2), correlation ids
+    counting from 0."""
     from tslog.protocol.kafka import encode_request
 
     frames = []
     for n, (partition, batch) in enumerate(batches):
         data = encode_request(0, 9, n, "bench", {
-            "transactional_id": None, "acks": 1, "timeout_ms": 60_000, "topic_data": [
+            "transactional_id": None, "acks": acks, "timeout_ms": 60_000, "topic_data": [
                 {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
         frames.append(struct.pack(">I", len(data)) + data)
-    with connect(bootstrap) as sock:
-        wait_for_leader(sock, topic)
-        pipeline(sock, frames, window, f"Kafka produce to {topic} at {bootstrap}")
+    return frames
 
 
 def pipeline(sock: socket.socket, frames: list[bytes], window: int, what: str) -> None:
